@@ -1,1 +1,93 @@
-//! placeholder
+//! EROFS on-disk types and nothing else: little-endian structures with their
+//! sizes, constants, feature bits, the superblock checksum and pure decoders
+//! of the compressed-file indexes. No I/O happens here: every parser takes a
+//! byte slice of a known length and returns a typed value or a [`FormatError`].
+
+#![forbid(unsafe_code)]
+
+pub mod chunk;
+pub mod compress;
+pub mod device;
+pub mod dirent;
+pub mod error;
+pub mod inode;
+mod le;
+pub mod superblock;
+pub mod xattr;
+pub mod zmap;
+
+pub use error::FormatError;
+
+/// Absolute byte offset of the superblock in every image.
+pub const SUPERBLOCK_OFFSET: u64 = 1024;
+/// Magic number at [`SUPERBLOCK_OFFSET`].
+pub const EROFS_MAGIC: u32 = 0xE0F5_E1E2;
+/// Size of the inode "slot" grid: an inode's number is its slot index.
+pub const INODE_SLOT_SIZE: u64 = 32;
+/// Longest name a directory entry may hold.
+pub const NAME_MAX: usize = 255;
+/// Smallest and largest block size exponents a 4 KiB-page kernel mounts.
+pub const MIN_BLKSZBITS: u8 = 9;
+/// See [`MIN_BLKSZBITS`].
+pub const MAX_BLKSZBITS: u8 = 12;
+
+/// An inode number: the 32-byte slot index counted from `meta_blkaddr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Nid(pub u64);
+
+impl std::fmt::Display for Nid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A block number in the unified address space of an image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlockAddr(pub u64);
+
+/// A validated block size (512 ..= 4096 bytes, a power of two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockSize {
+    bits: u8,
+}
+
+impl BlockSize {
+    /// Accepts the exponents a 4 KiB-page kernel mounts (9..=12).
+    pub fn from_bits(bits: u8) -> Result<Self, FormatError> {
+        if (MIN_BLKSZBITS..=MAX_BLKSZBITS).contains(&bits) {
+            Ok(Self { bits })
+        } else {
+            Err(FormatError::BadBlockSize(bits))
+        }
+    }
+    /// log2 of the block size.
+    pub fn bits(self) -> u8 {
+        self.bits
+    }
+    /// The block size in bytes.
+    pub fn bytes(self) -> u64 {
+        1u64 << self.bits
+    }
+    /// The block size in bytes as a `usize` (at most 4096).
+    pub fn usize(self) -> usize {
+        1usize << self.bits
+    }
+    /// Byte address of a block, or `None` on overflow.
+    pub fn pos(self, blk: BlockAddr) -> Option<u64> {
+        blk.0.checked_mul(self.bytes())
+    }
+    /// Number of blocks needed to hold `bytes`.
+    pub fn blocks_for(self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.bytes())
+    }
+    /// Offset of `pos` inside its block.
+    pub fn offset_in_block(self, pos: u64) -> u64 {
+        pos & (self.bytes() - 1)
+    }
+}
+
+/// Rounds `v` up to a multiple of the power of two `align`, `None` on overflow.
+pub fn round_up(v: u64, align: u64) -> Option<u64> {
+    debug_assert!(align.is_power_of_two());
+    Some(v.checked_add(align - 1)? & !(align - 1))
+}

@@ -1,0 +1,284 @@
+//! The superblock (128 bytes at absolute 1024, plus 16-byte extension slots),
+//! its feature bits and its CRC-32C.
+
+use crate::le::{array_at, u16_at, u32_at, u64_at, u8_at};
+use crate::{BlockSize, FormatError, Nid, EROFS_MAGIC};
+
+/// Size of the base superblock structure.
+pub const SB_BASE_SIZE: usize = 128;
+/// Size of the superblock with one extension slot (what current headers define).
+pub const SB_EXT_SIZE: usize = 144;
+
+/// `feature_compat` bits (unknown ones are ignored, as the kernel does).
+pub mod compat {
+    pub const SB_CHKSUM: u32 = 0x01;
+    pub const MTIME: u32 = 0x02;
+    pub const XATTR_FILTER: u32 = 0x04;
+    pub const SHARED_EA_IN_METABOX: u32 = 0x08;
+    pub const PLAIN_XATTR_PFX: u32 = 0x10;
+    pub const ISHARE_XATTRS: u32 = 0x20;
+}
+
+/// `feature_incompat` bits.
+pub mod incompat {
+    pub const ZERO_PADDING: u32 = 0x001;
+    /// Same bit: compression configuration records and big pclusters.
+    pub const COMPR_CFGS: u32 = 0x002;
+    pub const BIG_PCLUSTER: u32 = 0x002;
+    pub const CHUNKED_FILE: u32 = 0x004;
+    /// Same bit: device table and HEAD2 lclusters.
+    pub const DEVICE_TABLE: u32 = 0x008;
+    pub const ZTAILPACKING: u32 = 0x010;
+    /// Same bit: fragments (packed inode) and partially referenced pclusters.
+    pub const FRAGMENTS: u32 = 0x020;
+    pub const XATTR_PREFIXES: u32 = 0x040;
+    pub const BIT48: u32 = 0x080;
+    pub const METABOX: u32 = 0x100;
+    /// Every bit this reader understands.
+    pub const SUPPORTED: u32 = 0x07F;
+    /// Every bit the format defines.
+    pub const KNOWN: u32 = 0x1FF;
+
+    /// Human names of the bits in `bits`, e.g. `"48bit, metabox, 0x200"`.
+    pub fn names(bits: u32) -> String {
+        const TABLE: [(u32, &str); 9] = [
+            (ZERO_PADDING, "zero_padding"),
+            (COMPR_CFGS, "compr_cfgs/big_pcluster"),
+            (CHUNKED_FILE, "chunked_file"),
+            (DEVICE_TABLE, "device_table"),
+            (ZTAILPACKING, "ztailpacking"),
+            (FRAGMENTS, "fragments/dedupe"),
+            (XATTR_PREFIXES, "xattr_prefixes"),
+            (BIT48, "48bit"),
+            (METABOX, "metabox"),
+        ];
+        let mut out = Vec::new();
+        let mut rest = bits;
+        for (bit, name) in TABLE {
+            if bits & bit != 0 {
+                out.push(name.to_string());
+                rest &= !bit;
+            }
+        }
+        for i in 0..32 {
+            if rest & (1 << i) != 0 {
+                out.push(format!("unknown {:#x}", 1u32 << i));
+            }
+        }
+        out.join(", ")
+    }
+}
+
+/// Names of the compat bits, for the dump.
+pub fn compat_names(bits: u32) -> Vec<&'static str> {
+    const TABLE: [(u32, &str); 6] = [
+        (compat::SB_CHKSUM, "sb_csum"),
+        (compat::MTIME, "mtime"),
+        (compat::XATTR_FILTER, "xattr_filter"),
+        (compat::SHARED_EA_IN_METABOX, "shared_ea_in_metabox"),
+        (compat::PLAIN_XATTR_PFX, "plain_xattr_pfx"),
+        (compat::ISHARE_XATTRS, "ishare_xattrs"),
+    ];
+    TABLE
+        .iter()
+        .filter(|(b, _)| bits & b != 0)
+        .map(|(_, n)| *n)
+        .collect()
+}
+
+/// The decoded superblock. Raw values; [`Superblock::validate`] applies the
+/// kernel's mount-time checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Superblock {
+    pub magic: u32,
+    pub checksum: u32,
+    pub feature_compat: u32,
+    pub blkszbits: u8,
+    pub sb_extslots: u8,
+    pub root_nid_16: u16,
+    pub inos: u64,
+    pub epoch: u64,
+    pub fixed_nsec: u32,
+    pub blocks: u32,
+    pub meta_blkaddr: u32,
+    pub xattr_blkaddr: u32,
+    pub uuid: [u8; 16],
+    pub volume_name: [u8; 16],
+    pub feature_incompat: u32,
+    /// `available_compr_algs` with COMPR_CFGS, else `lz4_max_distance`.
+    pub u1: u16,
+    pub extra_devices: u16,
+    pub devt_slotoff: u16,
+    pub dirblkbits: u8,
+    pub xattr_prefix_count: u8,
+    pub xattr_prefix_start: u32,
+    pub packed_nid: u64,
+    pub xattr_filter_reserved: u8,
+    pub build_time: u32,
+    pub root_nid_64: u64,
+}
+
+impl Superblock {
+    /// Decodes the base 128 bytes at absolute offset 1024.
+    pub fn parse(b: &[u8; SB_BASE_SIZE]) -> Result<Self, FormatError> {
+        let magic = u32_at(b, 0x00);
+        if magic != EROFS_MAGIC {
+            return Err(FormatError::BadMagic(magic));
+        }
+        Ok(Self {
+            magic,
+            checksum: u32_at(b, 0x04),
+            feature_compat: u32_at(b, 0x08),
+            blkszbits: u8_at(b, 0x0C),
+            sb_extslots: u8_at(b, 0x0D),
+            root_nid_16: u16_at(b, 0x0E),
+            inos: u64_at(b, 0x10),
+            epoch: u64_at(b, 0x18),
+            fixed_nsec: u32_at(b, 0x20),
+            blocks: u32_at(b, 0x24),
+            meta_blkaddr: u32_at(b, 0x28),
+            xattr_blkaddr: u32_at(b, 0x2C),
+            uuid: array_at(b, 0x30),
+            volume_name: array_at(b, 0x40),
+            feature_incompat: u32_at(b, 0x50),
+            u1: u16_at(b, 0x54),
+            extra_devices: u16_at(b, 0x56),
+            devt_slotoff: u16_at(b, 0x58),
+            dirblkbits: u8_at(b, 0x5A),
+            xattr_prefix_count: u8_at(b, 0x5B),
+            xattr_prefix_start: u32_at(b, 0x5C),
+            packed_nid: u64_at(b, 0x60),
+            xattr_filter_reserved: u8_at(b, 0x68),
+            build_time: u32_at(b, 0x6C),
+            root_nid_64: u64_at(b, 0x70),
+        })
+    }
+
+    /// Applies the checks the kernel makes at mount time that need only the
+    /// superblock itself, and returns the block size.
+    pub fn validate(&self) -> Result<BlockSize, FormatError> {
+        let bs = BlockSize::from_bits(self.blkszbits)?;
+        let unknown = self.feature_incompat & !incompat::KNOWN;
+        let unsupported = self.feature_incompat & !incompat::SUPPORTED;
+        if unknown != 0 || unsupported != 0 {
+            return Err(FormatError::UnknownIncompat {
+                bits: unsupported,
+                names: incompat::names(unsupported),
+            });
+        }
+        if self.dirblkbits != 0 {
+            return Err(FormatError::invalid("dirblkbits", self.dirblkbits));
+        }
+        if self.sb_size() > 4096 - 1024 {
+            return Err(FormatError::invalid("sb_extslots", self.sb_extslots));
+        }
+        Ok(bs)
+    }
+
+    /// Size of the superblock on disk: 128 + 16 per extension slot.
+    pub fn sb_size(&self) -> usize {
+        SB_BASE_SIZE + 16 * usize::from(self.sb_extslots)
+    }
+
+    pub fn has_compat(&self, bit: u32) -> bool {
+        self.feature_compat & bit != 0
+    }
+
+    pub fn has_incompat(&self, bit: u32) -> bool {
+        self.feature_incompat & bit != 0
+    }
+
+    /// The root directory's nid.
+    pub fn root_nid(&self) -> Nid {
+        if self.has_incompat(incompat::BIT48) && self.root_nid_64 != 0 {
+            Nid(self.root_nid_64)
+        } else {
+            Nid(u64::from(self.root_nid_16))
+        }
+    }
+
+    /// Bitmap of the algorithms the image may use (bit n = algorithm n).
+    pub fn available_algorithms(&self) -> u16 {
+        if self.has_incompat(incompat::COMPR_CFGS) {
+            self.u1
+        } else {
+            1
+        }
+    }
+
+    /// The volume label up to its first NUL.
+    pub fn label(&self) -> &[u8] {
+        let end = self
+            .volume_name
+            .iter()
+            .position(|&c| c == 0)
+            .unwrap_or(self.volume_name.len());
+        &self.volume_name[..end]
+    }
+
+    /// The uuid in its usual text form.
+    pub fn uuid_string(&self) -> String {
+        let u = &self.uuid;
+        let hex = |r: std::ops::Range<usize>| -> String {
+            u[r].iter().map(|b| format!("{b:02x}")).collect()
+        };
+        format!(
+            "{}-{}-{}-{}-{}",
+            hex(0..4),
+            hex(4..6),
+            hex(6..8),
+            hex(8..10),
+            hex(10..16)
+        )
+    }
+}
+
+/// Length of the range the superblock checksum covers, starting at 1024.
+pub fn checksum_len(bs: BlockSize) -> usize {
+    if bs.usize() > 1024 {
+        bs.usize() - 1024
+    } else {
+        bs.usize()
+    }
+}
+
+/// CRC-32C of the superblock region `region` (starting at absolute 1024,
+/// [`checksum_len`] bytes), with the stored checksum field counted as zero.
+/// Seeded with all ones and without the final inversion, as the kernel does.
+pub fn compute_checksum(region: &[u8]) -> u32 {
+    let head_len = region.len().min(8);
+    let mut head = [0u8; 8];
+    head[..head_len].copy_from_slice(&region[..head_len]);
+    head[4..8].fill(0);
+    // crc32c() applies the standard pre- and post-inversion; undoing the
+    // post-inversion gives the raw register the kernel stores.
+    let crc = crc32c::crc32c(&head[..head_len]);
+    let crc = crc32c::crc32c_append(crc, region.get(8..).unwrap_or(&[]));
+    !crc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn incompat_names_cover_unknown_bits() {
+        assert_eq!(
+            incompat::names(0x280),
+            "48bit, unknown 0x200".to_string()
+        );
+    }
+
+    #[test]
+    fn checksum_matches_reference_vector() {
+        // CRC-32C("123456789") = 0xe3069283 with the standard inversions; the
+        // raw form (no final inversion) is its complement. The stored-field
+        // zeroing touches bytes 4..8, so build a region whose bytes 4..8 are 0.
+        let mut region = b"1234\0\0\0\0".to_vec();
+        region.extend_from_slice(b"56789");
+        let mut expect = crc32c::crc32c(&region);
+        expect = !expect;
+        assert_eq!(compute_checksum(&region), expect);
+        assert_eq!(!crc32c::crc32c(b"123456789"), !0xe306_9283u32);
+    }
+}

@@ -1,1 +1,10 @@
-//! placeholder
+//! Inspection tools over the ferrofs reader: `fsck` (verify every inode,
+//! dirent and pcluster), `extract` (write an image's tree to a directory)
+//! and `dump` (superblock, inode and whole-image statistics).
+
+#![forbid(unsafe_code)]
+
+pub mod dump;
+pub mod extract;
+pub mod fsck;
+pub mod walk;

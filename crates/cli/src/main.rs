@@ -1,1 +1,354 @@
-fn main() {}
+//! The `ferrofs` command: argument parsing, progress and printing over the
+//! reader and check libraries. No format logic lives here.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use ferrofs::format::inode::FileType;
+use ferrofs::format::Nid;
+use ferrofs::{Image, OpenOptions};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+#[derive(Parser)]
+#[command(name = "ferrofs", version, about = "Read, check and extract EROFS images")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct ImageArgs {
+    /// The EROFS image file.
+    image: PathBuf,
+    /// Extra device (blob) files, in device-table order; without them,
+    /// extra devices are expected concatenated to the image.
+    #[arg(long = "device", value_name = "PATH")]
+    devices: Vec<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check every inode, directory entry and pcluster of an image.
+    Fsck {
+        #[command(flatten)]
+        img: ImageArgs,
+        /// Check metadata only; do not decode file data.
+        #[arg(long)]
+        no_data: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Extract the image's tree into DIR (empty or absent).
+    Extract {
+        #[command(flatten)]
+        img: ImageArgs,
+        /// Target directory.
+        dir: PathBuf,
+        /// Do not restore owners (default: restore when running as root).
+        #[arg(long)]
+        no_owners: bool,
+        /// Do not restore extended attributes.
+        #[arg(long)]
+        no_xattrs: bool,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a directory (or show one entry).
+    Ls {
+        #[command(flatten)]
+        img: ImageArgs,
+        /// Path inside the image (default: the root).
+        path: Option<OsString>,
+        /// Long format: mode, links, owner, size, mtime, nid.
+        #[arg(short = 'l')]
+        long: bool,
+    },
+    /// Write a file's contents to standard output.
+    Cat {
+        #[command(flatten)]
+        img: ImageArgs,
+        /// Path inside the image.
+        path: OsString,
+    },
+    /// Describe the superblock, one inode, or whole-image statistics.
+    Dump {
+        #[command(flatten)]
+        img: ImageArgs,
+        /// Show the inode at this path.
+        #[arg(long, conflicts_with = "nid")]
+        path: Option<OsString>,
+        /// Show the inode with this nid.
+        #[arg(long)]
+        nid: Option<u64>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn open(args: &ImageArgs) -> Result<Image> {
+    let file = std::fs::File::open(&args.image)
+        .with_context(|| format!("cannot open {}", args.image.display()))?;
+    let mut opts = OpenOptions::default();
+    for d in &args.devices {
+        let f = std::fs::File::open(d).with_context(|| format!("cannot open device {}", d.display()))?;
+        opts.devices.push(Box::new(f));
+    }
+    Image::open_with(Box::new(file), opts).with_context(|| format!("{}", args.image.display()))
+}
+
+fn progress(len_hint: Option<u64>) -> ProgressBar {
+    let pb = ProgressBar::new(len_hint.unwrap_or(0));
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed} {binary_bytes} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    pb
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ferrofs: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Fsck { img, no_data, json } => {
+            let image = open(&img)?;
+            let pb = progress(None);
+            let tick = |inodes: u64, bytes: u64| {
+                pb.set_position(bytes);
+                pb.set_message(format!("{inodes} inodes"));
+            };
+            let report = ferrofs_check::fsck::check(
+                &image,
+                ferrofs_check::fsck::Options { read_data: !no_data },
+                Some(&tick),
+            );
+            pb.finish_and_clear();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                for p in &report.problems {
+                    match p.nid {
+                        Some(n) => println!("{} (nid {n}): {}", p.path, p.message),
+                        None => println!("{}: {}", p.path, p.message),
+                    }
+                }
+                println!(
+                    "{}: {} inodes ({} dirs, {} files, {} symlinks, {} special), {} bytes read, {} pclusters decoded, {} problems",
+                    img.image.display(),
+                    report.inodes,
+                    report.directories,
+                    report.files,
+                    report.symlinks,
+                    report.special,
+                    report.data_bytes,
+                    report.pclusters_decoded,
+                    report.problems.len()
+                );
+            }
+            Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Extract {
+            img,
+            dir,
+            no_owners,
+            no_xattrs,
+            json,
+        } => {
+            let image = open(&img)?;
+            let mut opts = ferrofs_check::extract::Options::default();
+            opts.owners &= !no_owners;
+            opts.xattrs = !no_xattrs;
+            let pb = progress(None);
+            let tick = |bytes: u64| pb.set_position(bytes);
+            let res = ferrofs_check::extract::extract(&image, &dir, opts, Some(&tick));
+            pb.finish_and_clear();
+            let s = res?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                eprintln!(
+                    "extracted {} dirs, {} files, {} symlinks, {} hard links, {} special, {} bytes into {}",
+                    s.dirs, s.files, s.symlinks, s.hardlinks, s.special, s.bytes, dir.display()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ls { img, path, long } => {
+            let image = open(&img)?;
+            let p = path.unwrap_or_default();
+            let inode = image.lookup_path(p.as_bytes(), true)?;
+            let mut out = io::stdout().lock();
+            if !inode.is_dir() {
+                print_entry(&image, &mut out, p.as_bytes(), &inode, long)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            for e in image.read_dir(&inode)? {
+                if e.is_dot() {
+                    continue;
+                }
+                let child = image.inode(e.nid)?;
+                print_entry(&image, &mut out, &e.name, &child, long)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Cat { img, path } => {
+            let image = open(&img)?;
+            let inode = image.lookup_path(path.as_bytes(), true)?;
+            if inode.is_dir() {
+                bail!("{}: is a directory", path.to_string_lossy());
+            }
+            let file = image.open_file(inode)?;
+            let mut out = io::stdout().lock();
+            let mut buf = vec![0u8; 1 << 20];
+            let mut pos = 0u64;
+            loop {
+                let n = file.read_at(&mut buf, pos)?;
+                if n == 0 {
+                    break;
+                }
+                match out.write_all(&buf[..n]) {
+                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+                    r => r?,
+                }
+                pos += n as u64;
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Dump {
+            img,
+            path,
+            nid,
+            json,
+        } => {
+            let image = open(&img)?;
+            let v = if let Some(p) = path {
+                let inode = image.lookup_path(p.as_bytes(), false)?;
+                ferrofs_check::dump::inode(&image, &inode)
+            } else if let Some(n) = nid {
+                let inode = image.inode(Nid(n))?;
+                ferrofs_check::dump::inode(&image, &inode)
+            } else {
+                serde_json::json!({
+                    "superblock": ferrofs_check::dump::superblock(&image),
+                    "statistics": ferrofs_check::dump::statistics(&image),
+                })
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                print_text(&v, 0);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_entry(image: &Image, out: &mut impl Write, name: &[u8], inode: &ferrofs::Inode, long: bool) -> Result<()> {
+    let shown = String::from_utf8_lossy(name);
+    if !long {
+        writeln!(out, "{shown}")?;
+        return Ok(());
+    }
+    let t = match inode.file_type {
+        FileType::Regular => '-',
+        FileType::Directory => 'd',
+        FileType::Symlink => 'l',
+        FileType::CharDevice => 'c',
+        FileType::BlockDevice => 'b',
+        FileType::Fifo => 'p',
+        FileType::Socket => 's',
+    };
+    let size = match inode.file_type {
+        FileType::CharDevice | FileType::BlockDevice => format!("{},{}", inode.rdev.0, inode.rdev.1),
+        _ => inode.size.to_string(),
+    };
+    let target = if inode.is_symlink() {
+        format!(" -> {}", String::from_utf8_lossy(&image.read_link(inode)?))
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "{t}{} {:>3} {:>6} {:>6} {:>10} {}.{:09} {:>8} {shown}{target}",
+        mode_string(inode.mode),
+        inode.nlink,
+        inode.uid,
+        inode.gid,
+        size,
+        inode.mtime,
+        inode.mtime_nsec,
+        inode.nid.0,
+    )?;
+    Ok(())
+}
+
+fn mode_string(mode: u16) -> String {
+    let mut s = String::with_capacity(9);
+    for (i, c) in ['r', 'w', 'x', 'r', 'w', 'x', 'r', 'w', 'x'].iter().enumerate() {
+        let bit = 1u16 << (8 - i);
+        s.push(if mode & bit != 0 { *c } else { '-' });
+    }
+    let mut b = s.into_bytes();
+    if mode & 0o4000 != 0 {
+        b[2] = if b[2] == b'x' { b's' } else { b'S' };
+    }
+    if mode & 0o2000 != 0 {
+        b[5] = if b[5] == b'x' { b's' } else { b'S' };
+    }
+    if mode & 0o1000 != 0 {
+        b[8] = if b[8] == b'x' { b't' } else { b'T' };
+    }
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+fn print_text(v: &Value, indent: usize) {
+    let pad = " ".repeat(indent);
+    match v {
+        Value::Object(m) => {
+            for (k, val) in m {
+                match val {
+                    Value::Object(_) => {
+                        println!("{pad}{k}:");
+                        print_text(val, indent + 2);
+                    }
+                    Value::Array(a) if a.iter().any(|x| x.is_object()) => {
+                        println!("{pad}{k}:");
+                        for item in a {
+                            println!("{pad}  -");
+                            print_text(item, indent + 4);
+                        }
+                    }
+                    _ => println!("{pad}{k}: {}", scalar(val)),
+                }
+            }
+        }
+        other => println!("{pad}{}", scalar(other)),
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a.iter().map(scalar).collect::<Vec<_>>().join(", "),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,209 @@
+//! dump: describe an image (superblock, features, compression config),
+//! one inode (fields, xattrs, extent map) or the whole image (files by
+//! layout, compressed vs original bytes, pclusters by algorithm). Values are
+//! built as JSON so the CLI prints them as text or `--json` alike.
+
+use std::collections::{BTreeMap, HashSet};
+
+use ferrofs::format::compress::algorithm_name;
+use ferrofs::format::superblock::{compat_names, incompat};
+use ferrofs::map::{DataMap, ExtentKind, PclusterFormat};
+use ferrofs::{Image, Inode};
+use serde_json::{json, Value};
+
+use crate::walk::{walk, Visit};
+
+/// Superblock, features and compression configuration.
+pub fn superblock(image: &Image) -> Value {
+    let sb = image.superblock();
+    let cfg = image.compression_config();
+    let algs: Vec<&str> = (0..4u8)
+        .filter(|a| cfg.available & (1 << a) != 0)
+        .map(algorithm_name)
+        .collect();
+    let devices: Vec<Value> = image
+        .devices()
+        .iter()
+        .map(|d| json!({"tag": d.slot.tag_str(), "blocks": d.slot.blocks, "uniaddr": d.slot.uniaddr}))
+        .collect();
+    json!({
+        "magic": format!("{:#010x}", sb.magic),
+        "checksum": format!("{:#010x}", sb.checksum),
+        "block_size": image.block_size().bytes(),
+        "blocks": sb.blocks,
+        "inodes": sb.inos,
+        "root_nid": image.root_nid().0,
+        "meta_blkaddr": sb.meta_blkaddr,
+        "xattr_blkaddr": sb.xattr_blkaddr,
+        "packed_nid": sb.packed_nid,
+        "epoch": sb.epoch,
+        "fixed_nsec": sb.fixed_nsec,
+        "uuid": sb.uuid_string(),
+        "label": String::from_utf8_lossy(sb.label()),
+        "feature_compat": compat_names(sb.feature_compat),
+        "feature_incompat": incompat::names(sb.feature_incompat),
+        "algorithms": algs,
+        "lz4_max_distance": cfg.lz4_max_distance,
+        "lz4_max_pclusterblks": cfg.lz4_max_pclusterblks,
+        "lzma_dict_size": cfg.lzma_dict_size,
+        "zstd_window_log": cfg.zstd_window_log,
+        "xattr_prefixes": image.xattr_prefixes().iter().map(|(b, i)| json!({"base": b, "infix": String::from_utf8_lossy(i)})).collect::<Vec<_>>(),
+        "devices": devices,
+        "image_bytes": image.source_len(),
+    })
+}
+
+fn extent_json(e: &ferrofs::map::Extent) -> Value {
+    let kind = match e.kind {
+        ExtentKind::Hole => json!({"type": "hole"}),
+        ExtentKind::Raw { device, pos } => json!({"type": "raw", "device": device, "pos": pos}),
+        ExtentKind::Inline { pos } => json!({"type": "inline", "pos": pos}),
+        ExtentKind::Fragment { offset } => json!({"type": "fragment", "offset": offset}),
+        ExtentKind::Pcluster(p) => json!({
+            "type": "pcluster",
+            "pos": p.pos,
+            "plen": p.len,
+            "format": format_name(p.format),
+            "partial": p.partial,
+            "inline": p.inline,
+        }),
+    };
+    json!({"logical": e.logical, "len": e.len, "map": kind})
+}
+
+fn format_name(f: PclusterFormat) -> &'static str {
+    match f {
+        PclusterFormat::Shifted => "plain",
+        PclusterFormat::Interlaced => "interlaced",
+        PclusterFormat::Codec(a) => a.name(),
+    }
+}
+
+/// One inode: fields, xattrs and its extent map.
+pub fn inode(image: &Image, inode: &Inode) -> Value {
+    let xattrs: Value = match image.xattrs(inode) {
+        Ok(xs) => xs
+            .iter()
+            .map(|x| json!({"name": String::from_utf8_lossy(&x.name), "value": String::from_utf8_lossy(&x.value), "shared": x.shared}))
+            .collect(),
+        Err(e) => json!({"error": e.to_string()}),
+    };
+    let mut v = json!({
+        "nid": inode.nid.0,
+        "type": inode.file_type.name(),
+        "mode": format!("{:o}", inode.mode),
+        "uid": inode.uid,
+        "gid": inode.gid,
+        "nlink": inode.nlink,
+        "size": inode.size,
+        "mtime": inode.mtime,
+        "mtime_nsec": inode.mtime_nsec,
+        "layout": inode.layout.name(),
+        "extended": inode.extended,
+        "xattr_icount": inode.xattr_icount,
+        "position": inode.pos,
+        "xattrs": xattrs,
+    });
+    if matches!(inode.file_type, ferrofs::format::inode::FileType::CharDevice | ferrofs::format::inode::FileType::BlockDevice) {
+        v["rdev"] = json!(format!("{}:{}", inode.rdev.0, inode.rdev.1));
+    }
+    match image.open_file(inode.clone()) {
+        Ok(f) => {
+            if let DataMap::Compressed(z) = f.data_map() {
+                v["compression"] = json!({
+                    "advise": format!("{:#x}", z.header.advise),
+                    "algorithms": z.header.algorithms().iter().map(|a| algorithm_name(*a)).collect::<Vec<_>>(),
+                    "lclusterbits": z.lclusterbits,
+                    "index": if z.full { "full" } else { "compact" },
+                    "inline_tail": z.idata.map(|(p, s)| json!({"pos": p, "size": s})),
+                    "fragment_off": z.fragment_off,
+                    "whole_file_fragment": z.whole_fragment.is_some(),
+                });
+            }
+            let exts: Vec<Value> = f
+                .extents()
+                .take(100_000)
+                .map(|e| match e {
+                    Ok(e) => extent_json(&e),
+                    Err(err) => json!({"error": err.to_string()}),
+                })
+                .collect();
+            v["extents"] = Value::Array(exts);
+        }
+        Err(e) => v["error"] = json!(e.to_string()),
+    }
+    v
+}
+
+/// Whole-image statistics.
+pub fn statistics(image: &Image) -> Value {
+    let mut by_type: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut by_layout: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut pclusters: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new(); // count, plen, llen
+    let mut seen_inodes = HashSet::new();
+    let mut seen_pclusters = HashSet::new();
+    let (mut logical, mut compressed_logical, mut compressed_physical) = (0u64, 0u64, 0u64);
+    let (mut inline_bytes, mut fragment_bytes, mut hole_bytes, mut errors) = (0u64, 0u64, 0u64, 0u64);
+    let mut visit_inode = |inode: &Inode| {
+        if !seen_inodes.insert(inode.nid) {
+            return;
+        }
+        *by_type.entry(inode.file_type.name()).or_default() += 1;
+        if !matches!(inode.file_type, ferrofs::format::inode::FileType::Regular | ferrofs::format::inode::FileType::Directory | ferrofs::format::inode::FileType::Symlink) {
+            return;
+        }
+        *by_layout.entry(inode.layout.name()).or_default() += 1;
+        logical += inode.size;
+        let Ok(f) = image.open_file(inode.clone()) else {
+            errors += 1;
+            return;
+        };
+        for e in f.extents() {
+            let Ok(e) = e else {
+                errors += 1;
+                break;
+            };
+            match e.kind {
+                ExtentKind::Hole => hole_bytes += e.len,
+                ExtentKind::Inline { .. } => inline_bytes += e.len,
+                ExtentKind::Fragment { .. } => fragment_bytes += e.len,
+                ExtentKind::Raw { .. } => {}
+                ExtentKind::Pcluster(p) => {
+                    compressed_logical += e.len;
+                    let entry = pclusters.entry(format_name(p.format)).or_default();
+                    entry.2 += e.len;
+                    if seen_pclusters.insert((p.pos, p.inline)) {
+                        compressed_physical += p.len;
+                        entry.0 += 1;
+                        entry.1 += p.len;
+                    }
+                }
+            }
+        }
+    };
+    if let Ok(root) = image.root() {
+        visit_inode(&root);
+    }
+    walk(image, |v| {
+        if let Visit::Entry { inode, .. } = v {
+            visit_inode(inode);
+        }
+    });
+    let algs: BTreeMap<&str, Value> = pclusters
+        .into_iter()
+        .map(|(k, (n, p, l))| (k, json!({"pclusters": n, "physical_bytes": p, "logical_bytes": l})))
+        .collect();
+    json!({
+        "inodes_by_type": by_type,
+        "inodes_by_layout": by_layout,
+        "logical_bytes": logical,
+        "compressed_logical_bytes": compressed_logical,
+        "compressed_physical_bytes": compressed_physical,
+        "inline_bytes": inline_bytes,
+        "fragment_bytes": fragment_bytes,
+        "hole_bytes": hole_bytes,
+        "pclusters": algs,
+        "errors": errors,
+        "image_bytes": image.source_len(),
+    })
+}

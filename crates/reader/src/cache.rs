@@ -1,0 +1,118 @@
+//! A byte-budgeted LRU cache of decoded pclusters, shared by all readers of
+//! an image, so neighbouring reads do not decode the same cluster again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use crate::map::PclusterFormat;
+
+/// Identity of a pcluster: where it is and how it is decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Key {
+    pub pos: u64,
+    pub len: u64,
+    pub inline: bool,
+    pub format: PclusterFormat,
+}
+
+struct Entry {
+    data: Arc<Vec<u8>>,
+    tick: u64,
+}
+
+#[derive(Default)]
+struct State {
+    map: HashMap<Key, Entry>,
+    order: BTreeMap<u64, Key>,
+    bytes: usize,
+    tick: u64,
+    hits: u64,
+    misses: u64,
+}
+
+/// Counters of the cache, for statistics and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub entries: usize,
+    pub bytes: usize,
+}
+
+pub(crate) struct PclusterCache {
+    budget: usize,
+    state: Mutex<State>,
+}
+
+impl PclusterCache {
+    pub fn new(budget: usize) -> Self {
+        Self {
+            budget,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Returns the cached decoded prefix of `key` if it holds at least
+    /// `want` bytes; otherwise the length of a shorter cached prefix, if any.
+    pub fn get(&self, key: &Key, want: usize) -> Result<Arc<Vec<u8>>, Option<usize>> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.tick += 1;
+        let tick = st.tick;
+        let found = match st.map.get_mut(key) {
+            Some(e) if e.data.len() >= want => {
+                let old = e.tick;
+                e.tick = tick;
+                Ok((old, e.data.clone()))
+            }
+            Some(e) => Err(Some(e.data.len())),
+            None => Err(None),
+        };
+        match found {
+            Ok((old, data)) => {
+                st.order.remove(&old);
+                st.order.insert(tick, *key);
+                st.hits += 1;
+                Ok(data)
+            }
+            Err(shorter) => {
+                st.misses += 1;
+                Err(shorter)
+            }
+        }
+    }
+
+    pub fn insert(&self, key: Key, data: Arc<Vec<u8>>) {
+        if data.len() > self.budget {
+            return;
+        }
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.tick += 1;
+        let tick = st.tick;
+        if let Some(old) = st.map.remove(&key) {
+            st.order.remove(&old.tick);
+            st.bytes -= old.data.len();
+        }
+        st.bytes += data.len();
+        st.map.insert(key, Entry { data, tick });
+        st.order.insert(tick, key);
+        while st.bytes > self.budget {
+            let Some((&t, &k)) = st.order.iter().next() else {
+                break;
+            };
+            st.order.remove(&t);
+            if let Some(e) = st.map.remove(&k) {
+                st.bytes -= e.data.len();
+            }
+        }
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        CacheStats {
+            hits: st.hits,
+            misses: st.misses,
+            entries: st.map.len(),
+            bytes: st.bytes,
+        }
+    }
+}

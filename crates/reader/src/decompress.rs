@@ -1,0 +1,117 @@
+//! Decoding one pcluster: read its bytes, strip the zero padding, run the
+//! codec for just the prefix a read needs (or the whole extent), and keep
+//! the result in the shared cache.
+
+use std::sync::{Arc, Mutex};
+
+use ferrofs_codec::{Algorithm, DecodeMode, Decoder, DecoderConfig};
+use ferrofs_format::compress::CompressionConfig;
+use ferrofs_format::superblock::incompat;
+
+use crate::cache::Key;
+use crate::error::{Error, Location, Result};
+use crate::image::Image;
+use crate::map::{Pcluster, PclusterFormat};
+
+/// Decoder states reused across pclusters (one per concurrent reader).
+pub(crate) struct DecoderPool {
+    cfg: DecoderConfig,
+    idle: Mutex<Vec<Decoder>>,
+}
+
+const MAX_IDLE_DECODERS: usize = 16;
+
+impl DecoderPool {
+    pub fn new(cfg: CompressionConfig) -> Self {
+        Self {
+            cfg: DecoderConfig {
+                lzma_dict_size: cfg.lzma_dict_size,
+                zstd_window_log: cfg.zstd_window_log,
+                deflate_window_bits: cfg.deflate_window_bits,
+            },
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Decoder) -> T) -> T {
+        let taken = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut d = taken.unwrap_or_else(|| Decoder::new(self.cfg));
+        let out = f(&mut d);
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE_DECODERS {
+            idle.push(d);
+        }
+        out
+    }
+}
+
+/// Returns at least the first `want` decoded bytes of pcluster `pc`, whose
+/// extent is `llen` bytes long (`want <= llen`).
+pub(crate) fn decoded(image: &Image, pc: &Pcluster, llen: u64, want: u64, at: Location) -> Result<Arc<Vec<u8>>> {
+    let PclusterFormat::Codec(alg) = pc.format else {
+        return Err(Error::corrupt(at, "raw pcluster sent to the decoder"));
+    };
+    let key = Key {
+        pos: pc.pos,
+        len: pc.len,
+        inline: pc.inline,
+        format: pc.format,
+    };
+    let inner = &image.inner;
+    let want_us = usize::try_from(want).map_err(|_| Error::corrupt(at, "extent too large"))?;
+    let llen_us = usize::try_from(llen).map_err(|_| Error::corrupt(at, "extent too large"))?;
+    let target = match inner.cache.get(&key, want_us) {
+        Ok(hit) => return Ok(hit),
+        // Seen before with a shorter prefix: this is a sequential reader,
+        // decode the whole extent once.
+        Err(Some(_)) => llen_us,
+        Err(None) => want_us,
+    };
+    let out = decode_uncached(image, pc, alg, llen_us, target, at)?;
+    let out = Arc::new(out);
+    inner.cache.insert(key, out.clone());
+    Ok(out)
+}
+
+fn decode_uncached(
+    image: &Image,
+    pc: &Pcluster,
+    alg: Algorithm,
+    llen: usize,
+    target: usize,
+    at: Location,
+) -> Result<Vec<u8>> {
+    let inner = &image.inner;
+    let plen = usize::try_from(pc.len).map_err(|_| Error::corrupt(at, "pcluster too large"))?;
+    let mut raw = vec![0u8; plen];
+    if pc.inline {
+        image.read_raw(&mut raw, pc.pos)?;
+    } else {
+        image.read_physical(0, pc.pos, &mut raw)?;
+    }
+    let padded = alg != Algorithm::Lz4 || inner.sb.has_incompat(incompat::ZERO_PADDING);
+    let src: &[u8] = if padded {
+        let window = plen.min(inner.bs.usize());
+        let start = raw[..window].iter().position(|&b| b != 0).ok_or_else(|| {
+            Error::corrupt(at.with_offset(pc.pos), "pcluster padding is all zeros")
+        })?;
+        &raw[start..]
+    } else {
+        &raw
+    };
+    let exact = padded && !pc.partial && target == llen;
+    let mode = if exact {
+        DecodeMode::Exact
+    } else {
+        DecodeMode::Prefix
+    };
+    let mut out = vec![0u8; target];
+    inner
+        .decoders
+        .with(|d| d.decompress(alg, src, &mut out, mode))
+        .map_err(|source| Error::Codec {
+            at: at.with_offset(pc.pos),
+            source,
+        })?;
+    Ok(out)
+}

@@ -1,0 +1,252 @@
+//! Reading an inode's bytes at any offset: map the extent, then copy from
+//! raw blocks, inline data, the packed inode or a decoded pcluster.
+//! [`FileReader`] adds `Read + Seek` on top.
+
+use std::io;
+use std::sync::Arc;
+
+use crate::decompress;
+use crate::error::{Error, Result};
+use crate::image::Image;
+use crate::inode::Inode;
+use crate::map::{DataMap, Extent, ExtentKind, Pcluster, PclusterFormat};
+
+/// An inode with its validated mapping state; holds no image handle.
+#[derive(Debug)]
+pub struct FileData {
+    pub(crate) inode: Inode,
+    pub(crate) map: DataMap,
+}
+
+impl FileData {
+    pub(crate) fn new(image: &Image, inode: Inode, is_packed: bool) -> Result<Self> {
+        let map = DataMap::new(image, &inode, is_packed)?;
+        Ok(Self { inode, map })
+    }
+}
+
+/// An open inode whose data can be read at any offset. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct File {
+    image: Image,
+    data: Arc<FileData>,
+}
+
+impl File {
+    pub(crate) fn open(image: &Image, inode: Inode) -> Result<Self> {
+        Ok(Self {
+            image: image.clone(),
+            data: Arc::new(FileData::new(image, inode, false)?),
+        })
+    }
+
+    pub(crate) fn from_parts(image: Image, data: Arc<FileData>) -> Self {
+        Self { image, data }
+    }
+
+    pub fn inode(&self) -> &Inode {
+        &self.data.inode
+    }
+    pub fn size(&self) -> u64 {
+        self.data.inode.size
+    }
+    pub fn image(&self) -> &Image {
+        &self.image
+    }
+    /// The mapping state (layout details), for inspection.
+    pub fn data_map(&self) -> &DataMap {
+        &self.data.map
+    }
+
+    /// The extent holding byte `offset` (< size).
+    pub fn map(&self, offset: u64) -> Result<Extent> {
+        self.data.map.map(&self.image, &self.data.inode, offset)
+    }
+
+    /// Iterates over the extents of the file in order.
+    pub fn extents(&self) -> Extents<'_> {
+        Extents { file: self, pos: 0 }
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`; returns the number read
+    /// (short only at the end of the file).
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        read_data(&self.image, &self.data, buf, offset)
+    }
+
+    /// Reads the whole file into memory (for small files, symlinks, dirs).
+    pub fn read_all(&self) -> Result<Vec<u8>> {
+        let len = usize::try_from(self.size())
+            .map_err(|_| Error::corrupt(self.inode().loc(), "file too large for memory"))?;
+        let avail = self.image.source_len().saturating_mul(2048).max(1 << 20);
+        if self.size() > avail {
+            return Err(Error::corrupt(self.inode().loc(), "size larger than the image could hold"));
+        }
+        let mut v = vec![0u8; len];
+        let n = self.read_at(&mut v, 0)?;
+        v.truncate(n);
+        Ok(v)
+    }
+
+    /// A `Read + Seek` view of the file.
+    pub fn reader(&self) -> FileReader {
+        FileReader {
+            file: self.clone(),
+            pos: 0,
+        }
+    }
+}
+
+/// Iterator over a file's extents.
+pub struct Extents<'a> {
+    file: &'a File,
+    pos: u64,
+}
+
+impl Iterator for Extents<'_> {
+    type Item = Result<Extent>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.file.size() {
+            return None;
+        }
+        let r = self.file.map(self.pos);
+        match &r {
+            Ok(e) => self.pos = e.end(),
+            Err(_) => self.pos = u64::MAX,
+        }
+        Some(r)
+    }
+}
+
+pub(crate) fn read_data(image: &Image, data: &FileData, buf: &mut [u8], offset: u64) -> Result<usize> {
+    let size = data.inode.size;
+    if offset >= size || buf.is_empty() {
+        return Ok(0);
+    }
+    let end = offset.saturating_add(buf.len() as u64).min(size);
+    let total = (end - offset) as usize;
+    let mut pos = offset;
+    while pos < end {
+        let ext = data.map.map(image, &data.inode, pos)?;
+        let stop = ext.end().min(end);
+        let from = (pos - offset) as usize;
+        let to = (stop - offset) as usize;
+        fill(image, data, &ext, pos, &mut buf[from..to])?;
+        pos = stop;
+    }
+    Ok(total)
+}
+
+fn fill(image: &Image, data: &FileData, ext: &Extent, pos: u64, out: &mut [u8]) -> Result<()> {
+    let rel = pos - ext.logical;
+    let at = data.inode.loc().with_offset(pos);
+    let eof = |e: Error| match e {
+        Error::Io { offset, source, .. } if source.kind() == io::ErrorKind::UnexpectedEof => {
+            Error::corrupt(at, format!("data at byte {offset} lies beyond the end of the image"))
+        }
+        other => other,
+    };
+    match ext.kind {
+        ExtentKind::Hole => {
+            out.fill(0);
+            Ok(())
+        }
+        ExtentKind::Raw { device, pos: p } => image
+            .read_physical(device, p + rel, out)
+            .map_err(eof),
+        ExtentKind::Inline { pos: p } => image.read_raw(out, p + rel).map_err(eof),
+        ExtentKind::Fragment { offset } => {
+            let packed = image.inner.packed.as_ref().ok_or_else(|| {
+                Error::corrupt(at, "fragment without a packed inode")
+            })?;
+            let src = offset
+                .checked_add(rel)
+                .ok_or_else(|| Error::corrupt(at, "fragment offset overflows"))?;
+            let n = read_data(image, packed, out, src)?;
+            if n != out.len() {
+                return Err(Error::corrupt(at, "fragment runs past the packed inode"));
+            }
+            Ok(())
+        }
+        ExtentKind::Pcluster(pc) => fill_pcluster(image, ext, &pc, rel, out, at).map_err(eof),
+    }
+}
+
+fn fill_pcluster(
+    image: &Image,
+    ext: &Extent,
+    pc: &Pcluster,
+    rel: u64,
+    out: &mut [u8],
+    at: crate::error::Location,
+) -> Result<()> {
+    let read = |buf: &mut [u8], off: u64| -> Result<()> {
+        if pc.inline {
+            image.read_raw(buf, pc.pos + off)
+        } else {
+            image.read_physical(0, pc.pos + off, buf)
+        }
+    };
+    match pc.format {
+        PclusterFormat::Shifted => read(out, rel),
+        PclusterFormat::Interlaced => {
+            // The first run ends at the logical block boundary and sits at
+            // the end of the pcluster; the rest wraps to its start.
+            let bs = image.block_size().bytes();
+            let first = bs - ext.logical % bs;
+            let head_at = pc
+                .len
+                .checked_sub(first)
+                .ok_or_else(|| Error::corrupt(at, "interlaced pcluster too short"))?;
+            let mut done = 0usize;
+            let mut r = rel;
+            while done < out.len() {
+                let (src, room) = if r < first {
+                    (head_at + r, first - r)
+                } else {
+                    (r - first, pc.len - (r - first))
+                };
+                let n = (room as usize).min(out.len() - done);
+                read(&mut out[done..done + n], src)?;
+                done += n;
+                r += n as u64;
+            }
+            Ok(())
+        }
+        PclusterFormat::Codec(_) => {
+            let want = rel + out.len() as u64;
+            let dec = decompress::decoded(image, pc, ext.len, want, at)?;
+            let src = dec
+                .get(rel as usize..want as usize)
+                .ok_or_else(|| Error::corrupt(at, "decoded pcluster too short"))?;
+            out.copy_from_slice(src);
+            Ok(())
+        }
+    }
+}
+
+/// `Read + Seek` over a [`File`].
+pub struct FileReader {
+    file: File,
+    pos: u64,
+}
+
+impl io::Read for FileReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl io::Seek for FileReader {
+    fn seek(&mut self, from: io::SeekFrom) -> io::Result<u64> {
+        let base = match from {
+            io::SeekFrom::Start(p) => Some(p),
+            io::SeekFrom::End(d) => self.file.size().checked_add_signed(d),
+            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = base.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;
+        Ok(self.pos)
+    }
+}

@@ -1,0 +1,336 @@
+//! An open image: the validated superblock, compression configuration,
+//! device table, long xattr prefixes, the packed inode and the shared
+//! caches. Cheap to clone (`Arc`), `Send + Sync`.
+
+use std::sync::Arc;
+
+use ferrofs_format::compress::{CompressionConfig, ALG_COUNT};
+use ferrofs_format::device::{DeviceSlot, DEVICE_SLOT_SIZE};
+use ferrofs_format::superblock::{
+    checksum_len, compat, compute_checksum, incompat, Superblock, SB_BASE_SIZE,
+};
+use ferrofs_format::{BlockSize, FormatError, Nid, SUPERBLOCK_OFFSET};
+
+use crate::cache::PclusterCache;
+use crate::decompress::DecoderPool;
+use crate::error::{Error, Location, Result};
+use crate::file::{File, FileData};
+use crate::inode::Inode;
+use crate::source::ReadAt;
+
+/// Options for [`Image::open_with`].
+pub struct OpenOptions {
+    /// Sources of the extra devices, in device-table order. Empty means
+    /// "flat mode": the devices are concatenated into the primary source.
+    pub devices: Vec<Box<dyn ReadAt>>,
+    /// Byte budget of the decompressed-pcluster cache.
+    pub cache_bytes: usize,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        Self {
+            devices: Vec::new(),
+            cache_bytes: 16 << 20,
+        }
+    }
+}
+
+/// One extra device from the device table.
+#[derive(Clone, Debug)]
+pub struct Device {
+    pub slot: DeviceSlot,
+}
+
+pub(crate) struct Inner {
+    pub(crate) source: Box<dyn ReadAt>,
+    pub(crate) device_sources: Vec<Box<dyn ReadAt>>,
+    pub(crate) sb: Superblock,
+    pub(crate) bs: BlockSize,
+    pub(crate) cfg: CompressionConfig,
+    pub(crate) devices: Vec<Device>,
+    /// Long xattr prefixes: (short base index, infix).
+    pub(crate) prefixes: Vec<(u8, Vec<u8>)>,
+    pub(crate) packed: Option<Arc<FileData>>,
+    pub(crate) cache: PclusterCache,
+    pub(crate) decoders: DecoderPool,
+    pub(crate) source_len: u64,
+}
+
+/// An open EROFS image.
+#[derive(Clone)]
+pub struct Image {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Image")
+            .field("block_size", &self.inner.bs.bytes())
+            .field("root", &self.inner.sb.root_nid())
+            .finish()
+    }
+}
+
+/// Largest number of extra devices accepted (the table lives in block 0..).
+const MAX_DEVICES: u16 = 4096;
+
+impl Image {
+    /// Opens an image from a positional source with default options.
+    pub fn open(source: impl ReadAt + 'static) -> Result<Self> {
+        Self::open_with(Box::new(source), OpenOptions::default())
+    }
+
+    /// Opens the image file at `path` (read with pread).
+    pub fn open_path(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let f = std::fs::File::open(path.as_ref()).map_err(|source| Error::Io {
+            offset: 0,
+            len: 0,
+            source,
+        })?;
+        Self::open(f)
+    }
+
+    /// Opens an image, validating everything the kernel checks at mount.
+    pub fn open_with(source: Box<dyn ReadAt>, opts: OpenOptions) -> Result<Self> {
+        let source_len = source.len().map_err(|source| Error::Io {
+            offset: 0,
+            len: 0,
+            source,
+        })?;
+        let mut raw = [0u8; SB_BASE_SIZE];
+        read_exact(&*source, &mut raw, SUPERBLOCK_OFFSET)?;
+        let at = Location::at(SUPERBLOCK_OFFSET);
+        let sb = Superblock::parse(&raw).map_err(|e| Error::format(at, e))?;
+        let bs = sb.validate().map_err(|e| Error::format(at, e))?;
+
+        if sb.has_compat(compat::SB_CHKSUM) {
+            let mut region = vec![0u8; checksum_len(bs)];
+            read_exact(&*source, &mut region, SUPERBLOCK_OFFSET)?;
+            let computed = compute_checksum(&region);
+            if computed != sb.checksum {
+                return Err(Error::format(
+                    at,
+                    FormatError::BadChecksum {
+                        stored: sb.checksum,
+                        computed,
+                    },
+                ));
+            }
+        }
+
+        let cfg = read_compression_config(&*source, &sb)?;
+        let devices = read_device_table(&*source, &sb)?;
+        if !opts.devices.is_empty() && opts.devices.len() != devices.len() {
+            return Err(Error::unsupported(
+                Location::default(),
+                format!(
+                    "the image has {} extra devices but {} were given",
+                    devices.len(),
+                    opts.devices.len()
+                ),
+            ));
+        }
+        let inner = Inner {
+            source,
+            device_sources: opts.devices,
+            sb,
+            bs,
+            cfg,
+            devices,
+            prefixes: Vec::new(),
+            packed: None,
+            cache: PclusterCache::new(opts.cache_bytes),
+            decoders: DecoderPool::new(cfg),
+            source_len,
+        };
+        let mut image = Image {
+            inner: Arc::new(inner),
+        };
+
+        // The packed inode (fragments) and the long xattr prefixes need a
+        // working image to be read. Neither keeps a handle on the image, so
+        // the Arc is still unique and can be completed in place.
+        if image.inner.sb.has_incompat(incompat::FRAGMENTS) && image.inner.sb.packed_nid != 0 {
+            let inode = image.inode(Nid(image.inner.sb.packed_nid))?;
+            let data = FileData::new(&image, inode, true)?;
+            unique(&mut image)?.packed = Some(Arc::new(data));
+        }
+        let prefixes = crate::xattr::read_prefix_table(&image)?;
+        unique(&mut image)?.prefixes = prefixes;
+        Ok(image)
+    }
+
+    pub fn superblock(&self) -> &Superblock {
+        &self.inner.sb
+    }
+    pub fn block_size(&self) -> BlockSize {
+        self.inner.bs
+    }
+    pub fn compression_config(&self) -> &CompressionConfig {
+        &self.inner.cfg
+    }
+    pub fn devices(&self) -> &[Device] {
+        &self.inner.devices
+    }
+    /// Long xattr name prefixes as (short index, infix).
+    pub fn xattr_prefixes(&self) -> &[(u8, Vec<u8>)] {
+        &self.inner.prefixes
+    }
+    pub fn root_nid(&self) -> Nid {
+        self.inner.sb.root_nid()
+    }
+    /// Size of the primary source in bytes.
+    pub fn source_len(&self) -> u64 {
+        self.inner.source_len
+    }
+    /// The packed (fragments) inode, if the image has one.
+    pub fn packed_file(&self) -> Option<File> {
+        self.inner.packed.as_ref().map(|d| File::from_parts(self.clone(), d.clone()))
+    }
+
+    /// Reads `buf.len()` bytes of the primary device at `offset`.
+    pub fn read_raw(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        read_exact(&*self.inner.source, buf, offset)
+    }
+
+    /// Reads bytes at a block address of the unified address space
+    /// (`device == 0`) or of extra device `device`.
+    pub(crate) fn read_physical(&self, device: u16, pos: u64, buf: &mut [u8]) -> Result<()> {
+        let bs = self.inner.bs.bytes();
+        let (dev, pos) = if device == 0 {
+            // Unified space: find the device whose range holds the block.
+            let blk = pos / bs;
+            match self
+                .inner
+                .devices
+                .iter()
+                .position(|d| blk >= d.slot.uniaddr && blk - d.slot.uniaddr < d.slot.blocks)
+            {
+                Some(i) if !self.inner.device_sources.is_empty() => {
+                    let base = self.inner.devices[i].slot.uniaddr * bs;
+                    (i + 1, pos - base)
+                }
+                _ => (0, pos),
+            }
+        } else {
+            let idx = usize::from(device);
+            let d = self.inner.devices.get(idx - 1).ok_or_else(|| {
+                Error::corrupt(Location::at(pos), format!("device id {device} out of range"))
+            })?;
+            if self.inner.device_sources.is_empty() {
+                // Flat mode: the device is concatenated at its uniaddr.
+                let base = d.slot.uniaddr.checked_mul(bs).ok_or_else(|| {
+                    Error::corrupt(Location::at(pos), "device uniaddr overflows")
+                })?;
+                let p = base
+                    .checked_add(pos)
+                    .ok_or_else(|| Error::corrupt(Location::at(pos), "address overflows"))?;
+                (0, p)
+            } else {
+                (idx, pos)
+            }
+        };
+        if dev == 0 {
+            read_exact(&*self.inner.source, buf, pos)
+        } else {
+            read_exact(&*self.inner.device_sources[dev - 1], buf, pos)
+        }
+    }
+
+    /// Loads and validates the inode `nid`.
+    pub fn inode(&self, nid: Nid) -> Result<Inode> {
+        Inode::load(self, nid)
+    }
+
+    /// The root directory's inode.
+    pub fn root(&self) -> Result<Inode> {
+        let root = self.inode(self.root_nid())?;
+        if !root.is_dir() {
+            return Err(Error::corrupt(
+                Location::nid(root.nid.0),
+                "the root inode is not a directory",
+            ));
+        }
+        Ok(root)
+    }
+
+    /// Opens an inode's data for reading.
+    pub fn open_file(&self, inode: Inode) -> Result<File> {
+        File::open(self, inode)
+    }
+
+    /// Statistics of the decompressed-pcluster cache.
+    pub fn cache_stats(&self) -> crate::cache::CacheStats {
+        self.inner.cache.stats()
+    }
+}
+
+fn unique(image: &mut Image) -> Result<&mut Inner> {
+    Arc::get_mut(&mut image.inner).ok_or_else(|| {
+        Error::corrupt(Location::default(), "internal: image shared while opening")
+    })
+}
+
+pub(crate) fn read_exact(src: &dyn ReadAt, buf: &mut [u8], offset: u64) -> Result<()> {
+    src.read_exact_at(buf, offset).map_err(|source| Error::Io {
+        offset,
+        len: buf.len(),
+        source,
+    })
+}
+
+fn read_compression_config(src: &dyn ReadAt, sb: &Superblock) -> Result<CompressionConfig> {
+    if !sb.has_incompat(incompat::COMPR_CFGS) {
+        return Ok(CompressionConfig::legacy(sb.u1));
+    }
+    let at = Location::at(SUPERBLOCK_OFFSET + 0x54);
+    CompressionConfig::check_available(sb.u1).map_err(|e| Error::format(at, e))?;
+    let mut cfg = CompressionConfig {
+        available: sb.u1,
+        ..CompressionConfig::default()
+    };
+    let mut pos = SUPERBLOCK_OFFSET + sb.sb_size() as u64;
+    for alg in 0..ALG_COUNT {
+        if sb.u1 & (1 << alg) == 0 {
+            continue;
+        }
+        pos = (pos + 3) & !3;
+        let mut len = [0u8; 2];
+        read_exact(src, &mut len, pos)?;
+        let len = match u16::from_le_bytes(len) {
+            0 => 65536usize,
+            n => usize::from(n),
+        };
+        let mut payload = vec![0u8; len];
+        read_exact(src, &mut payload, pos + 2)?;
+        cfg.apply_record(alg, &payload)
+            .map_err(|e| Error::format(Location::at(pos), e))?;
+        pos += 2 + len as u64;
+    }
+    Ok(cfg)
+}
+
+fn read_device_table(src: &dyn ReadAt, sb: &Superblock) -> Result<Vec<Device>> {
+    if !sb.has_incompat(incompat::DEVICE_TABLE) || sb.extra_devices == 0 {
+        return Ok(Vec::new());
+    }
+    if sb.extra_devices > MAX_DEVICES {
+        return Err(Error::unsupported(
+            Location::at(SUPERBLOCK_OFFSET + 0x56),
+            format!("{} extra devices", sb.extra_devices),
+        ));
+    }
+    let bit48 = sb.has_incompat(incompat::BIT48);
+    let mut out = Vec::with_capacity(usize::from(sb.extra_devices));
+    let mut pos = u64::from(sb.devt_slotoff) * DEVICE_SLOT_SIZE as u64;
+    for _ in 0..sb.extra_devices {
+        let mut b = [0u8; DEVICE_SLOT_SIZE];
+        read_exact(src, &mut b, pos)?;
+        out.push(Device {
+            slot: DeviceSlot::parse(&b, bit48),
+        });
+        pos += DEVICE_SLOT_SIZE as u64;
+    }
+    Ok(out)
+}

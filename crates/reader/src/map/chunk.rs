@@ -1,0 +1,89 @@
+//! CHUNK_BASED files: a table of per-chunk block addresses (block map or
+//! chunk indexes with device ids); missing chunks are holes.
+
+use ferrofs_format::chunk::{ChunkEntry, ChunkFormat};
+
+use super::{Extent, ExtentKind};
+use crate::error::{Error, Result};
+use crate::image::Image;
+use crate::inode::Inode;
+
+#[derive(Clone, Debug)]
+pub struct ChunkMap {
+    pub format: ChunkFormat,
+    pub chunkbits: u32,
+    table: u64,
+    pub chunks: u64,
+    device_mask: u16,
+}
+
+impl ChunkMap {
+    pub(crate) fn new(image: &Image, inode: &Inode) -> Result<Self> {
+        let format = ChunkFormat::parse(inode.i_u).map_err(|_| {
+            Error::unsupported(inode.loc(), format!("chunk format {:#x}", inode.i_u))
+        })?;
+        if format.bit48 {
+            return Err(Error::unsupported(inode.loc(), "48-bit chunk indexes"));
+        }
+        let chunkbits = u32::from(image.block_size().bits()) + u32::from(format.chunkbits_extra);
+        if chunkbits > 48 {
+            return Err(Error::corrupt(inode.loc(), format!("chunk size 2^{chunkbits}")));
+        }
+        let unit = format.entry_size() as u64;
+        let table = inode.inode_end().div_ceil(unit) * unit;
+        let chunks = inode.size.div_ceil(1u64 << chunkbits);
+        let extra = image.devices().len() as u32;
+        let device_mask = ((extra + 1).next_power_of_two() - 1) as u16;
+        Ok(Self {
+            format,
+            chunkbits,
+            table,
+            chunks,
+            device_mask,
+        })
+    }
+
+    /// Reads the table entry of chunk `k`.
+    pub fn entry(&self, image: &Image, inode: &Inode, k: u64) -> Result<ChunkEntry> {
+        let esz = self.format.entry_size() as u64;
+        let pos = k
+            .checked_mul(esz)
+            .and_then(|o| o.checked_add(self.table))
+            .ok_or_else(|| Error::corrupt(inode.loc(), "chunk table overflows"))?;
+        let e = if self.format.indexes {
+            let mut b = [0u8; 8];
+            image.read_raw(&mut b, pos)?;
+            let mut e = ChunkEntry::parse_index(&b, false);
+            e.device_id &= self.device_mask;
+            e
+        } else {
+            let mut b = [0u8; 4];
+            image.read_raw(&mut b, pos)?;
+            ChunkEntry::parse_blockmap(&b)
+        };
+        if usize::from(e.device_id) > image.devices().len() {
+            return Err(Error::corrupt(
+                inode.loc().with_offset(pos),
+                format!("chunk {k} names device {}", e.device_id),
+            ));
+        }
+        Ok(e)
+    }
+
+    pub(crate) fn map(&self, image: &Image, inode: &Inode, offset: u64) -> Result<Extent> {
+        let k = offset >> self.chunkbits;
+        let logical = k << self.chunkbits;
+        let len = (1u64 << self.chunkbits).min(inode.size - logical);
+        let e = self.entry(image, inode, k)?;
+        let kind = match e.startblk {
+            None => ExtentKind::Hole,
+            Some(blk) => ExtentKind::Raw {
+                device: e.device_id,
+                pos: blk.checked_mul(image.block_size().bytes()).ok_or_else(|| {
+                    Error::corrupt(inode.loc(), "chunk address overflows")
+                })?,
+            },
+        };
+        Ok(Extent { logical, len, kind })
+    }
+}

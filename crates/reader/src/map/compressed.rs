@@ -1,0 +1,377 @@
+//! Compressed files (full and compact lcluster indexes): find the extent
+//! holding a byte the way the kernel does (look back to the HEAD, forward to
+//! the next HEAD), and where its pcluster lives: a block range, an inline
+//! tail after the inode (ztailpacking) or the packed inode (fragments).
+
+use ferrofs_codec::Algorithm;
+use ferrofs_format::compress::MAX_PCLUSTER_BYTES;
+use ferrofs_format::inode::DataLayout;
+use ferrofs_format::superblock::incompat;
+use ferrofs_format::zmap::{
+    advise, decode_compact, decode_full, CompactLayout, Lcluster, LclusterType, MapHeader,
+    FULL_INDEX_OFFSET, FULL_INDEX_SIZE, MAP_HEADER_SIZE,
+};
+
+use super::{Extent, ExtentKind, Pcluster, PclusterFormat};
+use crate::error::{Error, Location, Result};
+use crate::image::Image;
+use crate::inode::Inode;
+
+/// Largest decoded extent accepted (the kernel's limit).
+pub const MAX_EXTENT_BYTES: u64 = 12 << 20;
+
+/// Mapping state of a compressed inode.
+#[derive(Clone, Debug)]
+pub struct ZMap {
+    pub header: MapHeader,
+    pub full: bool,
+    pub lclusterbits: u8,
+    index_base: u64,
+    compact: Option<CompactLayout>,
+    total: u64,
+    /// Whole file stored in the packed inode at this offset.
+    pub whole_fragment: Option<u64>,
+    pub fragment_off: u64,
+    tail_head_lcn: Option<u64>,
+    /// Inline tail pcluster (position, size).
+    pub idata: Option<(u64, u64)>,
+    big1: bool,
+    big2: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Loaded {
+    lcn: u64,
+    e: Lcluster,
+    next_pack: u64,
+}
+
+impl ZMap {
+    pub(crate) fn new(image: &Image, inode: &Inode, is_packed: bool) -> Result<Self> {
+        let at = inode.loc();
+        let hpos = inode.inode_end().div_ceil(8) * 8;
+        let mut hb = [0u8; MAP_HEADER_SIZE];
+        image.read_raw(&mut hb, hpos)?;
+        let header = MapHeader::parse(&hb);
+        let full = inode.layout == DataLayout::CompressedFull;
+        let sb = image.superblock();
+        let bits = image.block_size().bits();
+        let mut z = ZMap {
+            header,
+            full,
+            lclusterbits: bits,
+            index_base: hpos,
+            compact: None,
+            total: 0,
+            whole_fragment: None,
+            fragment_off: 0,
+            tail_head_lcn: None,
+            idata: None,
+            big1: false,
+            big2: false,
+        };
+        if let Some(off) = header.whole_file_fragment() {
+            if is_packed {
+                return Err(Error::corrupt(at, "the packed inode is itself a fragment"));
+            }
+            z.whole_fragment = Some(off);
+            z.fragment_off = off;
+            return Ok(z);
+        }
+        let adv = header.advise;
+        if full && adv & advise::EXTENTS != 0 {
+            return Err(Error::unsupported(at, "encoded extents (48-bit layout)"));
+        }
+        let [a1, a2] = header.algorithms();
+        if Algorithm::from_id(a1).is_none() || Algorithm::from_id(a2).is_none() {
+            return Err(Error::unsupported(
+                at,
+                format!("compression algorithm type {:#x}", header.algorithm_type),
+            ));
+        }
+        z.lclusterbits = bits + (header.cluster_bits & 15);
+        if z.lclusterbits > 30 {
+            return Err(Error::corrupt(at, format!("lcluster size 2^{}", z.lclusterbits)));
+        }
+        z.big1 = adv & advise::BIG_PCLUSTER_1 != 0;
+        z.big2 = adv & advise::BIG_PCLUSTER_2 != 0;
+        if (z.big1 || z.big2) && !sb.has_incompat(incompat::BIG_PCLUSTER) {
+            return Err(Error::corrupt(at, "big pcluster without the superblock feature"));
+        }
+        if !full && z.big1 != z.big2 {
+            return Err(Error::corrupt(at, "compact big-pcluster bits 1 and 2 differ"));
+        }
+        if full {
+            z.total = inode.size.div_ceil(1u64 << z.lclusterbits);
+        } else {
+            if z.lclusterbits > 14 {
+                return Err(Error::unsupported(at, format!("compact lcluster 2^{}", z.lclusterbits)));
+            }
+            z.total = image.block_size().blocks_for(inode.size);
+            z.compact = Some(CompactLayout::new(
+                hpos + MAP_HEADER_SIZE as u64,
+                z.total,
+                adv & advise::COMPACTED_2B != 0,
+            ));
+        }
+        let ztail = adv & advise::INLINE_PCLUSTER != 0;
+        let frag = adv & advise::FRAGMENT_PCLUSTER != 0;
+        if (ztail || frag) && is_packed {
+            return Err(Error::corrupt(at, "the packed inode has an inline or fragment tail"));
+        }
+        if frag {
+            z.fragment_off = u64::from(header.fragment_off);
+        }
+        if (ztail || frag) && inode.size > 0 {
+            // Find the extent holding the last byte ("FINDTAIL").
+            let first = z.load(image, inode, (inode.size - 1) >> z.lclusterbits)?;
+            let (head, _) = z.find_head(image, inode, first, inode.size - 1)?;
+            z.tail_head_lcn = Some(head.lcn);
+            if ztail {
+                let size = u64::from(header.idata_size);
+                let bs = image.block_size().bytes();
+                let pos = first.next_pack;
+                if size == 0 || pos % bs + size > bs {
+                    return Err(Error::corrupt(
+                        at.with_offset(pos),
+                        "inline pcluster is empty or crosses a block boundary",
+                    ));
+                }
+                z.idata = Some((pos, size));
+            } else if full {
+                z.fragment_off |= head.e.pblk << 32;
+            }
+        }
+        Ok(z)
+    }
+
+    fn load(&self, image: &Image, inode: &Inode, lcn: u64) -> Result<Loaded> {
+        let at = inode.loc();
+        if lcn >= self.total {
+            return Err(Error::corrupt(at, format!("lcluster {lcn} past the index")));
+        }
+        let big = self.big1 || self.big2;
+        match &self.compact {
+            None => {
+                let pos = self.index_base + FULL_INDEX_OFFSET + lcn * FULL_INDEX_SIZE as u64;
+                let mut b = [0u8; FULL_INDEX_SIZE];
+                image.read_raw(&mut b, pos)?;
+                let e = decode_full(&b, self.lclusterbits, big)
+                    .map_err(|err| Error::format(at.with_offset(pos), err))?;
+                Ok(Loaded {
+                    lcn,
+                    e,
+                    next_pack: pos + FULL_INDEX_SIZE as u64,
+                })
+            }
+            Some(layout) => {
+                let slot = layout
+                    .locate(lcn)
+                    .ok_or_else(|| Error::corrupt(at, format!("lcluster {lcn} past the index")))?;
+                let mut b = [0u8; 32];
+                let pack = &mut b[..slot.pack_size];
+                image.read_raw(pack, slot.pack_start)?;
+                let e = decode_compact(pack, slot.index, self.lclusterbits, self.big1)
+                    .map_err(|err| Error::format(at.with_offset(slot.pack_start), err))?;
+                Ok(Loaded {
+                    lcn,
+                    e,
+                    next_pack: slot.pack_end(),
+                })
+            }
+        }
+    }
+
+    /// From the entry of the lcluster holding byte `la`, finds the HEAD of
+    /// the extent holding it. Returns the head and, when it is already
+    /// known, the exact end of the extent.
+    fn find_head(&self, image: &Image, inode: &Inode, first: Loaded, la: u64) -> Result<(Loaded, Option<u64>)> {
+        let lb = self.lclusterbits;
+        let endoff = la & ((1u64 << lb) - 1);
+        let (dist, end) = match first.e.ty {
+            LclusterType::NonHead => (first.e.delta[0], None),
+            _ if endoff >= u64::from(first.e.clusterofs) => return Ok((first, None)),
+            _ => {
+                if first.lcn == 0 {
+                    return Err(Error::corrupt(inode.loc(), "invalid logical cluster 0"));
+                }
+                (1, Some((first.lcn << lb) | u64::from(first.e.clusterofs)))
+            }
+        };
+        let mut lcn = first.lcn;
+        let mut dist = u64::from(dist);
+        loop {
+            if dist == 0 || lcn < dist {
+                return Err(Error::corrupt(
+                    inode.loc(),
+                    format!("bogus lookback distance {dist} at lcluster {lcn}"),
+                ));
+            }
+            lcn -= dist;
+            let l = self.load(image, inode, lcn)?;
+            if l.e.ty == LclusterType::NonHead {
+                dist = u64::from(l.e.delta[0]);
+                continue;
+            }
+            return Ok((l, end));
+        }
+    }
+
+    /// Walks forward from the head to the next HEAD (or the end of file).
+    fn extent_end(&self, image: &Image, inode: &Inode, head_lcn: u64) -> Result<u64> {
+        let lb = self.lclusterbits;
+        let mut lcn = head_lcn;
+        loop {
+            if lcn.checked_shl(u32::from(lb)).is_none_or(|p| p >= inode.size) {
+                return Ok(inode.size);
+            }
+            let l = self.load(image, inode, lcn)?;
+            let step = if l.e.ty == LclusterType::NonHead {
+                u64::from(l.e.delta[1]).max(1)
+            } else if lcn != head_lcn {
+                return Ok(((lcn << lb) | u64::from(l.e.clusterofs)).min(inode.size));
+            } else {
+                1
+            };
+            lcn = lcn.saturating_add(step);
+        }
+    }
+
+    /// Size in bytes of the pcluster whose HEAD is at `head`.
+    fn pcluster_len(&self, image: &Image, inode: &Inode, head: &Loaded) -> Result<u64> {
+        let bs = image.block_size().bytes();
+        let big = match head.e.ty {
+            LclusterType::Head1 => self.big1,
+            _ => self.big2,
+        };
+        let next = head.lcn + 1;
+        if !big || (next << self.lclusterbits) >= inode.size {
+            return Ok(bs);
+        }
+        let l = self.load(image, inode, next)?;
+        let blks = match l.e.ty {
+            LclusterType::NonHead => {
+                if l.e.delta[0] != 1 {
+                    return Err(Error::corrupt(
+                        inode.loc(),
+                        format!("bogus CBLKCNT at lcluster {next}"),
+                    ));
+                }
+                if l.e.compressed_blks == 0 {
+                    return Err(Error::corrupt(
+                        inode.loc(),
+                        format!("no CBLKCNT at lcluster {next}"),
+                    ));
+                }
+                u64::from(l.e.compressed_blks)
+            }
+            _ => 1,
+        };
+        Ok(blks * bs)
+    }
+
+    pub(crate) fn map(&self, image: &Image, inode: &Inode, la: u64) -> Result<Extent> {
+        let at: Location = inode.loc().with_offset(la);
+        if let Some(off) = self.whole_fragment {
+            return Ok(Extent {
+                logical: 0,
+                len: inode.size,
+                kind: ExtentKind::Fragment { offset: off },
+            });
+        }
+        let frag = self.header.has(advise::FRAGMENT_PCLUSTER);
+        if frag && self.tail_head_lcn == Some(0) {
+            return Ok(Extent {
+                logical: 0,
+                len: inode.size,
+                kind: ExtentKind::Fragment {
+                    offset: self.fragment_off,
+                },
+            });
+        }
+        let first = self.load(image, inode, la >> self.lclusterbits)?;
+        let (head, end) = self.find_head(image, inode, first, la)?;
+        let m_la = (head.lcn << self.lclusterbits) | u64::from(head.e.clusterofs);
+        let end = match end {
+            Some(e) => e,
+            None => self.extent_end(image, inode, head.lcn)?,
+        };
+        if end <= m_la || la < m_la || la >= end {
+            return Err(Error::corrupt(at, format!("bad extent [{m_la}, {end})")));
+        }
+        let llen = end - m_la;
+        if self.tail_head_lcn == Some(head.lcn) {
+            if frag {
+                return Ok(Extent {
+                    logical: m_la,
+                    len: llen,
+                    kind: ExtentKind::Fragment {
+                        offset: self.fragment_off,
+                    },
+                });
+            }
+        }
+        let format = match head.e.ty {
+            LclusterType::Plain => {
+                if self.header.has(advise::INTERLACED_PCLUSTER) {
+                    PclusterFormat::Interlaced
+                } else {
+                    PclusterFormat::Shifted
+                }
+            }
+            ty => {
+                let id = self.header.algorithms()[usize::from(ty == LclusterType::Head2)];
+                if image.compression_config().available & (1 << id) == 0 {
+                    return Err(Error::corrupt(
+                        at,
+                        format!("algorithm {id} is not enabled in the superblock"),
+                    ));
+                }
+                // from_id succeeded in new() for both nibbles.
+                PclusterFormat::Codec(Algorithm::from_id(id).ok_or_else(|| {
+                    Error::unsupported(at, format!("algorithm {id}"))
+                })?)
+            }
+        };
+        let (pos, plen, inline) = match self.idata {
+            Some((pos, size)) if self.tail_head_lcn == Some(head.lcn) => (pos, size, true),
+            _ => {
+                let plen = self.pcluster_len(image, inode, &head)?;
+                let pos = head
+                    .e
+                    .pblk
+                    .checked_mul(image.block_size().bytes())
+                    .ok_or_else(|| Error::corrupt(at, "pcluster address overflows"))?;
+                (pos, plen, false)
+            }
+        };
+        if plen > MAX_PCLUSTER_BYTES {
+            return Err(Error::unsupported(at, format!("pcluster of {plen} bytes")));
+        }
+        if llen > MAX_EXTENT_BYTES {
+            return Err(Error::unsupported(at, format!("extent of {llen} bytes")));
+        }
+        if matches!(format, PclusterFormat::Shifted | PclusterFormat::Interlaced) && llen > plen {
+            return Err(Error::corrupt(
+                at,
+                format!("raw extent of {llen} bytes in a {plen}-byte pcluster"),
+            ));
+        }
+        Ok(Extent {
+            logical: m_la,
+            len: llen,
+            kind: ExtentKind::Pcluster(Pcluster {
+                pos,
+                len: plen,
+                format,
+                partial: head.e.partial_ref,
+                inline,
+            }),
+        })
+    }
+
+    /// Number of lclusters of the file.
+    pub fn lclusters(&self) -> u64 {
+        self.total
+    }
+}

@@ -1,0 +1,80 @@
+//! FLAT_PLAIN and FLAT_INLINE: consecutive blocks from a start block, the
+//! last partial block optionally inline right after the inode.
+
+use ferrofs_format::inode::DataLayout;
+
+use super::{Extent, ExtentKind};
+use crate::error::{Error, Result};
+use crate::image::Image;
+use crate::inode::Inode;
+
+#[derive(Clone, Debug)]
+pub struct FlatMap {
+    startblk: u64,
+    /// Bytes stored in whole blocks (the rest, if any, is inline).
+    block_bytes: u64,
+    inline_pos: Option<u64>,
+}
+
+impl FlatMap {
+    pub(crate) fn new(image: &Image, inode: &Inode) -> Result<Self> {
+        let bs = image.block_size().bytes();
+        let startblk = u64::from(inode.i_u);
+        let size = inode.size;
+        let (block_bytes, inline_pos) = if inode.layout == DataLayout::FlatInline && size > 0 {
+            let tail = size - (size - 1) / bs * bs;
+            let pos = inode.inode_end();
+            if pos % bs + tail > bs {
+                return Err(Error::corrupt(
+                    inode.loc().with_offset(pos),
+                    "inline data crosses a block boundary",
+                ));
+            }
+            (size - tail, Some(pos))
+        } else {
+            (size, None)
+        };
+        if block_bytes > 0 {
+            startblk
+                .checked_mul(bs)
+                .and_then(|p| p.checked_add(block_bytes))
+                .ok_or_else(|| Error::corrupt(inode.loc(), "data blocks overflow the address space"))?;
+        }
+        Ok(Self {
+            startblk,
+            block_bytes,
+            inline_pos,
+        })
+    }
+
+    pub(crate) fn map(&self, image: &Image, inode: &Inode, offset: u64) -> Result<Extent> {
+        let bs = image.block_size().bytes();
+        if offset < self.block_bytes {
+            return Ok(Extent {
+                logical: 0,
+                len: self.block_bytes,
+                kind: ExtentKind::Raw {
+                    device: 0,
+                    pos: self.startblk * bs,
+                },
+            });
+        }
+        match self.inline_pos {
+            Some(pos) => Ok(Extent {
+                logical: self.block_bytes,
+                len: inode.size - self.block_bytes,
+                kind: ExtentKind::Inline { pos },
+            }),
+            None => Err(Error::corrupt(inode.loc(), "offset past the data")),
+        }
+    }
+
+    /// First data block, for the dump.
+    pub fn start_block(&self) -> u64 {
+        self.startblk
+    }
+    /// Position of the inline tail, if any.
+    pub fn inline_pos(&self) -> Option<u64> {
+        self.inline_pos
+    }
+}

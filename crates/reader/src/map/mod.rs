@@ -1,0 +1,109 @@
+//! Logical-to-physical mapping of an inode's data. Every layout (flat,
+//! chunk-based, compressed) answers one question, "which extent holds byte
+//! `x`?", with one [`Extent`] record.
+
+pub mod chunk;
+pub mod compressed;
+pub mod flat;
+
+use ferrofs_codec::Algorithm;
+
+use crate::error::{Error, Result};
+use crate::image::Image;
+use crate::inode::Inode;
+
+/// How the bytes of a physical cluster become file bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PclusterFormat {
+    /// Stored raw; logical byte `x` of the extent is at `x - logical`.
+    Shifted,
+    /// Stored raw, rotated inside its block (logical `x` at `x % bs`).
+    Interlaced,
+    /// Compressed with a codec.
+    Codec(Algorithm),
+}
+
+/// A physical cluster holding one compressed (or raw) extent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pcluster {
+    /// Byte position: in the unified address space, or in the metadata
+    /// area of the primary device when `inline`.
+    pub pos: u64,
+    /// Length in bytes (whole blocks, or the exact inline size).
+    pub len: u64,
+    pub format: PclusterFormat,
+    /// The extent uses only a prefix of the pcluster's decoded data.
+    pub partial: bool,
+    /// Stored inline after the inode (ztailpacking).
+    pub inline: bool,
+}
+
+/// What backs one extent of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExtentKind {
+    /// Reads as zeros.
+    Hole,
+    /// Uncompressed blocks: logical start maps to `pos` on `device`
+    /// (0 = unified address space).
+    Raw { device: u16, pos: u64 },
+    /// Uncompressed bytes inline in the metadata area at `pos`.
+    Inline { pos: u64 },
+    /// A physical cluster decoded as a whole.
+    Pcluster(Pcluster),
+    /// Bytes in the packed inode starting at `offset`.
+    Fragment { offset: u64 },
+}
+
+/// One contiguous range of a file and where its bytes come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    pub logical: u64,
+    pub len: u64,
+    pub kind: ExtentKind,
+}
+
+impl Extent {
+    pub fn end(&self) -> u64 {
+        self.logical + self.len
+    }
+}
+
+/// The mapping state of one inode.
+#[derive(Clone, Debug)]
+pub enum DataMap {
+    Flat(flat::FlatMap),
+    Chunk(chunk::ChunkMap),
+    Compressed(compressed::ZMap),
+}
+
+impl DataMap {
+    pub(crate) fn new(image: &Image, inode: &Inode, is_packed: bool) -> Result<Self> {
+        use ferrofs_format::inode::DataLayout::*;
+        Ok(match inode.layout {
+            FlatPlain | FlatInline => DataMap::Flat(flat::FlatMap::new(image, inode)?),
+            ChunkBased => DataMap::Chunk(chunk::ChunkMap::new(image, inode)?),
+            CompressedFull | CompressedCompact => {
+                DataMap::Compressed(compressed::ZMap::new(image, inode, is_packed)?)
+            }
+        })
+    }
+
+    /// The extent that holds byte `offset` (which must be < the file size).
+    pub(crate) fn map(&self, image: &Image, inode: &Inode, offset: u64) -> Result<Extent> {
+        let e = match self {
+            DataMap::Flat(m) => m.map(image, inode, offset)?,
+            DataMap::Chunk(m) => m.map(image, inode, offset)?,
+            DataMap::Compressed(m) => m.map(image, inode, offset)?,
+        };
+        if e.len == 0 || offset < e.logical || offset >= e.end() || e.end() > inode.size {
+            return Err(Error::corrupt(
+                inode.loc().with_offset(offset),
+                format!(
+                    "extent [{}, +{}) does not cover byte {offset} of a {}-byte file",
+                    e.logical, e.len, inode.size
+                ),
+            ));
+        }
+        Ok(e)
+    }
+}

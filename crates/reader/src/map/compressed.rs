@@ -200,7 +200,11 @@ impl ZMap {
         };
         let mut lcn = first.lcn;
         let mut dist = u64::from(dist);
+        let limit = (MAX_EXTENT_BYTES >> lb) + 2;
         loop {
+            if first.lcn - lcn > limit {
+                return Err(Error::corrupt(inode.loc(), "extent longer than the format allows"));
+            }
             if dist == 0 || lcn < dist {
                 return Err(Error::corrupt(
                     inode.loc(),
@@ -221,7 +225,11 @@ impl ZMap {
     fn extent_end(&self, image: &Image, inode: &Inode, head_lcn: u64) -> Result<u64> {
         let lb = self.lclusterbits;
         let mut lcn = head_lcn;
+        let limit = (MAX_EXTENT_BYTES >> lb) + 2;
         loop {
+            if lcn - head_lcn > limit {
+                return Err(Error::unsupported(inode.loc(), "extent longer than 12 MiB"));
+            }
             if lcn.checked_shl(u32::from(lb)).is_none_or(|p| p >= inode.size) {
                 return Ok(inode.size);
             }

@@ -190,24 +190,40 @@ fn fill_pcluster(
     match pc.format {
         PclusterFormat::Shifted => read(out, rel),
         PclusterFormat::Interlaced => {
-            // The first run ends at the logical block boundary and sits at
-            // the end of the pcluster; the rest wraps to its start.
+            // As the kernel does it: the first run (up to the end of the
+            // logical block) is taken from the last page of the input at
+            // `(pageofs_in + plen - run) mod PAGE_SIZE`; the rest from the
+            // start of the input. For a whole-block pcluster this is the
+            // byte at `x % bs`. (For inline tails mkfs 1.8.6 writes bytes
+            // unrotated, and the kernel and erofsfuse both read them
+            // rotated; we return what the kernel returns.)
             let bs = image.block_size().bytes();
             let first = bs - ext.logical % bs;
-            let head_at = pc
-                .len
-                .checked_sub(first)
-                .ok_or_else(|| Error::corrupt(at, "interlaced pcluster too short"))?;
+            let last_byte = pc.pos + pc.len.max(1) - 1;
+            let last_page = last_byte - last_byte % PAGE_SIZE;
+            let pageofs_in = pc.pos % PAGE_SIZE;
+            let wrapped = (pageofs_in + pc.len + PAGE_SIZE - first % PAGE_SIZE) % PAGE_SIZE;
+            let head_abs = last_page + wrapped;
             let mut done = 0usize;
             let mut r = rel;
             while done < out.len() {
-                let (src, room) = if r < first {
-                    (head_at + r, first - r)
+                let n;
+                if r < first {
+                    n = ((first - r) as usize).min(out.len() - done);
+                    let buf = &mut out[done..done + n];
+                    if pc.inline {
+                        image.read_raw(buf, head_abs + r)?;
+                    } else {
+                        image.read_physical(0, head_abs + r, buf)?;
+                    }
                 } else {
-                    (r - first, pc.len - (r - first))
-                };
-                let n = (room as usize).min(out.len() - done);
-                read(&mut out[done..done + n], src)?;
+                    let off = r - first;
+                    if off >= pc.len {
+                        return Err(Error::corrupt(at, "interlaced pcluster too short"));
+                    }
+                    n = ((pc.len - off) as usize).min(out.len() - done);
+                    read(&mut out[done..done + n], off)?;
+                }
                 done += n;
                 r += n as u64;
             }
@@ -224,6 +240,9 @@ fn fill_pcluster(
         }
     }
 }
+
+/// Page size the kernel's interlaced arithmetic works in (x86-64, arm64 4K).
+const PAGE_SIZE: u64 = 4096;
 
 /// `Read + Seek` over a [`File`].
 pub struct FileReader {

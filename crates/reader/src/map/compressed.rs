@@ -116,8 +116,8 @@ impl ZMap {
         }
         let ztail = adv & advise::INLINE_PCLUSTER != 0;
         let frag = adv & advise::FRAGMENT_PCLUSTER != 0;
-        if (ztail || frag) && is_packed {
-            return Err(Error::corrupt(at, "the packed inode has an inline or fragment tail"));
+        if frag && is_packed {
+            return Err(Error::corrupt(at, "the packed inode has a fragment tail"));
         }
         if frag {
             z.fragment_off = u64::from(header.fragment_off);

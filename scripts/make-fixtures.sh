@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Regenerates the small reference images in testdata/ with the upstream
+# mkfs.erofs (1.8.6, installed by ../shared/tools/upstream-tools) and Debian's
+# 1.5. They are committed so the corruption sweep and the fuzz seeds need no
+# tool at test time; the kernel oracle tests build their own images.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+up=${UPSTREAM_TOOLS_BIN:-$(bash "$root/../shared/tools/upstream-tools")}
+out=$root/testdata
+src=$(mktemp -d)
+trap 'rm -rf "$src"' EXIT
+
+# A small tree with a bit of everything.
+mkdir -p "$src/dir/sub" "$src/empty"
+printf 'hello, erofs\n' > "$src/small.txt"
+for i in $(seq 1 1500); do echo "$i the quick brown fox jumps over the lazy dog"; done > "$src/text.txt"
+head -c 9000 /dev/zero | tr '\0' 'a' > "$src/dir/aaaa"
+python3 -c "import random; random.seed(7); open('$src/dir/random.bin','wb').write(bytes(random.getrandbits(8) for _ in range(6000)))"
+cp "$src/text.txt" "$src/dir/sub/copy.txt"
+ln "$src/small.txt" "$src/dir/hardlink"
+ln -s small.txt "$src/link"
+ln -s /nowhere/at/all "$src/dir/dangling"
+truncate -s 40000 "$src/sparse"; printf 'island' | dd of="$src/sparse" bs=1 seek=20000 conv=notrunc status=none
+setfattr -n user.comment -v "a comment" "$src/small.txt"
+setfattr -n user.comment -v "a comment" "$src/text.txt"
+setfattr -n trusted.overlay.opaque -v y "$src/dir"
+mkfifo "$src/fifo"
+find "$src" -exec touch -h -d @1700000000 {} +
+
+build() { # name tool opts...
+  local name=$1 tool=$2; shift 2
+  "$tool" --quiet -T1700000000 -U 11111111-2222-3333-4444-555555555555 "$@" "$out/$name.erofs" "$src" >/dev/null 2>&1 ||
+    "$tool" -T1700000000 -U 11111111-2222-3333-4444-555555555555 "$@" "$out/$name.erofs" "$src" >/dev/null
+}
+build plain "$up/mkfs.erofs"
+build lz4 "$up/mkfs.erofs" -zlz4
+build lz4hc-big "$up/mkfs.erofs" -zlz4hc,12 -C16384
+build lzma-ztail "$up/mkfs.erofs" -zlzma -Eztailpacking
+build deflate-dedupe "$up/mkfs.erofs" -zdeflate -Ededupe
+build zstd-fragments "$up/mkfs.erofs" -zzstd -Eztailpacking,fragments --xattr-prefix=trusted.overlay.
+build all-fragments "$up/mkfs.erofs" -zlz4hc -Eall-fragments
+build legacy-1k "$up/mkfs.erofs" -b1024 -zlz4 -Elegacy-compress
+build chunked "$up/mkfs.erofs" --chunksize=4096
+build debian-lz4hc /usr/bin/mkfs.erofs -zlz4hc
+ls -la "$out"

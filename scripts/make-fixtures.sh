@@ -43,3 +43,18 @@ build legacy-1k "$up/mkfs.erofs" -b1024 -zlz4 -Elegacy-compress
 build chunked "$up/mkfs.erofs" --chunksize=4096
 build debian-lz4hc /usr/bin/mkfs.erofs -zlz4hc
 ls -la "$out"
+
+# The bundled example the README's first command verifies and extracts.
+demo=$(mktemp -d)
+mkdir -p "$demo/docs" "$demo/data"
+cat > "$demo/README.txt" <<'TXT'
+This tree was packed into examples/demo.erofs by mkfs.erofs 1.8.6
+(-zlz4hc -Eztailpacking). ferrofs reads it back without the kernel.
+TXT
+for i in $(seq 1 4000); do echo "line $i: EROFS packs as much input as fits into one fixed-size physical cluster"; done > "$demo/docs/paper-notes.txt"
+seq 1 20000 > "$demo/data/numbers.txt"
+ln -s docs/paper-notes.txt "$demo/notes"
+setfattr -n user.origin -v "ferrofs example" "$demo/README.txt"
+find "$demo" -exec touch -h -d @1700000000 {} +
+"$up/mkfs.erofs" --quiet -T1700000000 -U 11111111-2222-3333-4444-555555555555 -zlz4hc -Eztailpacking "$root/examples/demo.erofs" "$demo" >/dev/null
+rm -rf "$demo"

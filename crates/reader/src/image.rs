@@ -25,6 +25,8 @@ pub struct OpenOptions {
     pub devices: Vec<Box<dyn ReadAt>>,
     /// Byte budget of the decompressed-pcluster cache.
     pub cache_bytes: usize,
+    /// Verify the superblock checksum when the image has one (default on).
+    pub verify_checksum: bool,
 }
 
 impl Default for OpenOptions {
@@ -32,6 +34,7 @@ impl Default for OpenOptions {
         Self {
             devices: Vec::new(),
             cache_bytes: 16 << 20,
+            verify_checksum: true,
         }
     }
 }
@@ -104,7 +107,7 @@ impl Image {
         let sb = Superblock::parse(&raw).map_err(|e| Error::format(at, e))?;
         let bs = sb.validate().map_err(|e| Error::format(at, e))?;
 
-        if sb.has_compat(compat::SB_CHKSUM) {
+        if opts.verify_checksum && sb.has_compat(compat::SB_CHKSUM) {
             let mut region = vec![0u8; checksum_len(bs)];
             read_exact(&*source, &mut region, SUPERBLOCK_OFFSET)?;
             let computed = compute_checksum(&region);

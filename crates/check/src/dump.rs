@@ -104,7 +104,11 @@ pub fn inode(image: &Image, inode: &Inode) -> Value {
         "position": inode.pos,
         "xattrs": xattrs,
     });
-    if matches!(inode.file_type, ferrofs::format::inode::FileType::CharDevice | ferrofs::format::inode::FileType::BlockDevice) {
+    if matches!(
+        inode.file_type,
+        ferrofs::format::inode::FileType::CharDevice
+            | ferrofs::format::inode::FileType::BlockDevice
+    ) {
         v["rdev"] = json!(format!("{}:{}", inode.rdev.0, inode.rdev.1));
     }
     match image.open_file(inode.clone()) {
@@ -143,13 +147,19 @@ pub fn statistics(image: &Image) -> Value {
     let mut seen_inodes = HashSet::new();
     let mut seen_pclusters = HashSet::new();
     let (mut logical, mut compressed_logical, mut compressed_physical) = (0u64, 0u64, 0u64);
-    let (mut inline_bytes, mut fragment_bytes, mut hole_bytes, mut errors) = (0u64, 0u64, 0u64, 0u64);
+    let (mut inline_bytes, mut fragment_bytes, mut hole_bytes, mut errors) =
+        (0u64, 0u64, 0u64, 0u64);
     let mut visit_inode = |inode: &Inode| {
         if !seen_inodes.insert(inode.nid) {
             return;
         }
         *by_type.entry(inode.file_type.name()).or_default() += 1;
-        if !matches!(inode.file_type, ferrofs::format::inode::FileType::Regular | ferrofs::format::inode::FileType::Directory | ferrofs::format::inode::FileType::Symlink) {
+        if !matches!(
+            inode.file_type,
+            ferrofs::format::inode::FileType::Regular
+                | ferrofs::format::inode::FileType::Directory
+                | ferrofs::format::inode::FileType::Symlink
+        ) {
             return;
         }
         *by_layout.entry(inode.layout.name()).or_default() += 1;
@@ -191,7 +201,12 @@ pub fn statistics(image: &Image) -> Value {
     });
     let algs: BTreeMap<&str, Value> = pclusters
         .into_iter()
-        .map(|(k, (n, p, l))| (k, json!({"pclusters": n, "physical_bytes": p, "logical_bytes": l})))
+        .map(|(k, (n, p, l))| {
+            (
+                k,
+                json!({"pclusters": n, "physical_bytes": p, "logical_bytes": l}),
+            )
+        })
         .collect();
     json!({
         "inodes_by_type": by_type,

@@ -173,7 +173,10 @@ impl Extractor<'_> {
     }
 
     fn write_file(&mut self, path: &Path, inode: &Inode) -> Result<(), WriteError> {
-        let file = self.image.open_file(inode.clone()).map_err(WriteError::Image)?;
+        let file = self
+            .image
+            .open_file(inode.clone())
+            .map_err(WriteError::Image)?;
         let mut out = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -192,8 +195,10 @@ impl Extractor<'_> {
             let mut pos = ext.logical;
             while pos < ext.end() {
                 let n = (ext.end() - pos).min(buf.len() as u64) as usize;
-                file.read_at(&mut buf[..n], pos).map_err(WriteError::Image)?;
-                std::os::unix::fs::FileExt::write_all_at(&out, &buf[..n], pos).map_err(WriteError::Io)?;
+                file.read_at(&mut buf[..n], pos)
+                    .map_err(WriteError::Image)?;
+                std::os::unix::fs::FileExt::write_all_at(&out, &buf[..n], pos)
+                    .map_err(WriteError::Io)?;
                 pos += n as u64;
                 self.summary.bytes += n as u64;
             }
@@ -211,13 +216,21 @@ impl Extractor<'_> {
     fn metadata(&mut self, path: &Path, inode: &Inode) -> Result<(), ExtractError> {
         let is_link = inode.is_symlink();
         if self.opts.xattrs {
-            let xs = self.image.xattrs(inode).map_err(|source| ExtractError::Image {
-                path: path.display().to_string(),
-                source,
-            })?;
+            let xs = self
+                .image
+                .xattrs(inode)
+                .map_err(|source| ExtractError::Image {
+                    path: path.display().to_string(),
+                    source,
+                })?;
             for x in xs {
-                rustix::fs::lsetxattr(path, x.name.as_slice(), &x.value, rustix::fs::XattrFlags::empty())
-                    .map_err(rx_err(path))?;
+                rustix::fs::lsetxattr(
+                    path,
+                    x.name.as_slice(),
+                    &x.value,
+                    rustix::fs::XattrFlags::empty(),
+                )
+                .map_err(rx_err(path))?;
             }
         }
         if self.opts.owners {

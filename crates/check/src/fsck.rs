@@ -101,19 +101,31 @@ impl Checker<'_> {
             }
             prev = Some(&e.name);
             if e.name.contains(&b'/') || e.name.contains(&0) {
-                self.problem(path, Some(inode.nid), format!("bad name {:?}", String::from_utf8_lossy(&e.name)));
+                self.problem(
+                    path,
+                    Some(inode.nid),
+                    format!("bad name {:?}", String::from_utf8_lossy(&e.name)),
+                );
             }
             match &e.name[..] {
                 b"." => {
                     dot = true;
                     if e.nid != inode.nid {
-                        self.problem(path, Some(inode.nid), format!("'.' points to nid {}", e.nid));
+                        self.problem(
+                            path,
+                            Some(inode.nid),
+                            format!("'.' points to nid {}", e.nid),
+                        );
                     }
                 }
                 b".." => {
                     dotdot = true;
                     if e.nid != parent {
-                        self.problem(path, Some(inode.nid), format!("'..' points to nid {}, parent is {parent}", e.nid));
+                        self.problem(
+                            path,
+                            Some(inode.nid),
+                            format!("'..' points to nid {}, parent is {parent}", e.nid),
+                        );
                     }
                 }
                 _ => {
@@ -137,7 +149,11 @@ impl Checker<'_> {
             self.problem(
                 path,
                 Some(inode.nid),
-                format!("dirent type {} but inode is a {}", entry.type_code, inode.file_type.name()),
+                format!(
+                    "dirent type {} but inode is a {}",
+                    entry.type_code,
+                    inode.file_type.name()
+                ),
             );
         }
         if inode.is_dir() {
@@ -270,12 +286,20 @@ pub fn check(image: &Image, opts: Options, progress: Option<&dyn Fn(u64, u64)>) 
     });
     for (nid, (seen, nlink, path)) in std::mem::take(&mut c.links) {
         if seen != nlink {
-            c.problem(&path, Some(nid), format!("nlink {nlink} but {seen} directory entries"));
+            c.problem(
+                &path,
+                Some(nid),
+                format!("nlink {nlink} but {seen} directory entries"),
+            );
         }
     }
     for (nid, (expect, nlink, path)) in std::mem::take(&mut c.subdirs) {
         if expect != nlink {
-            c.problem(&path, Some(nid), format!("directory nlink {nlink}, expected {expect}"));
+            c.problem(
+                &path,
+                Some(nid),
+                format!("directory nlink {nlink}, expected {expect}"),
+            );
         }
     }
     if let Some(packed) = image.packed_file() {

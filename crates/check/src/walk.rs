@@ -28,7 +28,11 @@ pub enum Visit<'a> {
         inode: &'a Inode,
     },
     /// Something could not be read; the walk goes on elsewhere.
-    Error { path: &'a [u8], nid: Option<Nid>, error: Error },
+    Error {
+        path: &'a [u8],
+        nid: Option<Nid>,
+        error: Error,
+    },
 }
 
 /// Joins a parent path and a name with `/` (the root is the empty path).
@@ -58,7 +62,8 @@ pub fn walk(image: &Image, mut visit: impl FnMut(Visit<'_>)) {
         }
     };
     let mut seen: HashSet<Nid> = HashSet::new();
-    let mut stack: Vec<(Vec<u8>, Inode, Nid, usize)> = vec![(Vec::new(), root.clone(), root.nid, 0)];
+    let mut stack: Vec<(Vec<u8>, Inode, Nid, usize)> =
+        vec![(Vec::new(), root.clone(), root.nid, 0)];
     seen.insert(root.nid);
     while let Some((path, inode, parent, depth)) = stack.pop() {
         let entries = match image.read_dir(&inode) {

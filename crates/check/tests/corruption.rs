@@ -36,7 +36,11 @@ fn fixtures() -> Vec<(String, Vec<u8>)> {
         })
         .collect();
     out.sort();
-    assert!(out.len() >= 8, "expected the reference images in {}", dir.display());
+    assert!(
+        out.len() >= 8,
+        "expected the reference images in {}",
+        dir.display()
+    );
     out
 }
 
@@ -61,7 +65,12 @@ fn exercise(bytes: Vec<u8>, verify_checksum: bool) -> bool {
             let _ = f.read_at(&mut buf, off);
         }
     }
-    for p in [&b"link"[..], b"dir/dangling", b"dir/sub/copy.txt", b"nothing/here"] {
+    for p in [
+        &b"link"[..],
+        b"dir/dangling",
+        b"dir/sub/copy.txt",
+        b"nothing/here",
+    ] {
         let _ = image.lookup_path(p, true);
     }
     report.is_clean()
@@ -72,7 +81,10 @@ const CASE_LIMIT: Duration = Duration::from_secs(5);
 #[test]
 fn pristine_fixtures_are_clean() {
     for (name, bytes) in fixtures() {
-        assert!(exercise(bytes, true), "{name}: fsck found problems in a pristine image");
+        assert!(
+            exercise(bytes, true),
+            "{name}: fsck found problems in a pristine image"
+        );
     }
 }
 
@@ -100,7 +112,11 @@ fn corrupted_images_never_panic_or_hang() {
                 }
                 // Single bit flips, mostly in the metadata at the front.
                 1..=4 => {
-                    let span = if rng.below(4) == 0 { len } else { len.min(8192) };
+                    let span = if rng.below(4) == 0 {
+                        len
+                    } else {
+                        len.min(8192)
+                    };
                     let pos = rng.below(span) as usize;
                     let bit = rng.below(8);
                     img[pos] ^= 1 << bit;
@@ -119,7 +135,8 @@ fn corrupted_images_never_panic_or_hang() {
                 // A field overwritten with an extreme value.
                 6 => {
                     let pos = (rng.below(len.min(16384)) & !3) as usize;
-                    let val: u32 = [0, u32::MAX, 0x8000_0000, 0x7FFF_FFFF, 1, 0x800][rng.below(6) as usize];
+                    let val: u32 =
+                        [0, u32::MAX, 0x8000_0000, 0x7FFF_FFFF, 1, 0x800][rng.below(6) as usize];
                     let end = (pos + 4).min(img.len());
                     img[pos..end].copy_from_slice(&val.to_le_bytes()[..end - pos]);
                     format!("write {val:#x} at {pos}")
@@ -153,6 +170,14 @@ fn corrupted_images_never_panic_or_hang() {
         started.elapsed()
     );
     assert!(cases >= 3000, "only {cases} cases");
-    assert!(rejected > cases / 4, "suspiciously few damaged images detected: {rejected}");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        rejected > cases / 4,
+        "suspiciously few damaged images detected: {rejected}"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -16,7 +16,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
 #[derive(Parser)]
-#[command(name = "ferrofs", version, about = "Read, check and extract EROFS images")]
+#[command(
+    name = "ferrofs",
+    version,
+    about = "Read, check and extract EROFS images"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -99,7 +103,8 @@ fn open(args: &ImageArgs) -> Result<Image> {
         .with_context(|| format!("cannot open {}", args.image.display()))?;
     let mut opts = OpenOptions::default();
     for d in &args.devices {
-        let f = std::fs::File::open(d).with_context(|| format!("cannot open device {}", d.display()))?;
+        let f = std::fs::File::open(d)
+            .with_context(|| format!("cannot open device {}", d.display()))?;
         opts.devices.push(Box::new(f));
     }
     Image::open_with(Box::new(file), opts).with_context(|| format!("{}", args.image.display()))
@@ -136,7 +141,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let report = ferrofs_check::fsck::check(
                 &image,
-                ferrofs_check::fsck::Options { read_data: !no_data },
+                ferrofs_check::fsck::Options {
+                    read_data: !no_data,
+                },
                 Some(&tick),
             );
             pb.finish_and_clear();
@@ -162,7 +169,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     report.problems.len()
                 );
             }
-            Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if report.is_clean() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Extract {
             img,
@@ -224,7 +235,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     break;
                 }
                 match out.write_all(&buf[..n]) {
-                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                        return Ok(ExitCode::SUCCESS)
+                    }
                     r => r?,
                 }
                 pos += n as u64;
@@ -261,7 +274,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn print_entry(image: &Image, out: &mut impl Write, name: &[u8], inode: &ferrofs::Inode, long: bool) -> Result<()> {
+fn print_entry(
+    image: &Image,
+    out: &mut impl Write,
+    name: &[u8],
+    inode: &ferrofs::Inode,
+    long: bool,
+) -> Result<()> {
     let shown = String::from_utf8_lossy(name);
     if !long {
         writeln!(out, "{shown}")?;
@@ -277,7 +296,9 @@ fn print_entry(image: &Image, out: &mut impl Write, name: &[u8], inode: &ferrofs
         FileType::Socket => 's',
     };
     let size = match inode.file_type {
-        FileType::CharDevice | FileType::BlockDevice => format!("{},{}", inode.rdev.0, inode.rdev.1),
+        FileType::CharDevice | FileType::BlockDevice => {
+            format!("{},{}", inode.rdev.0, inode.rdev.1)
+        }
         _ => inode.size.to_string(),
     };
     let target = if inode.is_symlink() {
@@ -302,7 +323,10 @@ fn print_entry(image: &Image, out: &mut impl Write, name: &[u8], inode: &ferrofs
 
 fn mode_string(mode: u16) -> String {
     let mut s = String::with_capacity(9);
-    for (i, c) in ['r', 'w', 'x', 'r', 'w', 'x', 'r', 'w', 'x'].iter().enumerate() {
+    for (i, c) in ['r', 'w', 'x', 'r', 'w', 'x', 'r', 'w', 'x']
+        .iter()
+        .enumerate()
+    {
         let bit = 1u16 << (8 - i);
         s.push(if mode & bit != 0 { *c } else { '-' });
     }

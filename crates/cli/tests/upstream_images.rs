@@ -13,10 +13,13 @@
 //!   sampled).
 //!
 //! Needs root (loop mounts, devices, owners); otherwise each test prints `skipped: REASON`.
+//! Missing reference tools (Debian's erofs-utils, the upstream tools) are failures.
 //! Environment:
 //! - `FERROFS_TEST_ONLY_HARNESS=1`: run only the harness test;
 //! - `FERROFS_TEST_CASES=lz4,zstd_C64k`: only cases whose name contains one of these;
-//! - `FERROFS_TEST_KEEP=1`: keep extracted trees under `target/tmp/upstream_images/`.
+//! - `FERROFS_TEST_KEEP=1`: keep the trees, images and extracted trees under
+//!   `target/tmp/upstream_images/run-PID/` (they are also kept when a case fails; otherwise
+//!   removed when the test process exits).
 //!
 //! Every failure of every image is collected and reported together at the end.
 
@@ -54,7 +57,12 @@ struct Case {
 
 impl Case {
     fn label(&self) -> String {
-        format!("{} [{}] (mkfs.erofs {})", self.name, self.opts.join(" "), self.mkfs.version)
+        format!(
+            "{} [{}] (mkfs.erofs {})",
+            self.name,
+            self.opts.join(" "),
+            self.mkfs.version
+        )
     }
 
     fn slug(&self) -> String {
@@ -70,28 +78,40 @@ struct Setup {
 /// Builds the trees and every image once per test process; `Err` = reason to skip.
 fn setup() -> Result<&'static Setup, String> {
     static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
-    SETUP.get_or_init(build_setup).as_ref().map_err(Clone::clone)
+    SETUP
+        .get_or_init(build_setup)
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 fn build_setup() -> Result<Setup, String> {
     can_mount()?;
+    // Missing reference tools fail the tests rather than skip them: a matrix that silently
+    // shrinks would hide regressions.
     let mkfs = tools::all_mkfs();
-    if mkfs.is_empty() {
-        return Err("no mkfs.erofs found (neither /usr/bin nor upstream-tools)".into());
-    }
+    assert!(
+        tools::mkfs_debian().is_some(),
+        "Debian's mkfs.erofs 1.5 is missing: apt-get install erofs-utils"
+    );
+    assert!(
+        tools::mkfs_upstream().is_some(),
+        "upstream mkfs.erofs is missing: run ../shared/tools/upstream-tools or set UPSTREAM_TOOLS_BIN"
+    );
     let t0 = Instant::now();
-    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream_images");
-    ferrofs_testkit::tmp::remove_tree(&work).expect("clean the work directory");
-    fs::create_dir_all(work.join("images")).unwrap();
+    let work = work_dir();
     let tree = work.join("tree");
     corpus::make_corner_tree(&tree).expect("make the corner tree");
     let tree254 = work.join("tree254");
     if mkfs.iter().any(|m| m.flavor == Flavor::Debian) {
-        corpus::make_corner_tree_with(&tree254, &CornerOptions { max_name_len: 254 }).expect("make the 254 tree");
+        corpus::make_corner_tree_with(&tree254, &CornerOptions { max_name_len: 254 })
+            .expect("make the 254 tree");
     }
-    let filter: Option<Vec<String>> = std::env::var("FERROFS_TEST_CASES")
-        .ok()
-        .map(|s| s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect());
+    let filter: Option<Vec<String>> = std::env::var("FERROFS_TEST_CASES").ok().map(|s| {
+        s.split(',')
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect()
+    });
     let mut cases = Vec::new();
     for (name, opts, needs_upstream) in tools::option_matrix() {
         if let Some(f) = &filter {
@@ -103,16 +123,32 @@ fn build_setup() -> Result<Setup, String> {
             if needs_upstream && m.flavor != Flavor::Upstream {
                 continue;
             }
-            let src = if m.flavor == Flavor::Debian { tree254.clone() } else { tree.clone() };
-            let image = work.join("images").join(format!("{name}-{}.img", m.flavor.label()));
-            cases.push(Case { name, opts: opts.clone(), mkfs: m.clone(), src, image, build: Err("not built".into()) });
+            let src = if m.flavor == Flavor::Debian {
+                tree254.clone()
+            } else {
+                tree.clone()
+            };
+            let image = work
+                .join("images")
+                .join(format!("{name}-{}.img", m.flavor.label()));
+            cases.push(Case {
+                name,
+                opts: opts.clone(),
+                mkfs: m.clone(),
+                src,
+                image,
+                build: Err("not built".into()),
+            });
         }
     }
-    let results: Vec<Mutex<Option<Result<Duration, String>>>> = cases.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<Mutex<Option<Result<Duration, String>>>> =
+        cases.iter().map(|_| Mutex::new(None)).collect();
     parallel(cases.len(), |i| {
         let c = &cases[i];
         let t = Instant::now();
-        let r = tools::build_image(&c.mkfs, &c.opts, &c.src, &c.image).map(|()| t.elapsed()).map_err(|e| e.to_string());
+        let r = tools::build_image(&c.mkfs, &c.opts, &c.src, &c.image)
+            .map(|()| t.elapsed())
+            .map_err(|e| e.to_string());
         *results[i].lock().unwrap() = Some(r);
     });
     for (c, r) in cases.iter_mut().zip(results) {
@@ -122,9 +158,34 @@ fn build_setup() -> Result<Setup, String> {
         "setup: corner trees and {} images in {:.1?} (mkfs: {})",
         cases.len(),
         t0.elapsed(),
-        mkfs.iter().map(|m| m.describe()).collect::<Vec<_>>().join(", ")
+        mkfs.iter()
+            .map(|m| m.describe())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(Setup { work, cases })
+}
+
+/// A fresh `target/tmp/upstream_images/run-PID` (so concurrent test processes do not clash),
+/// after removing leftovers of processes that are gone. It is removed when the process exits,
+/// unless a case failed or `FERROFS_TEST_KEEP` is set.
+fn work_dir() -> PathBuf {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream_images");
+    fs::create_dir_all(&base).unwrap();
+    for entry in fs::read_dir(&base).unwrap().flatten() {
+        let name = entry.file_name();
+        let pid = name.to_str().and_then(|n| n.strip_prefix("run-"));
+        if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+            let _ = ferrofs_testkit::tmp::remove_tree(&entry.path());
+        }
+    }
+    let work = base.join(format!("run-{}", std::process::id()));
+    ferrofs_testkit::tmp::remove_tree(&work).expect("clean the work directory");
+    fs::create_dir_all(work.join("images")).unwrap();
+    if std::env::var_os("FERROFS_TEST_KEEP").is_none() {
+        ferrofs_testkit::tmp::remove_at_exit(&work);
+    }
+    work
 }
 
 /// Runs `f(0..n)` on [`WORKERS`] threads.
@@ -145,8 +206,13 @@ fn parallel(n: usize, f: impl Fn(usize) + Sync) {
 
 /// For every case: check the build, mount the image, run `check(case, mountpoint)`; returns
 /// each case's failures (empty when it passed), in case order.
-fn for_each_case(setup: &Setup, what: &str, check: impl Fn(&Case, &Path) -> Vec<String> + Sync) -> Vec<(String, Vec<String>)> {
-    let results: Vec<Mutex<Vec<String>>> = setup.cases.iter().map(|_| Mutex::new(Vec::new())).collect();
+fn for_each_case(
+    setup: &Setup,
+    what: &str,
+    check: impl Fn(&Case, &Path) -> Vec<String> + Sync,
+) -> Vec<(String, Vec<String>)> {
+    let results: Vec<Mutex<Vec<String>>> =
+        setup.cases.iter().map(|_| Mutex::new(Vec::new())).collect();
     parallel(setup.cases.len(), |i| {
         let case = &setup.cases[i];
         let t = Instant::now();
@@ -162,22 +228,37 @@ fn for_each_case(setup: &Setup, what: &str, check: impl Fn(&Case, &Path) -> Vec<
             case.label(),
             if failures.is_empty() { "ok" } else { "FAILED" },
             t.elapsed(),
-            if failures.is_empty() { String::new() } else { format!(" ({} failures)", failures.len()) }
+            if failures.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} failures)", failures.len())
+            }
         );
         *results[i].lock().unwrap() = failures;
     });
-    setup.cases.iter().zip(results).map(|(c, r)| (c.label(), r.into_inner().unwrap())).collect()
+    setup
+        .cases
+        .iter()
+        .zip(results)
+        .map(|(c, r)| (c.label(), r.into_inner().unwrap()))
+        .collect()
 }
 
-/// Panics with every failure of every case, if there are any.
-fn report(what: &str, results: Vec<(String, Vec<String>)>) {
+/// Panics with every failure of every case, if there are any (keeping the work directory).
+fn report(setup: &Setup, what: &str, results: Vec<(String, Vec<String>)>) {
     const SHOW: usize = 40;
     let failed: Vec<_> = results.iter().filter(|(_, f)| !f.is_empty()).collect();
     if failed.is_empty() {
         eprintln!("{what}: all {} cases passed", results.len());
         return;
     }
-    let mut msg = format!("{what}: {} of {} cases failed\n", failed.len(), results.len());
+    ferrofs_testkit::tmp::keep_at_exit(&setup.work);
+    let mut msg = format!(
+        "{what}: {} of {} cases failed (trees and images kept in {})\n",
+        failed.len(),
+        results.len(),
+        setup.work.display()
+    );
     for (label, failures) in failed {
         msg.push_str(&format!("\n== {label}: {} failures\n", failures.len()));
         for f in failures.iter().take(SHOW) {
@@ -208,10 +289,11 @@ fn harness_kernel_matches_source() {
         Err(reason) => return println!("skipped: {reason}"),
     };
     let results = for_each_case(setup, "harness", |case, mnt| {
-        let mut failures: Vec<String> = compare::compare_trees(&case.src, mnt, &kernel_vs_source(case))
-            .iter()
-            .map(|d| format!("kernel vs source: {d}"))
-            .collect();
+        let mut failures: Vec<String> =
+            compare::compare_trees(&case.src, mnt, &kernel_vs_source(case))
+                .iter()
+                .map(|d| format!("kernel vs source: {d}"))
+                .collect();
         // The reference fsck (upstream when available, it knows every feature) must agree.
         // Except with 1024-byte blocks: fsck.erofs 1.8.6 rejects those valid images ("invalid
         // sb_extslots 0 (more than a fs block)": it checks 1024 + sb_size against the block
@@ -224,7 +306,7 @@ fn harness_kernel_matches_source() {
         }
         failures
     });
-    report("harness (kernel mount vs source tree)", results);
+    report(setup, "harness (kernel mount vs source tree)", results);
 }
 
 /// A negative control: the comparison must notice that the two source trees differ (their
@@ -267,20 +349,27 @@ fn ferrofs_matches_kernel() {
         check_cat(case, mnt, &mut failures);
         failures
     });
-    report("ferrofs (fsck, extract, cat vs kernel mount)", results);
+    report(
+        setup,
+        "ferrofs (fsck, extract, cat vs kernel mount)",
+        results,
+    );
 }
 
 fn ferrofs(args: &[&std::ffi::OsStr]) -> Result<ferrofs_testkit::process::Outcome, String> {
-    run_with_timeout(Command::new(FERROFS).args(args), LIMIT).map_err(|e| format!("cannot run {FERROFS}: {e}"))
+    run_with_timeout(Command::new(FERROFS).args(args), LIMIT)
+        .map_err(|e| format!("cannot run {FERROFS}: {e}"))
 }
 
 /// (b) `ferrofs fsck IMAGE` accepts the image.
 fn check_fsck(case: &Case, failures: &mut Vec<String>) {
     match ferrofs(&["fsck".as_ref(), case.image.as_os_str()]) {
         Err(e) => failures.push(e),
-        Ok(o) if !o.success() => {
-            failures.push(format!("ferrofs fsck: {}: {}", o.describe_status(), o.stderr_tail(2000)))
-        }
+        Ok(o) if !o.success() => failures.push(format!(
+            "ferrofs fsck: {}: {}",
+            o.describe_status(),
+            o.stderr_tail(2000)
+        )),
         Ok(_) => {}
     }
 }
@@ -292,7 +381,11 @@ fn check_extract(case: &Case, mnt: &Path, out: &Path, failures: &mut Vec<String>
     match ferrofs(&["extract".as_ref(), case.image.as_os_str(), out.as_os_str()]) {
         Err(e) => return failures.push(e),
         Ok(o) if !o.success() => {
-            failures.push(format!("ferrofs extract: {}: {}", o.describe_status(), o.stderr_tail(2000)));
+            failures.push(format!(
+                "ferrofs extract: {}: {}",
+                o.describe_status(),
+                o.stderr_tail(2000)
+            ));
             if !out.exists() {
                 return;
             }
@@ -334,16 +427,30 @@ fn check_cat(case: &Case, mnt: &Path, failures: &mut Vec<String>) {
         let expected = match fs::read(mnt.join(&rel)) {
             Ok(v) => v,
             Err(e) => {
-                failures.push(format!("cat {}: the kernel cannot read it: {e}", show_path(&rel)));
+                failures.push(format!(
+                    "cat {}: the kernel cannot read it: {e}",
+                    show_path(&rel)
+                ));
                 continue;
             }
         };
         let failure = match ferrofs(&["cat".as_ref(), case.image.as_os_str(), arg]) {
             Err(e) => Some(e),
-            Ok(o) if !o.success() => Some(format!("{}: {}", o.describe_status(), o.stderr_tail(500))),
+            Ok(o) if !o.success() => {
+                Some(format!("{}: {}", o.describe_status(), o.stderr_tail(500)))
+            }
             Ok(o) if o.stdout != expected => {
-                let at = o.stdout.iter().zip(&expected).position(|(a, b)| a != b).unwrap_or(o.stdout.len().min(expected.len()));
-                Some(format!("{} bytes, expected {}; first difference at offset {at}", o.stdout.len(), expected.len()))
+                let at = o
+                    .stdout
+                    .iter()
+                    .zip(&expected)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(o.stdout.len().min(expected.len()));
+                Some(format!(
+                    "{} bytes, expected {}; first difference at offset {at}",
+                    o.stdout.len(),
+                    expected.len()
+                ))
             }
             Ok(_) => None,
         };

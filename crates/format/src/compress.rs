@@ -14,7 +14,10 @@ pub const ALG_COUNT: u8 = 4;
 pub const MAX_PCLUSTER_BYTES: u64 = 1 << 20;
 
 fn field_u16(p: &[u8], off: usize) -> u16 {
-    u16::from_le_bytes([p.get(off).copied().unwrap_or(0), p.get(off + 1).copied().unwrap_or(0)])
+    u16::from_le_bytes([
+        p.get(off).copied().unwrap_or(0),
+        p.get(off + 1).copied().unwrap_or(0),
+    ])
 }
 
 fn field_u32(p: &[u8], off: usize) -> u32 {
@@ -57,14 +60,20 @@ impl CompressionConfig {
         match alg {
             ALG_LZ4 => {
                 if payload.len() < 14 {
-                    return Err(FormatError::invalid("lz4 record size", payload.len() as u64));
+                    return Err(FormatError::invalid(
+                        "lz4 record size",
+                        payload.len() as u64,
+                    ));
                 }
                 self.lz4_max_distance = field_u16(payload, 0);
                 self.lz4_max_pclusterblks = field_u16(payload, 2).max(1);
             }
             ALG_LZMA => {
                 if payload.len() < 14 {
-                    return Err(FormatError::invalid("lzma record size", payload.len() as u64));
+                    return Err(FormatError::invalid(
+                        "lzma record size",
+                        payload.len() as u64,
+                    ));
                 }
                 let dict = field_u32(payload, 0);
                 let format = field_u16(payload, 4);
@@ -78,7 +87,10 @@ impl CompressionConfig {
             }
             ALG_DEFLATE => {
                 if payload.len() < 6 {
-                    return Err(FormatError::invalid("deflate record size", payload.len() as u64));
+                    return Err(FormatError::invalid(
+                        "deflate record size",
+                        payload.len() as u64,
+                    ));
                 }
                 let wb = payload[0];
                 if wb > 15 {
@@ -88,7 +100,10 @@ impl CompressionConfig {
             }
             ALG_ZSTD => {
                 if payload.len() < 6 {
-                    return Err(FormatError::invalid("zstd record size", payload.len() as u64));
+                    return Err(FormatError::invalid(
+                        "zstd record size",
+                        payload.len() as u64,
+                    ));
                 }
                 let (format, wlog) = (payload[0], payload[1]);
                 if format != 0 {

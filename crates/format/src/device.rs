@@ -13,7 +13,13 @@ pub struct DeviceSlot {
 
 impl DeviceSlot {
     pub fn parse(b: &[u8; DEVICE_SLOT_SIZE], bit48: bool) -> Self {
-        let hi = |off| if bit48 { u64::from(u16_at(b, off)) << 32 } else { 0 };
+        let hi = |off| {
+            if bit48 {
+                u64::from(u16_at(b, off)) << 32
+            } else {
+                0
+            }
+        };
         Self {
             tag: array_at(b, 0),
             blocks: u64::from(u32_at(b, 64)) | hi(72),

@@ -235,9 +235,7 @@ mod tests {
     fn compact_inode_fields() {
         // Root inode of the worked example in the format notes.
         let mut b = [0u8; 32];
-        b[..16].copy_from_slice(&[
-            0x04, 0, 0, 0, 0xed, 0x41, 2, 0, 0x53, 0, 0, 0, 0, 0, 0, 0,
-        ]);
+        b[..16].copy_from_slice(&[0x04, 0, 0, 0, 0xed, 0x41, 2, 0, 0x53, 0, 0, 0, 0, 0, 0, 0]);
         b[16..20].copy_from_slice(&[0xff; 4]);
         let i = RawInode::parse_compact(&b);
         assert_eq!(i.layout().unwrap(), DataLayout::FlatInline);

@@ -263,10 +263,7 @@ mod tests {
 
     #[test]
     fn incompat_names_cover_unknown_bits() {
-        assert_eq!(
-            incompat::names(0x280),
-            "48bit, unknown 0x200".to_string()
-        );
+        assert_eq!(incompat::names(0x280), "48bit, unknown 0x200".to_string());
     }
 
     #[test]

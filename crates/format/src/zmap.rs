@@ -109,7 +109,11 @@ pub struct Lcluster {
 }
 
 /// Decodes a full (legacy) 8-byte index entry.
-pub fn decode_full(b: &[u8; FULL_INDEX_SIZE], lclusterbits: u8, big_pcluster: bool) -> Result<Lcluster, FormatError> {
+pub fn decode_full(
+    b: &[u8; FULL_INDEX_SIZE],
+    lclusterbits: u8,
+    big_pcluster: bool,
+) -> Result<Lcluster, FormatError> {
     let di_advise = u16_at(b, 0);
     let ty = LclusterType::from_bits(u32::from(di_advise));
     let mut l = Lcluster {
@@ -358,7 +362,10 @@ mod tests {
     #[test]
     fn full_entry_cblkcnt_and_partial_ref() {
         let e = decode_full(&[2, 0, 0, 0, 0x10, 0x08, 3, 0], 12, true).unwrap();
-        assert_eq!((e.ty, e.compressed_blks, e.delta), (LclusterType::NonHead, 16, [1, 3]));
+        assert_eq!(
+            (e.ty, e.compressed_blks, e.delta),
+            (LclusterType::NonHead, 16, [1, 3])
+        );
         assert!(decode_full(&[2, 0, 0, 0, 0x10, 0x08, 3, 0], 12, false).is_err());
         let h = decode_full(&[1, 0x80, 5, 0, 9, 0, 0, 0], 12, false).unwrap();
         assert!(h.partial_ref);

@@ -28,15 +28,21 @@ struct State {
     tick: u64,
     hits: u64,
     misses: u64,
+    decodes: u64,
+    decoded_bytes: u64,
 }
 
-/// Counters of the cache, for statistics and tests.
+/// Counters of the cache and the decoder, for statistics and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
     pub hits: u64,
     pub misses: u64,
     pub entries: usize,
     pub bytes: usize,
+    /// Pcluster decodes run so far.
+    pub decodes: u64,
+    /// Bytes those decodes produced.
+    pub decoded_bytes: u64,
 }
 
 pub(crate) struct PclusterCache {
@@ -81,6 +87,13 @@ impl PclusterCache {
         }
     }
 
+    /// Counts one decode of `bytes` bytes.
+    pub fn count_decode(&self, bytes: usize) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.decodes += 1;
+        st.decoded_bytes += bytes as u64;
+    }
+
     pub fn insert(&self, key: Key, data: Arc<Vec<u8>>) {
         if data.len() > self.budget {
             return;
@@ -113,6 +126,8 @@ impl PclusterCache {
             misses: st.misses,
             entries: st.map.len(),
             bytes: st.bytes,
+            decodes: st.decodes,
+            decoded_bytes: st.decoded_bytes,
         }
     }
 }

@@ -47,7 +47,13 @@ impl DecoderPool {
 
 /// Returns at least the first `want` decoded bytes of pcluster `pc`, whose
 /// extent is `llen` bytes long (`want <= llen`).
-pub(crate) fn decoded(image: &Image, pc: &Pcluster, llen: u64, want: u64, at: Location) -> Result<Arc<Vec<u8>>> {
+pub(crate) fn decoded(
+    image: &Image,
+    pc: &Pcluster,
+    llen: u64,
+    want: u64,
+    at: Location,
+) -> Result<Arc<Vec<u8>>> {
     let PclusterFormat::Codec(alg) = pc.format else {
         return Err(Error::corrupt(at, "raw pcluster sent to the decoder"));
     };
@@ -68,6 +74,7 @@ pub(crate) fn decoded(image: &Image, pc: &Pcluster, llen: u64, want: u64, at: Lo
         Err(None) => want_us,
     };
     let out = decode_uncached(image, pc, alg, llen_us, target, at)?;
+    inner.cache.count_decode(out.len());
     let out = Arc::new(out);
     inner.cache.insert(key, out.clone());
     Ok(out)

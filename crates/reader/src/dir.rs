@@ -49,7 +49,11 @@ impl Block {
             let tail = self.data.get(start..self.valid).unwrap_or(&[]);
             start + tail.iter().position(|&c| c == 0).unwrap_or(tail.len())
         };
-        if start < self.count * DIRENT_SIZE || end <= start || end > self.valid || end - start > NAME_MAX {
+        if start < self.count * DIRENT_SIZE
+            || end <= start
+            || end > self.valid
+            || end - start > NAME_MAX
+        {
             return Err(Error::corrupt(
                 at,
                 format!("bad name bounds [{start}, {end}) of dirent {i}"),
@@ -105,7 +109,10 @@ pub fn for_each_entry(dir: &File, mut f: impl FnMut(DirEntry) -> bool) -> Result
     dir_check(dir)?;
     for b in 0..block_count(dir) {
         let block = read_block(dir, b)?;
-        let at = dir.inode().loc().with_offset(b * dir.image().block_size().bytes());
+        let at = dir
+            .inode()
+            .loc()
+            .with_offset(b * dir.image().block_size().bytes());
         for i in 0..block.count {
             if !f(block.entry(i, at)?) {
                 return Ok(());

@@ -62,9 +62,15 @@ pub enum Error {
         source: FormatError,
     },
     #[error("corrupt image: {what}{at}")]
-    Corrupt { at: Location, what: Cow<'static, str> },
+    Corrupt {
+        at: Location,
+        what: Cow<'static, str>,
+    },
     #[error("unsupported: {what}{at}")]
-    Unsupported { at: Location, what: Cow<'static, str> },
+    Unsupported {
+        at: Location,
+        what: Cow<'static, str>,
+    },
     #[error("corrupt compressed data{at}: {source}")]
     Codec {
         at: Location,

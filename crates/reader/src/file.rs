@@ -80,7 +80,10 @@ impl File {
             .map_err(|_| Error::corrupt(self.inode().loc(), "file too large for memory"))?;
         let avail = self.image.source_len().saturating_mul(2048).max(1 << 20);
         if self.size() > avail {
-            return Err(Error::corrupt(self.inode().loc(), "size larger than the image could hold"));
+            return Err(Error::corrupt(
+                self.inode().loc(),
+                "size larger than the image could hold",
+            ));
         }
         let mut v = vec![0u8; len];
         let n = self.read_at(&mut v, 0)?;
@@ -118,7 +121,12 @@ impl Iterator for Extents<'_> {
     }
 }
 
-pub(crate) fn read_data(image: &Image, data: &FileData, buf: &mut [u8], offset: u64) -> Result<usize> {
+pub(crate) fn read_data(
+    image: &Image,
+    data: &FileData,
+    buf: &mut [u8],
+    offset: u64,
+) -> Result<usize> {
     let size = data.inode.size;
     if offset >= size || buf.is_empty() {
         return Ok(0);
@@ -142,7 +150,10 @@ fn fill(image: &Image, data: &FileData, ext: &Extent, pos: u64, out: &mut [u8]) 
     let at = data.inode.loc().with_offset(pos);
     let eof = |e: Error| match e {
         Error::Io { offset, source, .. } if source.kind() == io::ErrorKind::UnexpectedEof => {
-            Error::corrupt(at, format!("data at byte {offset} lies beyond the end of the image"))
+            Error::corrupt(
+                at,
+                format!("data at byte {offset} lies beyond the end of the image"),
+            )
         }
         other => other,
     };
@@ -151,14 +162,16 @@ fn fill(image: &Image, data: &FileData, ext: &Extent, pos: u64, out: &mut [u8]) 
             out.fill(0);
             Ok(())
         }
-        ExtentKind::Raw { device, pos: p } => image
-            .read_physical(device, p + rel, out)
-            .map_err(eof),
+        ExtentKind::Raw { device, pos: p } => {
+            image.read_physical(device, p + rel, out).map_err(eof)
+        }
         ExtentKind::Inline { pos: p } => image.read_raw(out, p + rel).map_err(eof),
         ExtentKind::Fragment { offset } => {
-            let packed = image.inner.packed.as_ref().ok_or_else(|| {
-                Error::corrupt(at, "fragment without a packed inode")
-            })?;
+            let packed = image
+                .inner
+                .packed
+                .as_ref()
+                .ok_or_else(|| Error::corrupt(at, "fragment without a packed inode"))?;
             let src = offset
                 .checked_add(rel)
                 .ok_or_else(|| Error::corrupt(at, "fragment offset overflows"))?;
@@ -265,7 +278,8 @@ impl io::Seek for FileReader {
             io::SeekFrom::End(d) => self.file.size().checked_add_signed(d),
             io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
         };
-        self.pos = base.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;
+        self.pos =
+            base.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;
         Ok(self.pos)
     }
 }

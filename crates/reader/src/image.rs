@@ -189,7 +189,10 @@ impl Image {
     }
     /// The packed (fragments) inode, if the image has one.
     pub fn packed_file(&self) -> Option<File> {
-        self.inner.packed.as_ref().map(|d| File::from_parts(self.clone(), d.clone()))
+        self.inner
+            .packed
+            .as_ref()
+            .map(|d| File::from_parts(self.clone(), d.clone()))
     }
 
     /// Reads `buf.len()` bytes of the primary device at `offset`.
@@ -219,13 +222,17 @@ impl Image {
         } else {
             let idx = usize::from(device);
             let d = self.inner.devices.get(idx - 1).ok_or_else(|| {
-                Error::corrupt(Location::at(pos), format!("device id {device} out of range"))
+                Error::corrupt(
+                    Location::at(pos),
+                    format!("device id {device} out of range"),
+                )
             })?;
             if self.inner.device_sources.is_empty() {
                 // Flat mode: the device is concatenated at its uniaddr.
-                let base = d.slot.uniaddr.checked_mul(bs).ok_or_else(|| {
-                    Error::corrupt(Location::at(pos), "device uniaddr overflows")
-                })?;
+                let base =
+                    d.slot.uniaddr.checked_mul(bs).ok_or_else(|| {
+                        Error::corrupt(Location::at(pos), "device uniaddr overflows")
+                    })?;
                 let p = base
                     .checked_add(pos)
                     .ok_or_else(|| Error::corrupt(Location::at(pos), "address overflows"))?;
@@ -270,9 +277,8 @@ impl Image {
 }
 
 fn unique(image: &mut Image) -> Result<&mut Inner> {
-    Arc::get_mut(&mut image.inner).ok_or_else(|| {
-        Error::corrupt(Location::default(), "internal: image shared while opening")
-    })
+    Arc::get_mut(&mut image.inner)
+        .ok_or_else(|| Error::corrupt(Location::default(), "internal: image shared while opening"))
 }
 
 pub(crate) fn read_exact(src: &dyn ReadAt, buf: &mut [u8], offset: u64) -> Result<()> {

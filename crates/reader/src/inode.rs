@@ -49,13 +49,18 @@ impl Inode {
             .and_then(|base| base.checked_add(nid.0.checked_mul(INODE_SLOT_SIZE)?))
             .ok_or_else(|| Error::corrupt(at, "inode address overflows"))?;
         let mut head = [0u8; COMPACT_INODE_SIZE];
-        image.read_raw(&mut head, pos).map_err(|e| relocate(e, at))?;
+        image
+            .read_raw(&mut head, pos)
+            .map_err(|e| relocate(e, at))?;
         let format = u16::from_le_bytes([head[0], head[1]]);
         let raw = if RawInode::is_extended_format(format) {
             let mut b = [0u8; EXTENDED_INODE_SIZE];
             b[..COMPACT_INODE_SIZE].copy_from_slice(&head);
             image
-                .read_raw(&mut b[COMPACT_INODE_SIZE..], pos + COMPACT_INODE_SIZE as u64)
+                .read_raw(
+                    &mut b[COMPACT_INODE_SIZE..],
+                    pos + COMPACT_INODE_SIZE as u64,
+                )
                 .map_err(|e| relocate(e, at))?;
             RawInode::parse_extended(&b)
         } else {
@@ -73,7 +78,10 @@ impl Inode {
             ));
         }
         if raw.format & I_FORMAT_NLINK1_OR_DOT_OMITTED != 0 {
-            return Err(Error::unsupported(at, "48-bit inode flags (nlink_1/dot_omitted)"));
+            return Err(Error::unsupported(
+                at,
+                "48-bit inode flags (nlink_1/dot_omitted)",
+            ));
         }
         let layout = raw.layout().map_err(|_| {
             Error::unsupported(at, format!("data layout {}", (raw.format >> 1) & 7))
@@ -166,7 +174,10 @@ impl Inode {
 fn relocate(e: Error, at: Location) -> Error {
     match e {
         Error::Io { offset, source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof => {
-            Error::corrupt(at.with_offset(offset), "inode lies beyond the end of the image")
+            Error::corrupt(
+                at.with_offset(offset),
+                "inode lies beyond the end of the image",
+            )
         }
         other => other,
     }

@@ -37,7 +37,11 @@ fn slice_read(data: &[u8], buf: &mut [u8], offset: u64) -> io::Result<()> {
     let src = data.get(start..end).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::UnexpectedEof,
-            format!("read of {} bytes at {offset} past the end ({})", buf.len(), data.len()),
+            format!(
+                "read of {} bytes at {offset} past the end ({})",
+                buf.len(),
+                data.len()
+            ),
         )
     })?;
     buf.copy_from_slice(src);

@@ -33,7 +33,10 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
             (Some(p), true) => {
                 let n = read_data(image, p, buf, off)?;
                 if n != buf.len() {
-                    return Err(Error::corrupt(Location::at(off), "prefix table past the packed inode"));
+                    return Err(Error::corrupt(
+                        Location::at(off),
+                        "prefix table past the packed inode",
+                    ));
                 }
                 Ok(())
             }
@@ -48,7 +51,10 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
         read(&mut lb, pos)?;
         let len = usize::from(u16::from_le_bytes(lb));
         if !(1..=256).contains(&len) {
-            return Err(Error::corrupt(Location::at(pos), format!("xattr prefix of length {len}")));
+            return Err(Error::corrupt(
+                Location::at(pos),
+                format!("xattr prefix of length {len}"),
+            ));
         }
         let mut payload = vec![0u8; len];
         read(&mut payload, pos + 2)?;
@@ -62,7 +68,10 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
 /// The full name of an entry, `None` for prefixes the kernel does not serve.
 fn full_name(image: &Image, index: u8, suffix: &[u8]) -> Option<Vec<u8>> {
     let (base, infix): (u8, &[u8]) = if index & LONG_PREFIX_FLAG != 0 {
-        let (b, i) = image.inner.prefixes.get(usize::from(index & !LONG_PREFIX_FLAG))?;
+        let (b, i) = image
+            .inner
+            .prefixes
+            .get(usize::from(index & !LONG_PREFIX_FLAG))?;
         (*b, i)
     } else {
         (index, &[])
@@ -86,7 +95,10 @@ fn body(image: &Image, inode: &Inode) -> Result<Option<(XattrBodyHeader, Vec<u8>
     }
     let at = inode.loc();
     if isize == XATTR_BODY_HEADER_SIZE {
-        return Err(Error::unsupported(at, "xattr body with only a header (icount 1)"));
+        return Err(Error::unsupported(
+            at,
+            "xattr body with only a header (icount 1)",
+        ));
     }
     let mut b = vec![0u8; isize];
     image.read_raw(&mut b, inode.pos + inode.inode_size())?;
@@ -94,7 +106,10 @@ fn body(image: &Image, inode: &Inode) -> Result<Option<(XattrBodyHeader, Vec<u8>
     h.copy_from_slice(&b[..XATTR_BODY_HEADER_SIZE]);
     let header = XattrBodyHeader::parse(&h);
     if XATTR_BODY_HEADER_SIZE + 4 * usize::from(header.shared_count) > isize {
-        return Err(Error::corrupt(at, "shared xattr count exceeds the xattr body"));
+        return Err(Error::corrupt(
+            at,
+            "shared xattr count exceeds the xattr body",
+        ));
     }
     Ok(Some((header, b)))
 }
@@ -107,7 +122,11 @@ fn entry_header(b: &[u8]) -> Option<XattrEntryHeader> {
 }
 
 /// Reads shared entry `id`: (header, name suffix, value).
-fn shared_entry(image: &Image, id: u32, at: Location) -> Result<(XattrEntryHeader, Vec<u8>, Vec<u8>)> {
+fn shared_entry(
+    image: &Image,
+    id: u32,
+    at: Location,
+) -> Result<(XattrEntryHeader, Vec<u8>, Vec<u8>)> {
     let sb = image.superblock();
     let pos = u64::from(sb.xattr_blkaddr)
         .checked_mul(image.block_size().bytes())

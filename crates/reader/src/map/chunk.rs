@@ -27,7 +27,10 @@ impl ChunkMap {
         }
         let chunkbits = u32::from(image.block_size().bits()) + u32::from(format.chunkbits_extra);
         if chunkbits > 48 {
-            return Err(Error::corrupt(inode.loc(), format!("chunk size 2^{chunkbits}")));
+            return Err(Error::corrupt(
+                inode.loc(),
+                format!("chunk size 2^{chunkbits}"),
+            ));
         }
         let unit = format.entry_size() as u64;
         let table = inode.inode_end().div_ceil(unit) * unit;
@@ -79,9 +82,9 @@ impl ChunkMap {
             None => ExtentKind::Hole,
             Some(blk) => ExtentKind::Raw {
                 device: e.device_id,
-                pos: blk.checked_mul(image.block_size().bytes()).ok_or_else(|| {
-                    Error::corrupt(inode.loc(), "chunk address overflows")
-                })?,
+                pos: blk
+                    .checked_mul(image.block_size().bytes())
+                    .ok_or_else(|| Error::corrupt(inode.loc(), "chunk address overflows"))?,
             },
         };
         Ok(Extent { logical, len, kind })

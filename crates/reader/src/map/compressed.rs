@@ -91,21 +91,33 @@ impl ZMap {
         }
         z.lclusterbits = bits + (header.cluster_bits & 15);
         if z.lclusterbits > 30 {
-            return Err(Error::corrupt(at, format!("lcluster size 2^{}", z.lclusterbits)));
+            return Err(Error::corrupt(
+                at,
+                format!("lcluster size 2^{}", z.lclusterbits),
+            ));
         }
         z.big1 = adv & advise::BIG_PCLUSTER_1 != 0;
         z.big2 = adv & advise::BIG_PCLUSTER_2 != 0;
         if (z.big1 || z.big2) && !sb.has_incompat(incompat::BIG_PCLUSTER) {
-            return Err(Error::corrupt(at, "big pcluster without the superblock feature"));
+            return Err(Error::corrupt(
+                at,
+                "big pcluster without the superblock feature",
+            ));
         }
         if !full && z.big1 != z.big2 {
-            return Err(Error::corrupt(at, "compact big-pcluster bits 1 and 2 differ"));
+            return Err(Error::corrupt(
+                at,
+                "compact big-pcluster bits 1 and 2 differ",
+            ));
         }
         if full {
             z.total = inode.size.div_ceil(1u64 << z.lclusterbits);
         } else {
             if z.lclusterbits > 14 {
-                return Err(Error::unsupported(at, format!("compact lcluster 2^{}", z.lclusterbits)));
+                return Err(Error::unsupported(
+                    at,
+                    format!("compact lcluster 2^{}", z.lclusterbits),
+                ));
             }
             z.total = image.block_size().blocks_for(inode.size);
             z.compact = Some(CompactLayout::new(
@@ -185,7 +197,13 @@ impl ZMap {
     /// From the entry of the lcluster holding byte `la`, finds the HEAD of
     /// the extent holding it. Returns the head and, when it is already
     /// known, the exact end of the extent.
-    fn find_head(&self, image: &Image, inode: &Inode, first: Loaded, la: u64) -> Result<(Loaded, Option<u64>)> {
+    fn find_head(
+        &self,
+        image: &Image,
+        inode: &Inode,
+        first: Loaded,
+        la: u64,
+    ) -> Result<(Loaded, Option<u64>)> {
         let lb = self.lclusterbits;
         let endoff = la & ((1u64 << lb) - 1);
         let (dist, end) = match first.e.ty {
@@ -203,7 +221,10 @@ impl ZMap {
         let limit = (MAX_EXTENT_BYTES >> lb) + 2;
         loop {
             if first.lcn - lcn > limit {
-                return Err(Error::corrupt(inode.loc(), "extent longer than the format allows"));
+                return Err(Error::corrupt(
+                    inode.loc(),
+                    "extent longer than the format allows",
+                ));
             }
             if dist == 0 || lcn < dist {
                 return Err(Error::corrupt(
@@ -230,7 +251,10 @@ impl ZMap {
             if lcn - head_lcn > limit {
                 return Err(Error::unsupported(inode.loc(), "extent longer than 12 MiB"));
             }
-            if lcn.checked_shl(u32::from(lb)).is_none_or(|p| p >= inode.size) {
+            if lcn
+                .checked_shl(u32::from(lb))
+                .is_none_or(|p| p >= inode.size)
+            {
                 return Ok(inode.size);
             }
             let l = self.load(image, inode, lcn)?;
@@ -308,16 +332,14 @@ impl ZMap {
             return Err(Error::corrupt(at, format!("bad extent [{m_la}, {end})")));
         }
         let llen = end - m_la;
-        if self.tail_head_lcn == Some(head.lcn) {
-            if frag {
-                return Ok(Extent {
-                    logical: m_la,
-                    len: llen,
-                    kind: ExtentKind::Fragment {
-                        offset: self.fragment_off,
-                    },
-                });
-            }
+        if frag && self.tail_head_lcn == Some(head.lcn) {
+            return Ok(Extent {
+                logical: m_la,
+                len: llen,
+                kind: ExtentKind::Fragment {
+                    offset: self.fragment_off,
+                },
+            });
         }
         let format = match head.e.ty {
             LclusterType::Plain => {
@@ -336,9 +358,10 @@ impl ZMap {
                     ));
                 }
                 // from_id succeeded in new() for both nibbles.
-                PclusterFormat::Codec(Algorithm::from_id(id).ok_or_else(|| {
-                    Error::unsupported(at, format!("algorithm {id}"))
-                })?)
+                PclusterFormat::Codec(
+                    Algorithm::from_id(id)
+                        .ok_or_else(|| Error::unsupported(at, format!("algorithm {id}")))?,
+                )
             }
         };
         let (pos, plen, inline) = match self.idata {

@@ -38,7 +38,9 @@ impl FlatMap {
             startblk
                 .checked_mul(bs)
                 .and_then(|p| p.checked_add(block_bytes))
-                .ok_or_else(|| Error::corrupt(inode.loc(), "data blocks overflow the address space"))?;
+                .ok_or_else(|| {
+                    Error::corrupt(inode.loc(), "data blocks overflow the address space")
+                })?;
         }
         Ok(Self {
             startblk,

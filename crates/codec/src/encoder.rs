@@ -1,0 +1,146 @@
+//! [`Encoder`]: fixed-size-output compression for the image builder.
+
+use crate::deflate::DeflateEncoder;
+use crate::fit::{Fit, Search};
+use crate::lzma::MicroLzmaEncoder;
+use crate::zstd::ZstdEncoder;
+use crate::{Algorithm, CodecError};
+
+/// How to compress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncoderConfig {
+    /// The algorithm.
+    pub alg: Algorithm,
+    /// Compression level, `None` = the library default. LZ4HC: 1..=12
+    /// (default 9); plain LZ4 takes none; MicroLZMA: 0..=9, or 100..=109
+    /// for the "extreme" presets (default 6); DEFLATE: libdeflate's 0..=12
+    /// (default 6); zstd: its level range (default 3).
+    pub level: Option<i32>,
+    /// LZ4 only: use LZ4HC (`LZ4_compress_HC_destSize`).
+    pub lz4hc: bool,
+    /// MicroLZMA dictionary size, 4 KiB ..= 8 MiB, 0 = 8 MiB. Must not
+    /// exceed the dictionary size written in the image. Encoder setup time
+    /// grows with it, so use about the pcluster size
+    /// ([`lzma_dict_size_for_pcluster`](crate::lzma_dict_size_for_pcluster)).
+    pub lzma_dict_size: u32,
+}
+
+impl EncoderConfig {
+    /// Defaults for `alg`: library level, plain LZ4, 8 MiB LZMA dictionary.
+    pub fn new(alg: Algorithm) -> Self {
+        Self {
+            alg,
+            level: None,
+            lz4hc: false,
+            lzma_dict_size: 0,
+        }
+    }
+}
+
+enum Engine {
+    Lz4 { hc_level: Option<i32> },
+    Lzma(MicroLzmaEncoder),
+    Deflate(DeflateEncoder),
+    Zstd(ZstdEncoder),
+}
+
+/// Reusable compression state for one algorithm; `Send`.
+pub struct Encoder {
+    cfg: EncoderConfig,
+    engine: Engine,
+    search: Search,
+    last_trials: u32,
+}
+
+impl Encoder {
+    /// Set up an encoder; fails on an invalid level or dictionary size.
+    pub fn new(cfg: EncoderConfig) -> Result<Self, CodecError> {
+        let engine = match cfg.alg {
+            Algorithm::Lz4 => Engine::Lz4 {
+                hc_level: lz4_level(cfg)?,
+            },
+            Algorithm::Lzma => Engine::Lzma(MicroLzmaEncoder::new(cfg.level, cfg.lzma_dict_size)?),
+            Algorithm::Deflate => Engine::Deflate(DeflateEncoder::new(cfg.level)?),
+            Algorithm::Zstd => Engine::Zstd(ZstdEncoder::new(cfg.level)?),
+        };
+        Ok(Self {
+            cfg,
+            engine,
+            search: Search::default(),
+            last_trials: 0,
+        })
+    }
+
+    /// The configuration this encoder was made with.
+    pub fn config(&self) -> EncoderConfig {
+        self.cfg
+    }
+
+    /// Compress as much of `src` as fits into at most `dst.len()` bytes.
+    /// Returns `(consumed_input, written_output)`; `consumed` may be less
+    /// than `src.len()`, and is 0 (with 0 written) when nothing fits or
+    /// `src` is empty. The output is the raw stream as EROFS stores it
+    /// (LZ4 block / MicroLZMA / raw DEFLATE / zstd frame), its first byte
+    /// is non-zero, and [`Decoder`](crate::Decoder) in
+    /// [`Exact`](crate::DecodeMode::Exact) mode decodes it to exactly
+    /// `src[..consumed]`.
+    ///
+    /// DEFLATE and zstd have no fixed-output mode: they search for a long
+    /// prefix that fits (within 1 % of the longest), so `consumed` may be
+    /// slightly below the true maximum. The caller bounds `src` (the
+    /// search's first trial takes at most 4 × `dst.len()` bytes, but zero
+    /// runs can extend it to all of `src`).
+    pub fn compress_fixed_output(
+        &mut self,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<(usize, usize), CodecError> {
+        self.last_trials = 1;
+        let fit = match &mut self.engine {
+            Engine::Lz4 { hc_level } => {
+                return crate::lz4::compress_fixed_output(src, dst, *hc_level)
+            }
+            Engine::Lzma(e) => return e.compress_fixed_output(src, dst),
+            Engine::Deflate(e) => e.compress_fixed_output(&mut self.search, src, dst)?,
+            Engine::Zstd(e) => e.compress_fixed_output(&mut self.search, src, dst)?,
+        };
+        let Fit {
+            consumed,
+            written,
+            trials,
+        } = fit;
+        self.last_trials = trials;
+        Ok((consumed, written))
+    }
+
+    /// How many trial compressions the last
+    /// [`compress_fixed_output`](Self::compress_fixed_output) ran (always 1
+    /// for LZ4 and MicroLZMA, which have a native fixed-output mode).
+    pub fn last_trials(&self) -> u32 {
+        self.last_trials
+    }
+}
+
+impl std::fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoder")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lz4_level(cfg: EncoderConfig) -> Result<Option<i32>, CodecError> {
+    match (cfg.lz4hc, cfg.level) {
+        (false, None) => Ok(None),
+        (false, Some(l)) => Err(CodecError::invalid_config(
+            Algorithm::Lz4,
+            format!("plain LZ4 fixed-output compression has no level (got {l}); set lz4hc"),
+        )),
+        (true, None) => Ok(Some(lzzzz::lz4_hc::CLEVEL_DEFAULT)),
+        (true, Some(l @ 1..=12)) => Ok(Some(l)),
+        (true, Some(l)) => Err(CodecError::invalid_config(
+            Algorithm::Lz4,
+            format!("LZ4HC level {l} is not 1..=12"),
+        )),
+    }
+}

@@ -1,0 +1,188 @@
+//! Fixed-output compression followed by Exact and Prefix decoding.
+
+mod common;
+
+use common::*;
+use ferrofs_codec::{Algorithm, CodecError, DecodeMode, EncoderConfig};
+
+const CAPS: [usize; 2] = [4096, 65536];
+
+fn samples() -> Vec<(&'static str, Vec<u8>)> {
+    let n = 1 << 20;
+    vec![
+        ("text", text(n, 1)),
+        ("random", random(n, 2)),
+        ("zeros", zeros(n)),
+        ("mixed", mixed(n, 3)),
+    ]
+}
+
+fn label(cfg: &EncoderConfig) -> String {
+    format!("{}{}", cfg.alg.name(), if cfg.lz4hc { "hc" } else { "" })
+}
+
+#[test]
+fn exact_decode_returns_exactly_the_consumed_input() {
+    let mut dec = decoder();
+    for cfg in configs() {
+        for (name, data) in samples() {
+            for cap in CAPS {
+                let what = format!("{} {name} cap {cap}", label(&cfg));
+                let (consumed, stream) = pcluster(cfg, &data, cap);
+                assert!(consumed > 0, "{what}: nothing consumed");
+                assert!(stream.len() <= cap, "{what}: {} > cap", stream.len());
+                assert_ne!(stream[0], 0, "{what}: first byte must be non-zero");
+                if name == "random" {
+                    // Incompressible data cannot grow much past the cap.
+                    assert!(consumed <= cap, "{what}: consumed {consumed}");
+                    assert!(
+                        consumed * 100 >= cap * 95,
+                        "{what}: consumed only {consumed}"
+                    );
+                }
+                if name == "text" {
+                    assert!(consumed > cap * 3 / 2, "{what}: ratio too low ({consumed})");
+                }
+                let out = decode(&mut dec, cfg.alg, &stream, consumed, DecodeMode::Exact)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(out == data[..consumed], "{what}: decoded bytes differ");
+            }
+        }
+    }
+}
+
+#[test]
+fn prefix_decode_returns_input_prefix() {
+    let mut dec = decoder();
+    for cfg in configs() {
+        for (name, data) in samples() {
+            let (consumed, stream) = pcluster(cfg, &data, 65536);
+            let what = format!("{} {name}", label(&cfg));
+            for k in [1, 7, 100, 4095, 4096, consumed / 2, consumed - 1, consumed] {
+                let out = decode(&mut dec, cfg.alg, &stream, k, DecodeMode::Prefix)
+                    .unwrap_or_else(|e| panic!("{what} k={k}: {e}"));
+                assert!(out == data[..k], "{what} k={k}: prefix differs");
+            }
+            match decode(&mut dec, cfg.alg, &stream, consumed + 1, DecodeMode::Prefix) {
+                Ok(_) => panic!("{what}: prefix longer than the stream accepted"),
+                Err(err) => assert!(err.is_corruption(), "{what}: {err}"),
+            }
+            assert!(decode(&mut dec, cfg.alg, &stream, 0, DecodeMode::Prefix)
+                .unwrap()
+                .is_empty());
+        }
+    }
+}
+
+#[test]
+fn exact_decode_rejects_wrong_lengths() {
+    let mut dec = decoder();
+    for cfg in configs() {
+        for (name, data) in samples() {
+            for cap in CAPS {
+                let (consumed, stream) = pcluster(cfg, &data, cap);
+                let what = format!("{} {name} cap {cap}", label(&cfg));
+                for len in [consumed - 1, consumed + 1, consumed / 2, consumed * 2] {
+                    match decode(&mut dec, cfg.alg, &stream, len, DecodeMode::Exact) {
+                        Ok(_) => panic!("{what}: length {len} of {consumed} accepted"),
+                        Err(err) => assert!(err.is_corruption(), "{what} len {len}: {err}"),
+                    }
+                }
+                // The decoder is still usable after the errors.
+                assert!(decode(&mut dec, cfg.alg, &stream, consumed, DecodeMode::Exact).is_ok());
+            }
+        }
+    }
+}
+
+#[test]
+fn exact_decode_rejects_trailing_input() {
+    let mut dec = decoder();
+    for cfg in configs() {
+        let data = text(300_000, 9);
+        let (consumed, mut stream) = pcluster(cfg, &data, 4096);
+        for extra in [&[0u8][..], &[0x5a, 0xa5, 0x5a], &stream.clone()] {
+            let mut s = stream.clone();
+            s.extend_from_slice(extra);
+            let r = decode(&mut dec, cfg.alg, &s, consumed, DecodeMode::Exact);
+            assert!(
+                r.is_err(),
+                "{} accepted {} trailing bytes",
+                label(&cfg),
+                extra.len()
+            );
+            // Prefix decoding ignores what follows.
+            let out = decode(&mut dec, cfg.alg, &s, consumed, DecodeMode::Prefix).unwrap();
+            assert!(out == data[..consumed]);
+        }
+        stream.truncate(stream.len() - 1);
+        assert!(decode(&mut dec, cfg.alg, &stream, consumed, DecodeMode::Exact).is_err());
+    }
+}
+
+#[test]
+fn trailing_input_is_reported_as_such_for_zstd_and_deflate() {
+    let mut dec = decoder();
+    for alg in [Algorithm::Zstd, Algorithm::Deflate] {
+        let data = text(100_000, 4);
+        let (consumed, mut stream) = pcluster(EncoderConfig::new(alg), &data, 4096);
+        let len = stream.len();
+        stream.extend_from_slice(&[1, 2, 3]);
+        let err = decode(&mut dec, alg, &stream, consumed, DecodeMode::Exact).unwrap_err();
+        assert_eq!(
+            err,
+            CodecError::TrailingInput {
+                alg,
+                used: len,
+                len: len + 3
+            }
+        );
+    }
+}
+
+#[test]
+fn small_inputs_and_outputs() {
+    let mut dec = decoder();
+    for cfg in configs() {
+        // All of a short input fits.
+        let data = text(1000, 5);
+        let (consumed, stream) = pcluster(cfg, &data, 4096);
+        assert_eq!(consumed, data.len(), "{}", label(&cfg));
+        let out = decode(&mut dec, cfg.alg, &stream, consumed, DecodeMode::Exact).unwrap();
+        assert_eq!(out, data);
+        // Empty input, empty output.
+        assert_eq!(pcluster(cfg, &[], 4096), (0, vec![]));
+        assert_eq!(pcluster(cfg, &data, 0), (0, vec![]));
+        // Tiny outputs: whatever is produced must decode.
+        for cap in 1..40 {
+            let (consumed, stream) = pcluster(cfg, &random(100, 6), cap);
+            assert!(stream.len() <= cap);
+            if consumed > 0 {
+                let out = decode(&mut dec, cfg.alg, &stream, consumed, DecodeMode::Exact)
+                    .unwrap_or_else(|e| panic!("{} cap {cap}: {e}", label(&cfg)));
+                assert_eq!(out, random(100, 6)[..consumed]);
+            } else {
+                assert!(stream.is_empty());
+            }
+        }
+    }
+}
+
+#[test]
+fn deflate_sets_bit_3_when_the_stream_starts_with_a_stored_block() {
+    let data = random(300_000, 7);
+    let (consumed, stream) = pcluster(EncoderConfig::new(Algorithm::Deflate), &data, 200_000);
+    assert_eq!(
+        stream[0], 0x08,
+        "expected a patched non-final stored block header"
+    );
+    let out = decode(
+        &mut decoder(),
+        Algorithm::Deflate,
+        &stream,
+        consumed,
+        DecodeMode::Exact,
+    )
+    .unwrap();
+    assert!(out == data[..consumed]);
+}

@@ -215,6 +215,18 @@ impl Extractor<'_> {
 
     fn metadata(&mut self, path: &Path, inode: &Inode) -> Result<(), ExtractError> {
         let is_link = inode.is_symlink();
+        // Order matters: chown clears security.capability and setuid bits,
+        // so owners first, then xattrs, then the mode, then times.
+        if self.opts.owners {
+            rustix::fs::chownat(
+                CWD,
+                path,
+                Some(rustix::fs::Uid::from_raw(inode.uid)),
+                Some(rustix::fs::Gid::from_raw(inode.gid)),
+                AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .map_err(rx_err(path))?;
+        }
         if self.opts.xattrs {
             let xs = self
                 .image
@@ -232,16 +244,6 @@ impl Extractor<'_> {
                 )
                 .map_err(rx_err(path))?;
             }
-        }
-        if self.opts.owners {
-            rustix::fs::chownat(
-                CWD,
-                path,
-                Some(rustix::fs::Uid::from_raw(inode.uid)),
-                Some(rustix::fs::Gid::from_raw(inode.gid)),
-                AtFlags::SYMLINK_NOFOLLOW,
-            )
-            .map_err(rx_err(path))?;
         }
         if !is_link {
             // After chown, which clears setuid/setgid.

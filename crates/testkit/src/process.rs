@@ -1,0 +1,115 @@
+//! Running a command under test with a time limit, capturing its output.
+
+use std::io::{self, Read};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// What a finished (or killed) command produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Exit status; `None` when the command was killed for exceeding its time limit.
+    pub status: Option<ExitStatus>,
+    /// Everything written to stdout.
+    pub stdout: Vec<u8>,
+    /// Everything written to stderr.
+    pub stderr: Vec<u8>,
+    /// Wall time until exit (or until killed).
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    /// Exited with status 0.
+    pub fn success(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+
+    /// `exit status: 1`, `killed after 60s (time limit)`, ... for messages.
+    pub fn describe_status(&self) -> String {
+        match self.status {
+            Some(s) => s.to_string(),
+            None => format!("killed after {:.0?} (time limit)", self.elapsed),
+        }
+    }
+
+    /// The last `max` bytes of stderr, lossily decoded and trimmed (for messages).
+    pub fn stderr_tail(&self, max: usize) -> String {
+        let start = self.stderr.len().saturating_sub(max);
+        String::from_utf8_lossy(&self.stderr[start..])
+            .trim()
+            .to_string()
+    }
+}
+
+/// Runs `cmd` with stdin from `/dev/null`, capturing stdout and stderr; kills it (SIGKILL)
+/// when it runs longer than `limit`. Fails only when the command cannot be started.
+pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> io::Result<Outcome> {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    let mut out = child.stdout.take().expect("piped stdout");
+    let mut err = child.stderr.take().expect("piped stderr");
+    let out_reader = thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let err_reader = thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let (tx, rx) = mpsc::channel();
+    let waiter = thread::spawn(move || {
+        let r = child.wait();
+        let _ = tx.send(());
+        r
+    });
+    let status = match rx.recv_timeout(limit) {
+        Ok(()) => Some(waiter.join().expect("waiter thread")?),
+        Err(_) => {
+            // SAFETY: kill has no memory-safety preconditions. pid is our child; should it exit
+            // at this very moment its pid is reaped but not yet reused, a race accepted here.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+            let _ = waiter.join();
+            None
+        }
+    };
+    let elapsed = start.elapsed();
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    Ok(Outcome {
+        status,
+        stdout,
+        stderr,
+        elapsed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_and_times_out() {
+        let o = run_with_timeout(
+            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert_eq!(o.stdout, b"out\n");
+        assert_eq!(o.stderr, b"err\n");
+        assert_eq!(o.status.unwrap().code(), Some(3));
+        let o =
+            run_with_timeout(Command::new("sleep").arg("10"), Duration::from_millis(200)).unwrap();
+        assert!(o.status.is_none());
+        assert!(o.elapsed < Duration::from_secs(5));
+    }
+}

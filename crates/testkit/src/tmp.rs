@@ -1,0 +1,122 @@
+//! A self-cleaning temporary directory (no external crate needed).
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+static AT_EXIT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+extern "C" fn remove_registered() {
+    if let Ok(paths) = AT_EXIT.lock() {
+        for p in paths.iter() {
+            let _ = remove_tree(p);
+        }
+    }
+}
+
+/// Removes `path` (with [`remove_tree`]) when the process exits normally, e.g. when a test
+/// binary has run all its tests (statics are never dropped, so this is the only hook).
+pub fn remove_at_exit(path: &Path) {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        // SAFETY: remove_registered is a plain extern "C" fn with no arguments; if
+        // registration fails the paths are simply left behind.
+        unsafe {
+            libc::atexit(remove_registered);
+        }
+    });
+    if let Ok(mut v) = AT_EXIT.lock() {
+        v.push(path.to_path_buf());
+    }
+}
+
+/// Cancels [`remove_at_exit`] for `path` (e.g. to keep it for a post-mortem after a failure).
+pub fn keep_at_exit(path: &Path) {
+    if let Ok(mut v) = AT_EXIT.lock() {
+        v.retain(|p| p != path);
+    }
+}
+
+/// A directory that is removed, with everything in it, when dropped (unless [`TempDir::keep`]
+/// was called).
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl TempDir {
+    /// Creates a new, empty directory `PREFIX.PID.N.NANOS` under [`std::env::temp_dir`].
+    pub fn new(prefix: &str) -> io::Result<TempDir> {
+        TempDir::new_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// Creates a new, empty directory `PREFIX.PID.N.NANOS` under `base` (created if absent).
+    pub fn new_in(base: &Path, prefix: &str) -> io::Result<TempDir> {
+        fs::create_dir_all(base)?;
+        loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0);
+            let path = base.join(format!("{prefix}.{}.{n}.{nanos}", std::process::id()));
+            match fs::create_dir(&path) {
+                Ok(()) => return Ok(TempDir { path, keep: false }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Leaves the directory in place when dropped (for post-mortem inspection).
+    pub fn keep(&mut self) {
+        self.keep = true;
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = remove_tree(&self.path);
+        }
+    }
+}
+
+/// Removes `path` and everything below it; directories without write or search permission
+/// (possible when not running as root) are opened up first. Missing paths are fine.
+pub fn remove_tree(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+        Ok(m) if !m.is_dir() => return fs::remove_file(path),
+        Ok(_) => {}
+    }
+    if fs::remove_dir_all(path).is_ok() {
+        return Ok(());
+    }
+    // Open up every directory (explicit stack, no recursion) and try again.
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
+        if let Ok(rd) = fs::read_dir(&dir) {
+            for entry in rd.flatten() {
+                if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                    stack.push(entry.path());
+                }
+            }
+        }
+    }
+    fs::remove_dir_all(path)
+}

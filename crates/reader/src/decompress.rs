@@ -80,6 +80,19 @@ pub(crate) fn decoded(
     Ok(out)
 }
 
+/// Decodes a whole extent straight into the caller's buffer (`out.len()`
+/// equals the extent length): no intermediate buffer, no copy, and the
+/// cache is left alone since the reader now holds the bytes.
+pub(crate) fn decode_into(image: &Image, pc: &Pcluster, out: &mut [u8], at: Location) -> Result<()> {
+    let PclusterFormat::Codec(alg) = pc.format else {
+        return Err(Error::corrupt(at, "raw pcluster sent to the decoder"));
+    };
+    let n = out.len();
+    decode_with(image, pc, alg, n, out, at)?;
+    image.inner.cache.count_decode(n);
+    Ok(())
+}
+
 fn decode_uncached(
     image: &Image,
     pc: &Pcluster,
@@ -88,6 +101,21 @@ fn decode_uncached(
     target: usize,
     at: Location,
 ) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; target];
+    decode_with(image, pc, alg, llen, &mut out, at)?;
+    Ok(out)
+}
+
+/// Decodes the first `out.len()` bytes of an extent of `llen` bytes.
+fn decode_with(
+    image: &Image,
+    pc: &Pcluster,
+    alg: Algorithm,
+    llen: usize,
+    out: &mut [u8],
+    at: Location,
+) -> Result<()> {
+    let target = out.len();
     let inner = &image.inner;
     let plen = usize::try_from(pc.len).map_err(|_| Error::corrupt(at, "pcluster too large"))?;
     let mut raw = vec![0u8; plen];
@@ -112,13 +140,11 @@ fn decode_uncached(
     } else {
         DecodeMode::Prefix
     };
-    let mut out = vec![0u8; target];
     inner
         .decoders
-        .with(|d| d.decompress(alg, src, &mut out, mode))
+        .with(|d| d.decompress(alg, src, out, mode))
         .map_err(|source| Error::Codec {
             at: at.with_offset(pc.pos),
             source,
-        })?;
-    Ok(out)
+        })
 }

@@ -243,6 +243,10 @@ fn fill_pcluster(
             Ok(())
         }
         PclusterFormat::Codec(_) => {
+            if rel == 0 && out.len() as u64 == ext.len {
+                // The request covers the whole extent: decode in place.
+                return decompress::decode_into(image, pc, out, at);
+            }
             let want = rel + out.len() as u64;
             let dec = decompress::decoded(image, pc, ext.len, want, at)?;
             let src = dec

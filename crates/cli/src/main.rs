@@ -38,6 +38,8 @@ struct ImageArgs {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Build an EROFS image from a directory tree (uncompressed).
+    Mkfs(Box<MkfsArgs>),
     /// Check every inode, directory entry and pcluster of an image.
     Fsck {
         #[command(flatten)]
@@ -98,6 +100,181 @@ enum Command {
     },
 }
 
+#[derive(clap::Args)]
+struct MkfsArgs {
+    /// The image file to write (replaced atomically).
+    image: PathBuf,
+    /// The directory tree to pack.
+    source: PathBuf,
+    /// Block size in bytes: 512, 1024, 2048 or 4096.
+    #[arg(short = 'b', value_name = "BYTES", default_value_t = 4096)]
+    block_size: u32,
+    /// Give every file this mtime (UNIX seconds) and use it as build time.
+    /// Without -T, SOURCE_DATE_EPOCH (if set) clamps newer mtimes to it.
+    #[arg(short = 'T', value_name = "SECONDS", allow_negative_numbers = true)]
+    timestamp: Option<i64>,
+    /// With -T: use the timestamp as build time only; keep file mtimes.
+    #[arg(long)]
+    mkfs_time: bool,
+    /// Ignore file mtimes: every file gets the build time.
+    #[arg(long)]
+    ignore_mtime: bool,
+    /// Volume UUID (default: derived from the image's contents).
+    #[arg(short = 'U', value_name = "UUID")]
+    uuid: Option<String>,
+    /// Volume label (at most 15 bytes).
+    #[arg(short = 'L', value_name = "LABEL")]
+    label: Option<String>,
+    /// Make every file owned by root (uid 0, gid 0).
+    #[arg(long)]
+    all_root: bool,
+    /// Add this to every uid.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    uid_offset: u32,
+    /// Add this to every gid.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    gid_offset: u32,
+    /// Set every uid to this.
+    #[arg(long, value_name = "UID")]
+    force_uid: Option<u32>,
+    /// Set every gid to this.
+    #[arg(long, value_name = "GID")]
+    force_gid: Option<u32>,
+    /// Leave out this path (relative to SOURCE; repeatable).
+    #[arg(long, value_name = "PATH")]
+    exclude_path: Vec<OsString>,
+    /// Leave out paths (relative to SOURCE) matching this regex (repeatable).
+    #[arg(long, value_name = "REGEX")]
+    exclude_regex: Vec<String>,
+    /// Xattrs carried by at least N inodes are stored once, shared;
+    /// a negative N drops all xattrs.
+    #[arg(short = 'x', value_name = "N", default_value_t = 2, allow_negative_numbers = true)]
+    xattr_tolerance: i32,
+    /// Store this long xattr name prefix once (e.g. trusted.overlay.; repeatable).
+    #[arg(long, value_name = "PREFIX")]
+    xattr_prefix: Vec<String>,
+    /// Store every regular file chunk-based with chunks of this many bytes
+    /// (sparse files are always stored chunk-based, with holes).
+    #[arg(long, value_name = "BYTES")]
+    chunksize: Option<u64>,
+    /// Extended options, comma-separated: force-inode-extended,
+    /// noinline_data (or ^inline_data).
+    #[arg(short = 'E', value_name = "OPTS")]
+    extended: Vec<String>,
+    /// Mount point the image is meant for (recorded for messages; SELinux
+    /// file contexts are not applied).
+    #[arg(long, value_name = "PATH", default_value = "/")]
+    mount_point: OsString,
+    /// Print nothing but errors.
+    #[arg(long)]
+    quiet: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_uuid(s: &str) -> Result<[u8; 16]> {
+    let hex: String = s.chars().filter(|c| *c != '-').collect();
+    if hex.len() != 32 {
+        bail!("invalid UUID {s:?}");
+    }
+    let mut u = [0u8; 16];
+    for (i, b) in u.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).with_context(|| format!("invalid UUID {s:?}"))?;
+    }
+    Ok(u)
+}
+
+fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
+    use ferrofs_builder::{BuildOptions, TimePolicy};
+    let mut o = BuildOptions::default();
+    o.blkszbits = match a.block_size {
+        512 => 9,
+        1024 => 10,
+        2048 => 11,
+        4096 => 12,
+        b => bail!("-b {b}: block size must be 512, 1024, 2048 or 4096"),
+    };
+    let sde = std::env::var("SOURCE_DATE_EPOCH").ok().filter(|v| !v.is_empty());
+    o.time = match (a.timestamp, a.mkfs_time, a.ignore_mtime, sde) {
+        (Some(t), true, _, _) => TimePolicy::BuildTimeOnly(t),
+        (Some(t), false, _, _) => TimePolicy::Fixed(t),
+        (None, _, true, _) => TimePolicy::IgnoreMtime,
+        (None, _, false, Some(v)) => TimePolicy::Clamp(v.parse().with_context(|| format!("SOURCE_DATE_EPOCH={v:?}"))?),
+        (None, _, false, None) => TimePolicy::Keep,
+    };
+    o.uuid = a.uuid.as_deref().map(parse_uuid).transpose()?;
+    o.label = a.label.clone().unwrap_or_default().into_bytes();
+    o.all_root = a.all_root;
+    o.uid_offset = a.uid_offset;
+    o.gid_offset = a.gid_offset;
+    o.force_uid = a.force_uid;
+    o.force_gid = a.force_gid;
+    o.exclude_paths = a.exclude_path.iter().map(|p| p.as_bytes().to_vec()).collect();
+    o.exclude_regex = a
+        .exclude_regex
+        .iter()
+        .map(|r| regex::bytes::Regex::new(r).with_context(|| format!("--exclude-regex {r:?}")))
+        .collect::<Result<_>>()?;
+    o.xattr_tolerance = a.xattr_tolerance;
+    o.xattr_prefixes = a.xattr_prefix.iter().map(|p| p.clone().into_bytes()).collect();
+    o.chunk_size = a.chunksize;
+    o.mount_point = a.mount_point.as_bytes().to_vec();
+    for e in a.extended.iter().flat_map(|s| s.split(',')) {
+        match e {
+            "force-inode-extended" => o.force_extended = true,
+            "noinline_data" | "^inline_data" => o.inline_data = false,
+            "inline_data" => o.inline_data = true,
+            other => bail!("-E {other}: unsupported extended option"),
+        }
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let pb = ProgressBar::new(0);
+    if a.quiet {
+        pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    pb.set_style(
+        ProgressStyle::with_template("{elapsed} [{bar:30}] {binary_bytes}/{binary_total_bytes} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let tick = |p: ferrofs_builder::Progress| {
+        pb.set_length(p.bytes_total);
+        pb.set_position(p.bytes_done);
+        pb.set_message(format!("{}/{} files", p.files_done, p.files_total));
+    };
+    let res = ferrofs_builder::build(&a.source, &a.image, &o, Some(&stop), &tick);
+    pb.finish_and_clear();
+    let s = match res {
+        Ok(s) => s,
+        Err(e @ ferrofs_builder::BuildError::Interrupted { .. }) => {
+            eprintln!("ferrofs mkfs: {e}");
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"image": a.image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes})
+        );
+    } else if !a.quiet {
+        println!(
+            "{}: {} inodes ({} compact), {} blocks of {} bytes ({} metadata), {} bytes",
+            a.image.display(),
+            s.inodes,
+            s.compact_inodes,
+            s.blocks,
+            a.block_size,
+            s.meta_blocks,
+            s.bytes
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn open(args: &ImageArgs) -> Result<Image> {
     let file = std::fs::File::open(&args.image)
         .with_context(|| format!("cannot open {}", args.image.display()))?;
@@ -132,6 +309,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Mkfs(a) => mkfs(&a),
         Command::Fsck { img, no_data, json } => {
             let image = open(&img)?;
             let pb = progress(None);

@@ -22,6 +22,14 @@ impl RawDirent {
         }
     }
 
+    pub fn to_bytes(&self) -> [u8; DIRENT_SIZE] {
+        let mut b = [0u8; DIRENT_SIZE];
+        b[0..8].copy_from_slice(&self.nid.0.to_le_bytes());
+        b[8..10].copy_from_slice(&self.nameoff.to_le_bytes());
+        b[10] = self.file_type;
+        b
+    }
+
     /// Reads entry `i` of a directory block, `None` if it lies outside `block`.
     pub fn at(block: &[u8], i: usize) -> Option<Self> {
         let start = i.checked_mul(DIRENT_SIZE)?;

@@ -49,6 +49,26 @@ impl XattrEntryHeader {
     }
 }
 
+/// Encodes one xattr entry (header, name suffix, value, zero padding).
+pub fn encode_entry(out: &mut Vec<u8>, name_index: u8, suffix: &[u8], value: &[u8]) {
+    let start = out.len();
+    out.push(suffix.len() as u8);
+    out.push(name_index);
+    out.extend_from_slice(&(value.len() as u16).to_le_bytes());
+    out.extend_from_slice(suffix);
+    out.extend_from_slice(value);
+    let padded = start + ((out.len() - start + 3) & !3);
+    out.resize(padded, 0);
+}
+
+/// Encodes the 12-byte header of an inline xattr body.
+pub fn encode_body_header(name_filter: u32, shared_count: u8) -> [u8; XATTR_BODY_HEADER_SIZE] {
+    let mut b = [0u8; XATTR_BODY_HEADER_SIZE];
+    b[0..4].copy_from_slice(&name_filter.to_le_bytes());
+    b[4] = shared_count;
+    b
+}
+
 /// The short prefix of a name index (1..=6), `None` for unknown indexes.
 pub fn short_prefix(index: u8) -> Option<&'static [u8]> {
     Some(match index {

@@ -1,0 +1,21 @@
+//! ferrofs-builder: turn a directory tree into an EROFS image the Linux
+//! kernel mounts. The pipeline reads top to bottom: `source` scans the tree
+//! into an in-memory `tree`; `plan` encodes what each inode needs
+//! (directory blocks, xattr bodies, data layout); `layout` gives every inode
+//! its nid and every data run its blocks before a byte is written; `emit`
+//! writes a temporary file, superblock last, fsyncs and renames it.
+
+#![forbid(unsafe_code)]
+
+pub mod emit;
+pub mod error;
+pub mod layout;
+pub mod options;
+pub mod plan;
+pub mod source;
+pub mod tree;
+pub mod xattrs;
+
+pub use emit::{build, Progress, Summary};
+pub use error::BuildError;
+pub use options::{BuildOptions, TimePolicy};

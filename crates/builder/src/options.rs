@@ -1,0 +1,86 @@
+//! What a build may be asked to do, with mkfs.erofs's meanings.
+
+use regex::bytes::Regex;
+
+/// How inode timestamps are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TimePolicy {
+    /// Keep every file's mtime (seconds and nanoseconds). The image's
+    /// epoch is the most common mtime, so those inodes can be compact.
+    #[default]
+    Keep,
+    /// `-T T`: every file gets mtime T; the epoch is T.
+    Fixed(i64),
+    /// `-T T --mkfs-time`: keep mtimes; the epoch (build time) is T.
+    BuildTimeOnly(i64),
+    /// `SOURCE_DATE_EPOCH=T`: mtimes later than T are clamped to T; the
+    /// epoch is T.
+    Clamp(i64),
+    /// `--ignore-mtime`: every file gets the epoch (the newest mtime).
+    IgnoreMtime,
+}
+
+/// Options of one build.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// log2 of the block size (9..=12).
+    pub blkszbits: u8,
+    pub time: TimePolicy,
+    /// Volume uuid; `None` derives one from the image's contents, so equal
+    /// inputs give equal images.
+    pub uuid: Option<[u8; 16]>,
+    /// Volume label (at most 15 bytes).
+    pub label: Vec<u8>,
+    pub all_root: bool,
+    pub uid_offset: u32,
+    pub gid_offset: u32,
+    pub force_uid: Option<u32>,
+    pub force_gid: Option<u32>,
+    /// Paths relative to the source root that are left out (with subtrees).
+    pub exclude_paths: Vec<Vec<u8>>,
+    /// Relative paths matching any of these are left out.
+    pub exclude_regex: Vec<Regex>,
+    /// Xattrs used by at least this many inodes go to the shared area;
+    /// negative disables xattrs altogether.
+    pub xattr_tolerance: i32,
+    /// Extra long xattr name prefixes (e.g. `trusted.overlay.`).
+    pub xattr_prefixes: Vec<Vec<u8>>,
+    /// Store every regular file chunk-based with this chunk size.
+    pub chunk_size: Option<u64>,
+    /// Pack file and directory tails after their inodes.
+    pub inline_data: bool,
+    /// Always write 64-byte inodes.
+    pub force_extended: bool,
+    /// Target mount point; used as the prefix of the paths mkfs reports.
+    pub mount_point: Vec<u8>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self {
+            blkszbits: 12,
+            time: TimePolicy::Keep,
+            uuid: None,
+            label: Vec::new(),
+            all_root: false,
+            uid_offset: 0,
+            gid_offset: 0,
+            force_uid: None,
+            force_gid: None,
+            exclude_paths: Vec::new(),
+            exclude_regex: Vec::new(),
+            xattr_tolerance: 2,
+            xattr_prefixes: Vec::new(),
+            chunk_size: None,
+            inline_data: true,
+            force_extended: false,
+            mount_point: b"/".to_vec(),
+        }
+    }
+}
+
+impl BuildOptions {
+    pub fn block_size(&self) -> u64 {
+        1u64 << self.blkszbits
+    }
+}

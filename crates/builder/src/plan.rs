@@ -1,0 +1,305 @@
+//! Planning: for every inode, its effective metadata (timestamps and owners
+//! after the options), compact or extended form, data layout (flat plain,
+//! flat inline with the tail after the inode, or chunk-based with holes),
+//! and for directories the sorted entries cut into blocks.
+
+use std::collections::HashMap;
+
+use ferrofs_format::dirent::DIRENT_SIZE;
+use ferrofs_format::inode::{DataLayout, COMPACT_INODE_SIZE, EXTENDED_INODE_SIZE};
+
+use crate::error::{BuildError, Result};
+use crate::options::{BuildOptions, TimePolicy};
+use crate::tree::{InodeId, Kind, Tree};
+use crate::xattrs::{self, XattrPlan};
+
+/// A chunk-based file: chunk size and, per chunk, its length in blocks
+/// (`None` for a hole).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkPlan {
+    /// log2(chunk size) - log2(block size).
+    pub bits_extra: u8,
+    pub chunks: Vec<Option<u64>>,
+}
+
+/// One directory entry as written (the nid is filled in by the layout).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntryPlan {
+    pub name: Vec<u8>,
+    pub target: InodeId,
+    pub file_type: u8,
+}
+
+/// Everything the layout and the writer need about one inode.
+#[derive(Clone, Debug)]
+pub struct InodePlan {
+    pub extended: bool,
+    pub layout: DataLayout,
+    pub mode: u16,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u32,
+    pub size: u64,
+    pub mtime: i64,
+    pub mtime_nsec: u32,
+    /// Device number encoded for `i_u` (devices only).
+    pub rdev: Option<u32>,
+    /// Bytes of data stored inline after the inode.
+    pub tail: u64,
+    /// Data blocks of a flat layout.
+    pub blocks: u64,
+    pub chunks: Option<ChunkPlan>,
+    /// Directory blocks (directories only).
+    pub dir_blocks: Vec<Vec<DirEntryPlan>>,
+}
+
+impl InodePlan {
+    pub fn inode_size(&self) -> u64 {
+        if self.extended {
+            EXTENDED_INODE_SIZE as u64
+        } else {
+            COMPACT_INODE_SIZE as u64
+        }
+    }
+    /// Bytes of the chunk table.
+    pub fn table_len(&self) -> u64 {
+        self.chunks.as_ref().map_or(0, |c| 4 * c.chunks.len() as u64)
+    }
+}
+
+/// The plan of a whole image.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub inodes: Vec<InodePlan>,
+    pub xattrs: XattrPlan,
+    /// Inodes in nid order.
+    pub order: Vec<InodeId>,
+    pub epoch: i64,
+    pub fixed_nsec: u32,
+    pub chunked: bool,
+}
+
+fn effective_time(policy: TimePolicy, mtime: i64, nsec: u32, newest: i64) -> (i64, u32) {
+    match policy {
+        TimePolicy::Keep | TimePolicy::BuildTimeOnly(_) => (mtime, nsec),
+        TimePolicy::Fixed(t) => (t, 0),
+        TimePolicy::Clamp(t) if mtime > t || (mtime == t && nsec > 0) => (t, 0),
+        TimePolicy::Clamp(_) => (mtime, nsec),
+        TimePolicy::IgnoreMtime => (newest, 0),
+    }
+}
+
+fn dirent_type(kind: &Kind) -> u8 {
+    match kind {
+        Kind::File { .. } => 1,
+        Kind::Dir { .. } => 2,
+        Kind::CharDevice { .. } => 3,
+        Kind::BlockDevice { .. } => 4,
+        Kind::Fifo => 5,
+        Kind::Socket => 6,
+        Kind::Symlink { .. } => 7,
+    }
+}
+
+/// Cuts sorted entries into directory blocks; returns the blocks and the
+/// directory size (full blocks, then the last block up to its last name).
+fn dir_blocks(mut entries: Vec<DirEntryPlan>, bs: u64) -> (Vec<Vec<DirEntryPlan>>, u64) {
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut blocks: Vec<Vec<DirEntryPlan>> = vec![Vec::new()];
+    let mut used = 0u64;
+    for e in entries {
+        let need = DIRENT_SIZE as u64 + e.name.len() as u64;
+        if used + need > bs {
+            blocks.push(Vec::new());
+            used = 0;
+        }
+        used += need;
+        blocks.last_mut().map(|b| b.push(e));
+    }
+    let size = (blocks.len() as u64 - 1) * bs + used;
+    (blocks, size)
+}
+
+fn chunk_plan(size: u64, data: Option<&[(u64, u64)]>, opts: &BuildOptions) -> Result<ChunkPlan> {
+    let bs = opts.block_size();
+    let mut cs = match opts.chunk_size {
+        Some(c) => c,
+        None => bs,
+    };
+    // Keep the table to at most 64 Ki entries (256 KiB of metadata).
+    while size.div_ceil(cs) > 1 << 16 {
+        cs *= 2;
+    }
+    let bits_extra = (cs.trailing_zeros() - bs.trailing_zeros()) as u8;
+    if bits_extra > 31 {
+        return Err(BuildError::TooLarge(format!("chunk size {cs}")));
+    }
+    let n = size.div_ceil(cs);
+    let mut chunks = Vec::with_capacity(n as usize);
+    for k in 0..n {
+        let start = k * cs;
+        let end = (start + cs).min(size);
+        let has_data = data.is_none_or(|ranges| ranges.iter().any(|&(a, b)| a < end && b > start));
+        chunks.push(has_data.then(|| (end - start).div_ceil(bs)));
+    }
+    Ok(ChunkPlan { bits_extra, chunks })
+}
+
+/// Plans every inode of `tree`.
+pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
+    let bs = opts.block_size();
+    let xattrs = xattrs::plan(tree, opts)?;
+    let nlinks = tree.link_counts();
+    let newest = tree.inodes.iter().map(|i| i.mtime).max().unwrap_or(0);
+    let times: Vec<(i64, u32)> = tree
+        .inodes
+        .iter()
+        .map(|i| effective_time(opts.time, i.mtime, i.mtime_nsec, newest))
+        .collect();
+    let (epoch, fixed_nsec) = match opts.time {
+        TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => (t.max(0), 0),
+        TimePolicy::IgnoreMtime => (newest.max(0), 0),
+        TimePolicy::Keep => {
+            // The most common non-negative mtime: those inodes can be compact.
+            let mut counts: HashMap<(i64, u32), u64> = HashMap::new();
+            for &(t, n) in &times {
+                if t >= 0 {
+                    *counts.entry((t, n)).or_default() += 1;
+                }
+            }
+            counts
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+                .map(|(k, _)| k)
+                .unwrap_or((0, 0))
+        }
+    };
+    let mut chunked = false;
+    let mut inodes = Vec::with_capacity(tree.inodes.len());
+    for (id, ino) in tree.inodes.iter().enumerate() {
+        let (mtime, mtime_nsec) = times[id];
+        let uid = if opts.all_root { 0 } else { opts.force_uid.unwrap_or(ino.uid) };
+        let gid = if opts.all_root { 0 } else { opts.force_gid.unwrap_or(ino.gid) };
+        let uid = uid.checked_add(opts.uid_offset).ok_or_else(|| BuildError::input(&ino.source, "uid + offset overflows"))?;
+        let gid = gid.checked_add(opts.gid_offset).ok_or_else(|| BuildError::input(&ino.source, "gid + offset overflows"))?;
+        let nlink = nlinks[id];
+        let mut dir_entries = Vec::new();
+        let size = match &ino.kind {
+            Kind::Dir { entries } => {
+                let mut all = vec![
+                    DirEntryPlan { name: b".".to_vec(), target: id, file_type: 2 },
+                    DirEntryPlan { name: b"..".to_vec(), target: ino.parent, file_type: 2 },
+                ];
+                for (name, child) in entries {
+                    all.push(DirEntryPlan {
+                        name: name.clone(),
+                        target: *child,
+                        file_type: dirent_type(&tree.inodes[*child].kind),
+                    });
+                }
+                let (blocks, size) = dir_blocks(all, bs);
+                dir_entries = blocks;
+                size
+            }
+            _ => ino.data_size(),
+        };
+        let extended = opts.force_extended
+            || size > u64::from(u32::MAX)
+            || uid > 0xFFFF
+            || gid > 0xFFFF
+            || nlink > 0xFFFF
+            || (mtime, mtime_nsec) != (epoch, fixed_nsec);
+        let inode_size = if extended { EXTENDED_INODE_SIZE } else { COMPACT_INODE_SIZE } as u64;
+        let xattr_len = xattrs.bodies[id].len() as u64;
+        let rdev = match ino.kind {
+            Kind::CharDevice { major, minor } | Kind::BlockDevice { major, minor } => {
+                Some(ferrofs_format::inode::encode_rdev(major, minor))
+            }
+            _ => None,
+        };
+        let mut p = InodePlan {
+            extended,
+            layout: DataLayout::FlatPlain,
+            mode: ino.mode(),
+            uid,
+            gid,
+            nlink,
+            size,
+            mtime,
+            mtime_nsec,
+            rdev,
+            tail: 0,
+            blocks: 0,
+            chunks: None,
+            dir_blocks: dir_entries,
+        };
+        let file_data = match &ino.kind {
+            Kind::File { data, .. } => Some(data.as_deref()),
+            _ => None,
+        };
+        let chunk_it = match file_data {
+            Some(data) => size > 0 && (opts.chunk_size.is_some() || data.is_some()),
+            None => false,
+        };
+        if chunk_it {
+            p.layout = DataLayout::ChunkBased;
+            p.chunks = Some(chunk_plan(size, file_data.flatten(), opts)?);
+            chunked = true;
+        } else if size > 0 {
+            let tail = size % bs;
+            let fits = inode_size + xattr_len + tail <= bs;
+            if opts.inline_data && tail > 0 && fits {
+                p.layout = DataLayout::FlatInline;
+                p.tail = tail;
+                p.blocks = size / bs;
+            } else {
+                p.blocks = size.div_ceil(bs);
+            }
+        }
+        inodes.push(p);
+    }
+    Ok(Plan {
+        inodes,
+        xattrs,
+        order: tree.bfs_order(),
+        epoch,
+        fixed_nsec,
+        chunked,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(name: &str) -> DirEntryPlan {
+        DirEntryPlan { name: name.as_bytes().to_vec(), target: 0, file_type: 1 }
+    }
+
+    #[test]
+    fn dir_blocks_are_sorted_and_split_without_crossing() {
+        let mut v = vec![e("."), e(".."), e("!bang"), e("b")];
+        for i in 0..400 {
+            v.push(e(&format!("name-{i:04}")));
+        }
+        let (blocks, size) = dir_blocks(v, 4096);
+        let flat: Vec<&[u8]> = blocks.iter().flatten().map(|e| &e.name[..]).collect();
+        let mut sorted = flat.clone();
+        sorted.sort();
+        assert_eq!(flat, sorted);
+        assert_eq!(flat[0], b"!bang");
+        for b in &blocks {
+            let used: usize = b.iter().map(|e| 12 + e.name.len()).sum();
+            assert!(used <= 4096);
+        }
+        let last: u64 = blocks.last().unwrap().iter().map(|e| 12 + e.name.len() as u64).sum();
+        assert_eq!(size, (blocks.len() as u64 - 1) * 4096 + last);
+    }
+
+    #[test]
+    fn chunks_mark_holes() {
+        let opts = BuildOptions::default();
+        let c = chunk_plan(5 * 4096 + 10, Some(&[(0, 100), (4 * 4096 + 5, 5 * 4096 + 10)]), &opts).unwrap();
+        assert_eq!(c.chunks, vec![Some(1), None, None, None, Some(1), Some(1)]);
+    }
+}

@@ -1,0 +1,3 @@
+//! Where a tree comes from. For now: a directory on a local file system.
+
+pub mod dir;

@@ -1,0 +1,120 @@
+//! The in-memory tree: an arena of inodes with directory entries pointing
+//! at inode ids (so hard links are one inode with several names). File
+//! contents stay on disk and are read when the image is written.
+
+use std::path::PathBuf;
+
+/// Index of an inode in [`Tree::inodes`].
+pub type InodeId = usize;
+
+/// What an inode is, with what its encoding needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Entries sorted by name bytes, without `.` and `..`.
+    Dir { entries: Vec<(Vec<u8>, InodeId)> },
+    /// A regular file; `data` lists its data ranges when it has holes.
+    File { size: u64, data: Option<Vec<(u64, u64)>> },
+    Symlink { target: Vec<u8> },
+    CharDevice { major: u32, minor: u32 },
+    BlockDevice { major: u32, minor: u32 },
+    Fifo,
+    Socket,
+}
+
+/// One inode of the tree.
+#[derive(Clone, Debug)]
+pub struct Inode {
+    pub kind: Kind,
+    /// Permission bits (with setuid, setgid, sticky); the type comes from `kind`.
+    pub perm: u16,
+    pub uid: u32,
+    pub gid: u32,
+    pub mtime: i64,
+    pub mtime_nsec: u32,
+    /// Extended attributes, sorted by name.
+    pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Where the inode came from (for reading data and for messages).
+    pub source: PathBuf,
+    /// Parent directory (directories only; the root is its own parent).
+    pub parent: InodeId,
+}
+
+impl Inode {
+    /// The full `st_mode`.
+    pub fn mode(&self) -> u16 {
+        let t: u16 = match self.kind {
+            Kind::Dir { .. } => 0o040000,
+            Kind::File { .. } => 0o100000,
+            Kind::Symlink { .. } => 0o120000,
+            Kind::CharDevice { .. } => 0o020000,
+            Kind::BlockDevice { .. } => 0o060000,
+            Kind::Fifo => 0o010000,
+            Kind::Socket => 0o140000,
+        };
+        t | (self.perm & 0o7777)
+    }
+    pub fn is_dir(&self) -> bool {
+        matches!(self.kind, Kind::Dir { .. })
+    }
+    /// Bytes of file data (regular files and symlink targets).
+    pub fn data_size(&self) -> u64 {
+        match &self.kind {
+            Kind::File { size, .. } => *size,
+            Kind::Symlink { target } => target.len() as u64,
+            _ => 0,
+        }
+    }
+}
+
+/// A scanned tree.
+#[derive(Clone, Debug, Default)]
+pub struct Tree {
+    pub inodes: Vec<Inode>,
+    pub root: InodeId,
+}
+
+impl Tree {
+    /// Link counts as the image stores them: the number of names of a
+    /// non-directory, and 2 + subdirectories for a directory.
+    pub fn link_counts(&self) -> Vec<u32> {
+        let mut n = vec![0u32; self.inodes.len()];
+        for ino in &self.inodes {
+            if let Kind::Dir { entries } = &ino.kind {
+                for (_, child) in entries {
+                    if !self.inodes[*child].is_dir() {
+                        n[*child] = n[*child].saturating_add(1);
+                    }
+                }
+            }
+        }
+        for (i, ino) in self.inodes.iter().enumerate() {
+            if let Kind::Dir { entries } = &ino.kind {
+                let subdirs = entries.iter().filter(|(_, c)| self.inodes[*c].is_dir()).count();
+                n[i] = 2u32.saturating_add(subdirs as u32);
+            }
+        }
+        n
+    }
+
+    /// Inodes in breadth-first order from the root, each once (the order
+    /// nids are assigned in, so siblings' inodes sit together).
+    pub fn bfs_order(&self) -> Vec<InodeId> {
+        let mut seen = vec![false; self.inodes.len()];
+        let mut order = Vec::with_capacity(self.inodes.len());
+        seen[self.root] = true;
+        order.push(self.root);
+        let mut i = 0;
+        while i < order.len() {
+            if let Kind::Dir { entries } = &self.inodes[order[i]].kind {
+                for (_, c) in entries {
+                    if !seen[*c] {
+                        seen[*c] = true;
+                        order.push(*c);
+                    }
+                }
+            }
+            i += 1;
+        }
+        order
+    }
+}

@@ -1,0 +1,181 @@
+//! Xattr planning: name encoding (short and long prefixes), the shared
+//! area for name/value pairs many inodes carry, per-inode inline bodies and
+//! their exact name bloom filters, and the long-prefix table.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use ferrofs_format::xattr::{
+    encode_body_header, encode_entry, name_filter_bit, short_prefix, split_short_prefix, LONG_PREFIX_FLAG,
+};
+
+use crate::error::{BuildError, Result};
+use crate::options::BuildOptions;
+use crate::tree::Tree;
+
+/// How a full xattr name is stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct EncodedName {
+    index: u8,
+    suffix: Vec<u8>,
+    /// Short index and name-after-short-prefix, for the bloom filter.
+    filter_bit: u32,
+}
+
+/// Xattr layout of the whole image.
+#[derive(Clone, Debug, Default)]
+pub struct XattrPlan {
+    /// Long prefixes as (short base index, infix).
+    pub prefixes: Vec<(u8, Vec<u8>)>,
+    /// Encoded shared entries, in id order, with each entry's byte offset
+    /// inside the area.
+    pub shared: Vec<u8>,
+    shared_offsets: HashMap<(Vec<u8>, Vec<u8>), usize>,
+    /// Inline xattr body of every inode (empty when it has no xattrs).
+    pub bodies: Vec<Vec<u8>>,
+    /// Whether any inode has xattrs (then the filter feature is set).
+    pub any: bool,
+}
+
+fn encode_name(name: &[u8], prefixes: &[(u8, Vec<u8>)], path: &Path) -> Result<EncodedName> {
+    let (base, after_short) = split_short_prefix(name).ok_or_else(|| {
+        BuildError::input(
+            path,
+            format!("xattr {:?} has no prefix EROFS can store", String::from_utf8_lossy(name)),
+        )
+    })?;
+    let filter_bit = name_filter_bit(base, after_short);
+    // The longest long prefix that matches wins over the short one.
+    let mut best: Option<(usize, u8)> = None;
+    for (k, (b, infix)) in prefixes.iter().enumerate() {
+        if *b == base && after_short.starts_with(infix) && best.is_none_or(|(l, _)| infix.len() > l) {
+            best = Some((infix.len(), k as u8));
+        }
+    }
+    let (index, suffix) = match best {
+        Some((len, k)) if len > 0 => (LONG_PREFIX_FLAG | k, after_short[len..].to_vec()),
+        _ => (base, after_short.to_vec()),
+    };
+    if suffix.len() > 255 {
+        return Err(BuildError::input(path, "xattr name longer than 255 bytes after its prefix"));
+    }
+    Ok(EncodedName {
+        index,
+        suffix,
+        filter_bit,
+    })
+}
+
+/// Parses `--xattr-prefix` values into (base index, infix).
+pub fn parse_prefixes(opts: &BuildOptions) -> Result<Vec<(u8, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for p in &opts.xattr_prefixes {
+        let (base, infix) = split_short_prefix(p)
+            .ok_or_else(|| BuildError::Option(format!("xattr prefix {:?} does not start with a known namespace", String::from_utf8_lossy(p))))?;
+        if infix.is_empty() || infix.len() > 255 {
+            return Err(BuildError::Option(format!("xattr prefix {:?} is not longer than its namespace", String::from_utf8_lossy(p))));
+        }
+        if out.len() >= 128 {
+            return Err(BuildError::Option("at most 128 xattr prefixes".into()));
+        }
+        out.push((base, infix.to_vec()));
+    }
+    Ok(out)
+}
+
+/// Plans xattrs for every inode of `tree`.
+pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
+    let prefixes = parse_prefixes(opts)?;
+    let mut plan = XattrPlan {
+        prefixes,
+        bodies: vec![Vec::new(); tree.inodes.len()],
+        ..Default::default()
+    };
+    if opts.xattr_tolerance < 0 {
+        return Ok(plan);
+    }
+    // Count how many inodes carry each name/value pair.
+    let mut counts: BTreeMap<(&[u8], &[u8]), u32> = BTreeMap::new();
+    for ino in &tree.inodes {
+        for (n, v) in &ino.xattrs {
+            if v.len() > usize::from(u16::MAX) {
+                return Err(BuildError::input(&ino.source, format!("xattr {} value longer than 65535 bytes", String::from_utf8_lossy(n))));
+            }
+            *counts.entry((n, v)).or_default() += 1;
+        }
+    }
+    let tolerance = opts.xattr_tolerance.max(1) as u32;
+    let share = |c: u32| opts.xattr_tolerance > 0 && c >= tolerance.max(2);
+    for ((n, v), c) in &counts {
+        if share(*c) {
+            let path = Path::new("<shared xattr>");
+            let e = encode_name(n, &plan.prefixes, path)?;
+            let off = plan.shared.len();
+            encode_entry(&mut plan.shared, e.index, &e.suffix, v);
+            plan.shared_offsets.insert((n.to_vec(), v.to_vec()), off);
+        }
+    }
+    for (i, ino) in tree.inodes.iter().enumerate() {
+        if ino.xattrs.is_empty() {
+            continue;
+        }
+        plan.any = true;
+        let mut filter = 0u32;
+        let mut shared_ids: Vec<usize> = Vec::new();
+        let mut inline = Vec::new();
+        for (n, v) in &ino.xattrs {
+            let e = encode_name(n, &plan.prefixes, &ino.source)?;
+            filter |= 1 << e.filter_bit;
+            match plan.shared_offsets.get(&(n.clone(), v.clone())) {
+                Some(&off) if shared_ids.len() < 255 => shared_ids.push(off),
+                _ => encode_entry(&mut inline, e.index, &e.suffix, v),
+            }
+        }
+        let mut body = encode_body_header(!filter, shared_ids.len() as u8).to_vec();
+        for off in &shared_ids {
+            // Ids are filled in by the layout (the area's start is not known
+            // yet); store the offset inside the area for now.
+            body.extend_from_slice(&(*off as u32).to_le_bytes());
+        }
+        body.extend_from_slice(&inline);
+        if body.len() > 12 + 4 * (usize::from(u16::MAX) - 1) {
+            return Err(BuildError::input(&ino.source, "xattrs too large for one inode"));
+        }
+        plan.bodies[i] = body;
+    }
+    Ok(plan)
+}
+
+impl XattrPlan {
+    /// Encodes the long-prefix table (records padded to 4 bytes).
+    pub fn prefix_table(&self) -> Vec<u8> {
+        let mut t = Vec::new();
+        for (base, infix) in &self.prefixes {
+            t.extend_from_slice(&((1 + infix.len()) as u16).to_le_bytes());
+            t.push(*base);
+            t.extend_from_slice(infix);
+            t.resize((t.len() + 3) & !3, 0);
+        }
+        t
+    }
+
+    /// Rewrites the shared ids in a body once the area starts at byte
+    /// `area_start` of the xattr block address space.
+    pub fn finish_body(&self, body: &mut [u8], area_start: u64) {
+        if body.len() < 12 {
+            return;
+        }
+        let count = usize::from(body[4]);
+        for k in 0..count {
+            let at = 12 + 4 * k;
+            let off = u32::from_le_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]]);
+            let id = ((area_start + u64::from(off)) / 4) as u32;
+            body[at..at + 4].copy_from_slice(&id.to_le_bytes());
+        }
+    }
+}
+
+/// Whether `name` can be stored at all (used by callers that filter).
+pub fn storable(name: &[u8]) -> bool {
+    split_short_prefix(name).is_some_and(|(i, _)| short_prefix(i).is_some())
+}

@@ -63,24 +63,37 @@ pub fn build(
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
-    BlockSize::from_bits(opts.blkszbits).map_err(|_| BuildError::Option(format!("block size 2^{} (use 512..4096)", opts.blkszbits)))?;
+    BlockSize::from_bits(opts.blkszbits).map_err(|_| {
+        BuildError::Option(format!("block size 2^{} (use 512..4096)", opts.blkszbits))
+    })?;
     if opts.label.len() > 15 {
-        return Err(BuildError::Option("volume label longer than 15 bytes".into()));
+        return Err(BuildError::Option(
+            "volume label longer than 15 bytes".into(),
+        ));
     }
     if let Some(cs) = opts.chunk_size {
         if !cs.is_power_of_two() || cs < opts.block_size() {
-            return Err(BuildError::Option(format!("chunk size {cs} is not a power of two >= the block size")));
+            return Err(BuildError::Option(format!(
+                "chunk size {cs} is not a power of two >= the block size"
+            )));
         }
     }
     let tree = crate::source::dir::scan(source, opts)?;
     let plan = plan(&tree, opts)?;
     let lay = layout(&plan, opts.block_size())?;
 
-    let dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = output
         .file_name()
         .ok_or_else(|| BuildError::Option(format!("{} is not a file path", output.display())))?;
-    let tmp = dir.join(format!(".{}.ferrofs-{}.tmp", name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.ferrofs-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let file = fs::OpenOptions::new()
         .write(true)
         .read(true)
@@ -98,7 +111,16 @@ pub fn build(
         path: output.to_path_buf(),
         source,
     };
-    let summary = write_image(&tree, &plan, &lay, opts, &file, output, interrupted, progress)?;
+    let summary = write_image(
+        &tree,
+        &plan,
+        &lay,
+        opts,
+        &file,
+        output,
+        interrupted,
+        progress,
+    )?;
     file.sync_all().map_err(out_err)?;
     drop(file);
     fs::rename(&tmp, output).map_err(out_err)?;
@@ -118,10 +140,12 @@ struct Writer<'a> {
 
 impl Writer<'_> {
     fn write(&mut self, b: &[u8]) -> Result<()> {
-        self.data.write_all(b).map_err(|source| BuildError::Output {
-            path: self.output.to_path_buf(),
-            source,
-        })?;
+        self.data
+            .write_all(b)
+            .map_err(|source| BuildError::Output {
+                path: self.output.to_path_buf(),
+                source,
+            })?;
         self.hash.update(b);
         self.pos += b.len() as u64;
         Ok(())
@@ -195,8 +219,22 @@ fn write_image(
             source,
         })?;
     let mut prog = Progress {
-        files_total: tree.inodes.iter().filter(|i| matches!(i.kind, Kind::File { .. })).count() as u64,
-        bytes_total: tree.inodes.iter().map(|i| if let Kind::File { size, .. } = i.kind { size } else { 0 }).sum(),
+        files_total: tree
+            .inodes
+            .iter()
+            .filter(|i| matches!(i.kind, Kind::File { .. }))
+            .count() as u64,
+        bytes_total: tree
+            .inodes
+            .iter()
+            .map(|i| {
+                if let Kind::File { size, .. } = i.kind {
+                    size
+                } else {
+                    0
+                }
+            })
+            .sum(),
         ..Default::default()
     };
     let mut buf = vec![0u8; 1 << 20];
@@ -209,14 +247,16 @@ fn write_image(
         let ino = &tree.inodes[id];
         let p = &plan.inodes[id];
         // Where the inline tail goes in the metadata area.
-        let tail_pos = lay.pos[id] + p.inode_size() + plan.xattrs.bodies[id].len() as u64 + p.table_len();
+        let tail_pos =
+            lay.pos[id] + p.inode_size() + plan.xattrs.bodies[id].len() as u64 + p.table_len();
         match &ino.kind {
             Kind::Dir { .. } => {
                 let nblocks = p.dir_blocks.len();
                 for b in 0..nblocks {
                     let bytes = dir_block(p, b, lay);
                     if b + 1 == nblocks && p.layout == DataLayout::FlatInline {
-                        meta[tail_pos as usize..tail_pos as usize + bytes.len()].copy_from_slice(&bytes);
+                        meta[tail_pos as usize..tail_pos as usize + bytes.len()]
+                            .copy_from_slice(&bytes);
                     } else {
                         debug_assert_eq!(w.pos, (lay.start_blk[id] + b as u64) * bs);
                         w.write(&bytes)?;
@@ -273,7 +313,8 @@ fn write_image(
                 }
                 let mut probe = [0u8; 1];
                 let mut fr = &f;
-                fr.seek(SeekFrom::Start(*size)).map_err(BuildError::io(path))?;
+                fr.seek(SeekFrom::Start(*size))
+                    .map_err(BuildError::io(path))?;
                 if fr.read(&mut probe).map_err(BuildError::io(path))? != 0 {
                     return Err(BuildError::Changed {
                         path: path.clone(),
@@ -303,7 +344,11 @@ fn write_image(
         let p = &plan.inodes[id];
         let mut body = plan.xattrs.bodies[id].clone();
         plan.xattrs.finish_body(&mut body, lay.shared_start);
-        let xattr_icount = if body.is_empty() { 0 } else { ((body.len() - 12) / 4 + 1) as u16 };
+        let xattr_icount = if body.is_empty() {
+            0
+        } else {
+            ((body.len() - 12) / 4 + 1) as u16
+        };
         let i_u = match p.layout {
             DataLayout::ChunkBased => u32::from(p.chunks.as_ref().map_or(0, |c| c.bits_extra)),
             _ if p.rdev.is_some() => p.rdev.unwrap_or(0),
@@ -382,7 +427,8 @@ fn write_image(
         }
     };
     meta[sb_range.clone()].copy_from_slice(&sb.to_bytes());
-    let bsz = BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
+    let bsz =
+        BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
     let crc = compute_checksum(&meta[1024..1024 + checksum_len(bsz)]);
     sb.checksum = crc;
     meta[sb_range].copy_from_slice(&sb.to_bytes());

@@ -53,16 +53,13 @@ pub fn layout(plan: &Plan, bs: u64) -> Result<Layout> {
 
     // Open blocks: (block index, bytes used in it).
     let mut open: Vec<(u64, u64)> = vec![(cursor / bs, cursor % bs)];
-    let mut next_block = cursor / bs + u64::from(cursor % bs != 0);
-    if cursor % bs == 0 {
+    let mut next_block = cursor / bs + u64::from(!cursor.is_multiple_of(bs));
+    if cursor.is_multiple_of(bs) {
         open.clear();
     }
     for &id in &plan.order {
         let p = &plan.inodes[id];
-        let len = p.inode_size()
-            + plan.xattrs.bodies[id].len() as u64
-            + p.table_len()
-            + p.tail;
+        let len = p.inode_size() + plan.xattrs.bodies[id].len() as u64 + p.table_len() + p.tail;
         let len = len.div_ceil(32) * 32;
         if len <= bs {
             if let Some(slot) = open.iter_mut().find(|(_, used)| *used + len <= bs) {

@@ -63,7 +63,9 @@ impl InodePlan {
     }
     /// Bytes of the chunk table.
     pub fn table_len(&self) -> u64 {
-        self.chunks.as_ref().map_or(0, |c| 4 * c.chunks.len() as u64)
+        self.chunks
+            .as_ref()
+            .map_or(0, |c| 4 * c.chunks.len() as u64)
     }
 }
 
@@ -114,7 +116,9 @@ fn dir_blocks(mut entries: Vec<DirEntryPlan>, bs: u64) -> (Vec<Vec<DirEntryPlan>
             used = 0;
         }
         used += need;
-        blocks.last_mut().map(|b| b.push(e));
+        if let Some(b) = blocks.last_mut() {
+            b.push(e);
+        }
     }
     let size = (blocks.len() as u64 - 1) * bs + used;
     (blocks, size)
@@ -178,17 +182,37 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
     let mut inodes = Vec::with_capacity(tree.inodes.len());
     for (id, ino) in tree.inodes.iter().enumerate() {
         let (mtime, mtime_nsec) = times[id];
-        let uid = if opts.all_root { 0 } else { opts.force_uid.unwrap_or(ino.uid) };
-        let gid = if opts.all_root { 0 } else { opts.force_gid.unwrap_or(ino.gid) };
-        let uid = uid.checked_add(opts.uid_offset).ok_or_else(|| BuildError::input(&ino.source, "uid + offset overflows"))?;
-        let gid = gid.checked_add(opts.gid_offset).ok_or_else(|| BuildError::input(&ino.source, "gid + offset overflows"))?;
+        let uid = if opts.all_root {
+            0
+        } else {
+            opts.force_uid.unwrap_or(ino.uid)
+        };
+        let gid = if opts.all_root {
+            0
+        } else {
+            opts.force_gid.unwrap_or(ino.gid)
+        };
+        let uid = uid
+            .checked_add(opts.uid_offset)
+            .ok_or_else(|| BuildError::input(&ino.source, "uid + offset overflows"))?;
+        let gid = gid
+            .checked_add(opts.gid_offset)
+            .ok_or_else(|| BuildError::input(&ino.source, "gid + offset overflows"))?;
         let nlink = nlinks[id];
         let mut dir_entries = Vec::new();
         let size = match &ino.kind {
             Kind::Dir { entries } => {
                 let mut all = vec![
-                    DirEntryPlan { name: b".".to_vec(), target: id, file_type: 2 },
-                    DirEntryPlan { name: b"..".to_vec(), target: ino.parent, file_type: 2 },
+                    DirEntryPlan {
+                        name: b".".to_vec(),
+                        target: id,
+                        file_type: 2,
+                    },
+                    DirEntryPlan {
+                        name: b"..".to_vec(),
+                        target: ino.parent,
+                        file_type: 2,
+                    },
                 ];
                 for (name, child) in entries {
                     all.push(DirEntryPlan {
@@ -209,7 +233,11 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             || gid > 0xFFFF
             || nlink > 0xFFFF
             || (mtime, mtime_nsec) != (epoch, fixed_nsec);
-        let inode_size = if extended { EXTENDED_INODE_SIZE } else { COMPACT_INODE_SIZE } as u64;
+        let inode_size = if extended {
+            EXTENDED_INODE_SIZE
+        } else {
+            COMPACT_INODE_SIZE
+        } as u64;
         let xattr_len = xattrs.bodies[id].len() as u64;
         let rdev = match ino.kind {
             Kind::CharDevice { major, minor } | Kind::BlockDevice { major, minor } => {
@@ -273,7 +301,11 @@ mod tests {
     use super::*;
 
     fn e(name: &str) -> DirEntryPlan {
-        DirEntryPlan { name: name.as_bytes().to_vec(), target: 0, file_type: 1 }
+        DirEntryPlan {
+            name: name.as_bytes().to_vec(),
+            target: 0,
+            file_type: 1,
+        }
     }
 
     #[test]
@@ -292,14 +324,24 @@ mod tests {
             let used: usize = b.iter().map(|e| 12 + e.name.len()).sum();
             assert!(used <= 4096);
         }
-        let last: u64 = blocks.last().unwrap().iter().map(|e| 12 + e.name.len() as u64).sum();
+        let last: u64 = blocks
+            .last()
+            .unwrap()
+            .iter()
+            .map(|e| 12 + e.name.len() as u64)
+            .sum();
         assert_eq!(size, (blocks.len() as u64 - 1) * 4096 + last);
     }
 
     #[test]
     fn chunks_mark_holes() {
         let opts = BuildOptions::default();
-        let c = chunk_plan(5 * 4096 + 10, Some(&[(0, 100), (4 * 4096 + 5, 5 * 4096 + 10)]), &opts).unwrap();
+        let c = chunk_plan(
+            5 * 4096 + 10,
+            Some(&[(0, 100), (4 * 4096 + 5, 5 * 4096 + 10)]),
+            &opts,
+        )
+        .unwrap();
         assert_eq!(c.chunks, vec![Some(1), None, None, None, Some(1), Some(1)]);
     }
 }

@@ -11,12 +11,25 @@ pub type InodeId = usize;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// Entries sorted by name bytes, without `.` and `..`.
-    Dir { entries: Vec<(Vec<u8>, InodeId)> },
+    Dir {
+        entries: Vec<(Vec<u8>, InodeId)>,
+    },
     /// A regular file; `data` lists its data ranges when it has holes.
-    File { size: u64, data: Option<Vec<(u64, u64)>> },
-    Symlink { target: Vec<u8> },
-    CharDevice { major: u32, minor: u32 },
-    BlockDevice { major: u32, minor: u32 },
+    File {
+        size: u64,
+        data: Option<Vec<(u64, u64)>>,
+    },
+    Symlink {
+        target: Vec<u8>,
+    },
+    CharDevice {
+        major: u32,
+        minor: u32,
+    },
+    BlockDevice {
+        major: u32,
+        minor: u32,
+    },
     Fifo,
     Socket,
 }
@@ -89,7 +102,10 @@ impl Tree {
         }
         for (i, ino) in self.inodes.iter().enumerate() {
             if let Kind::Dir { entries } = &ino.kind {
-                let subdirs = entries.iter().filter(|(_, c)| self.inodes[*c].is_dir()).count();
+                let subdirs = entries
+                    .iter()
+                    .filter(|(_, c)| self.inodes[*c].is_dir())
+                    .count();
                 n[i] = 2u32.saturating_add(subdirs as u32);
             }
         }

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use ferrofs_format::xattr::{
-    encode_body_header, encode_entry, name_filter_bit, short_prefix, split_short_prefix, LONG_PREFIX_FLAG,
+    encode_body_header, encode_entry, name_filter_bit, short_prefix, split_short_prefix,
+    LONG_PREFIX_FLAG,
 };
 
 use crate::error::{BuildError, Result};
@@ -41,14 +42,18 @@ fn encode_name(name: &[u8], prefixes: &[(u8, Vec<u8>)], path: &Path) -> Result<E
     let (base, after_short) = split_short_prefix(name).ok_or_else(|| {
         BuildError::input(
             path,
-            format!("xattr {:?} has no prefix EROFS can store", String::from_utf8_lossy(name)),
+            format!(
+                "xattr {:?} has no prefix EROFS can store",
+                String::from_utf8_lossy(name)
+            ),
         )
     })?;
     let filter_bit = name_filter_bit(base, after_short);
     // The longest long prefix that matches wins over the short one.
     let mut best: Option<(usize, u8)> = None;
     for (k, (b, infix)) in prefixes.iter().enumerate() {
-        if *b == base && after_short.starts_with(infix) && best.is_none_or(|(l, _)| infix.len() > l) {
+        if *b == base && after_short.starts_with(infix) && best.is_none_or(|(l, _)| infix.len() > l)
+        {
             best = Some((infix.len(), k as u8));
         }
     }
@@ -57,7 +62,10 @@ fn encode_name(name: &[u8], prefixes: &[(u8, Vec<u8>)], path: &Path) -> Result<E
         _ => (base, after_short.to_vec()),
     };
     if suffix.len() > 255 {
-        return Err(BuildError::input(path, "xattr name longer than 255 bytes after its prefix"));
+        return Err(BuildError::input(
+            path,
+            "xattr name longer than 255 bytes after its prefix",
+        ));
     }
     Ok(EncodedName {
         index,
@@ -70,10 +78,17 @@ fn encode_name(name: &[u8], prefixes: &[(u8, Vec<u8>)], path: &Path) -> Result<E
 pub fn parse_prefixes(opts: &BuildOptions) -> Result<Vec<(u8, Vec<u8>)>> {
     let mut out = Vec::new();
     for p in &opts.xattr_prefixes {
-        let (base, infix) = split_short_prefix(p)
-            .ok_or_else(|| BuildError::Option(format!("xattr prefix {:?} does not start with a known namespace", String::from_utf8_lossy(p))))?;
+        let (base, infix) = split_short_prefix(p).ok_or_else(|| {
+            BuildError::Option(format!(
+                "xattr prefix {:?} does not start with a known namespace",
+                String::from_utf8_lossy(p)
+            ))
+        })?;
         if infix.is_empty() || infix.len() > 255 {
-            return Err(BuildError::Option(format!("xattr prefix {:?} is not longer than its namespace", String::from_utf8_lossy(p))));
+            return Err(BuildError::Option(format!(
+                "xattr prefix {:?} is not longer than its namespace",
+                String::from_utf8_lossy(p)
+            )));
         }
         if out.len() >= 128 {
             return Err(BuildError::Option("at most 128 xattr prefixes".into()));
@@ -99,7 +114,13 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
     for ino in &tree.inodes {
         for (n, v) in &ino.xattrs {
             if v.len() > usize::from(u16::MAX) {
-                return Err(BuildError::input(&ino.source, format!("xattr {} value longer than 65535 bytes", String::from_utf8_lossy(n))));
+                return Err(BuildError::input(
+                    &ino.source,
+                    format!(
+                        "xattr {} value longer than 65535 bytes",
+                        String::from_utf8_lossy(n)
+                    ),
+                ));
             }
             *counts.entry((n, v)).or_default() += 1;
         }
@@ -139,7 +160,10 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
         }
         body.extend_from_slice(&inline);
         if body.len() > 12 + 4 * (usize::from(u16::MAX) - 1) {
-            return Err(BuildError::input(&ino.source, "xattrs too large for one inode"));
+            return Err(BuildError::input(
+                &ino.source,
+                "xattrs too large for one inode",
+            ));
         }
         plan.bodies[i] = body;
     }

@@ -98,6 +98,8 @@ struct Extractor<'a> {
     dirs: Vec<(PathBuf, Inode)>,
     error: Option<ExtractError>,
     progress: Option<&'a dyn Fn(u64)>,
+    buf: Vec<u8>,
+    sparse_pending: bool,
 }
 
 fn valid_name(name: &[u8]) -> bool {
@@ -184,7 +186,29 @@ impl Extractor<'_> {
             .mode(0o600)
             .open(path)
             .map_err(WriteError::Io)?;
-        let mut buf = vec![0u8; 1 << 20];
+        // One buffer for the whole extraction, grown only when needed.
+        let mut buf = std::mem::take(&mut self.buf);
+        let want = (inode.size.min(1 << 20)) as usize;
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        let res = self.copy_extents(&file, &out, &mut buf);
+        self.buf = buf;
+        res?;
+        if self.sparse_pending {
+            out.set_len(inode.size).map_err(WriteError::Io)?;
+        }
+        out.flush().map_err(WriteError::Io)?;
+        Ok(())
+    }
+
+    fn copy_extents(
+        &mut self,
+        file: &ferrofs::File,
+        out: &fs::File,
+        buf: &mut [u8],
+    ) -> Result<(), WriteError> {
+        self.sparse_pending = false;
         let mut sparse = false;
         for ext in file.extents() {
             let ext = ext.map_err(WriteError::Image)?;
@@ -197,7 +221,7 @@ impl Extractor<'_> {
                 let n = (ext.end() - pos).min(buf.len() as u64) as usize;
                 file.read_at(&mut buf[..n], pos)
                     .map_err(WriteError::Image)?;
-                std::os::unix::fs::FileExt::write_all_at(&out, &buf[..n], pos)
+                std::os::unix::fs::FileExt::write_all_at(out, &buf[..n], pos)
                     .map_err(WriteError::Io)?;
                 pos += n as u64;
                 self.summary.bytes += n as u64;
@@ -206,10 +230,7 @@ impl Extractor<'_> {
                 p(self.summary.bytes);
             }
         }
-        if sparse {
-            out.set_len(inode.size).map_err(WriteError::Io)?;
-        }
-        out.flush().map_err(WriteError::Io)?;
+        self.sparse_pending = sparse;
         Ok(())
     }
 
@@ -304,6 +325,8 @@ pub fn extract(
         dirs: vec![(target.to_path_buf(), root)],
         error: None,
         progress,
+        buf: Vec::new(),
+        sparse_pending: false,
     };
     walk(image, |v| {
         if x.error.is_some() {

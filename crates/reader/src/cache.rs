@@ -131,3 +131,59 @@ impl PclusterCache {
         }
     }
 }
+
+/// A small LRU cache of metadata blocks of the primary device, so the many
+/// small reads of inodes, indexes, xattrs and dirents cost one pread per
+/// block instead of one per field.
+pub(crate) struct BlockCache {
+    capacity: usize,
+    state: Mutex<BlockState>,
+}
+
+#[derive(Default)]
+struct BlockState {
+    map: HashMap<u64, (Arc<[u8]>, u64)>,
+    order: BTreeMap<u64, u64>,
+    tick: u64,
+}
+
+impl BlockCache {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            state: Mutex::new(BlockState::default()),
+        }
+    }
+
+    pub fn get(&self, blk: u64) -> Option<Arc<[u8]>> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.tick += 1;
+        let tick = st.tick;
+        let (data, old) = {
+            let e = st.map.get_mut(&blk)?;
+            let old = e.1;
+            e.1 = tick;
+            (e.0.clone(), old)
+        };
+        st.order.remove(&old);
+        st.order.insert(tick, blk);
+        Some(data)
+    }
+
+    pub fn insert(&self, blk: u64, data: Arc<[u8]>) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.tick += 1;
+        let tick = st.tick;
+        if let Some((_, old)) = st.map.insert(blk, (data, tick)) {
+            st.order.remove(&old);
+        }
+        st.order.insert(tick, blk);
+        while st.map.len() > self.capacity {
+            let Some((&t, &b)) = st.order.iter().next() else {
+                break;
+            };
+            st.order.remove(&t);
+            st.map.remove(&b);
+        }
+    }
+}

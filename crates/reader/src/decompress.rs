@@ -83,7 +83,12 @@ pub(crate) fn decoded(
 /// Decodes a whole extent straight into the caller's buffer (`out.len()`
 /// equals the extent length): no intermediate buffer, no copy, and the
 /// cache is left alone since the reader now holds the bytes.
-pub(crate) fn decode_into(image: &Image, pc: &Pcluster, out: &mut [u8], at: Location) -> Result<()> {
+pub(crate) fn decode_into(
+    image: &Image,
+    pc: &Pcluster,
+    out: &mut [u8],
+    at: Location,
+) -> Result<()> {
     let PclusterFormat::Codec(alg) = pc.format else {
         return Err(Error::corrupt(at, "raw pcluster sent to the decoder"));
     };

@@ -11,7 +11,7 @@ use ferrofs_format::superblock::{
 };
 use ferrofs_format::{BlockSize, FormatError, Nid, SUPERBLOCK_OFFSET};
 
-use crate::cache::PclusterCache;
+use crate::cache::{BlockCache, PclusterCache};
 use crate::decompress::DecoderPool;
 use crate::error::{Error, Location, Result};
 use crate::file::{File, FileData};
@@ -56,6 +56,7 @@ pub(crate) struct Inner {
     pub(crate) prefixes: Vec<(u8, Vec<u8>)>,
     pub(crate) packed: Option<Arc<FileData>>,
     pub(crate) cache: PclusterCache,
+    pub(crate) blocks: BlockCache,
     pub(crate) decoders: DecoderPool,
     pub(crate) source_len: u64,
 }
@@ -74,6 +75,9 @@ impl std::fmt::Debug for Image {
             .finish()
     }
 }
+
+/// Metadata blocks kept in memory (256 x 4 KiB = 1 MiB at most).
+const META_CACHE_BLOCKS: usize = 256;
 
 /// Largest number of extra devices accepted (the table lives in block 0..).
 const MAX_DEVICES: u16 = 4096;
@@ -144,6 +148,7 @@ impl Image {
             prefixes: Vec::new(),
             packed: None,
             cache: PclusterCache::new(opts.cache_bytes),
+            blocks: BlockCache::new(META_CACHE_BLOCKS),
             decoders: DecoderPool::new(cfg),
             source_len,
         };
@@ -195,9 +200,47 @@ impl Image {
             .map(|d| File::from_parts(self.clone(), d.clone()))
     }
 
-    /// Reads `buf.len()` bytes of the primary device at `offset`.
+    /// Reads `buf.len()` bytes of the primary device at `offset` through
+    /// the metadata block cache (reads larger than a block go straight to
+    /// the source).
     pub fn read_raw(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        read_exact(&*self.inner.source, buf, offset)
+        let bs = self.inner.bs.bytes();
+        if buf.len() as u64 > bs {
+            return read_exact(&*self.inner.source, buf, offset);
+        }
+        let mut done = 0usize;
+        while done < buf.len() {
+            let pos = offset
+                .checked_add(done as u64)
+                .ok_or_else(|| Error::corrupt(Location::at(offset), "address overflows"))?;
+            let blk = pos / bs;
+            let block = self.meta_block(blk)?;
+            let within = (pos % bs) as usize;
+            let avail = <[u8]>::len(&block).saturating_sub(within);
+            if avail == 0 {
+                // The block is short: the image ends here.
+                return read_exact(&*self.inner.source, &mut buf[done..], pos);
+            }
+            let n = avail.min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&block[within..within + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn meta_block(&self, blk: u64) -> Result<Arc<[u8]>> {
+        if let Some(b) = self.inner.blocks.get(blk) {
+            return Ok(b);
+        }
+        let bs = self.inner.bs.bytes();
+        let start = blk * bs;
+        // The last block of a truncated image may be partial.
+        let len = bs.min(self.inner.source_len.saturating_sub(start)) as usize;
+        let mut v = vec![0u8; len];
+        read_exact(&*self.inner.source, &mut v, start)?;
+        let b: Arc<[u8]> = v.into();
+        self.inner.blocks.insert(blk, b.clone());
+        Ok(b)
     }
 
     /// Reads bytes at a block address of the unified address space

@@ -78,10 +78,17 @@ fn data_ranges(path: &Path, size: u64, blocks_512: u64) -> Result<Option<Vec<(u6
     Ok(Some(ranges))
 }
 
-fn make_inode(path: &Path, meta: &fs::Metadata, opts: &BuildOptions, parent: InodeId) -> Result<Inode> {
+fn make_inode(
+    path: &Path,
+    meta: &fs::Metadata,
+    opts: &BuildOptions,
+    parent: InodeId,
+) -> Result<Inode> {
     let ft = meta.file_type();
     let kind = if ft.is_dir() {
-        Kind::Dir { entries: Vec::new() }
+        Kind::Dir {
+            entries: Vec::new(),
+        }
     } else if ft.is_file() {
         Kind::File {
             size: meta.len(),
@@ -96,7 +103,10 @@ fn make_inode(path: &Path, meta: &fs::Metadata, opts: &BuildOptions, parent: Ino
         let rdev = meta.rdev();
         let (major, minor) = (rustix::fs::major(rdev), rustix::fs::minor(rdev));
         if major >= 1 << 12 || minor >= 1 << 20 {
-            return Err(BuildError::input(path, format!("device number {major}:{minor} does not fit")));
+            return Err(BuildError::input(
+                path,
+                format!("device number {major}:{minor} does not fit"),
+            ));
         }
         if ft.is_char_device() {
             Kind::CharDevice { major, minor }
@@ -154,7 +164,10 @@ pub fn scan(root: &Path, opts: &BuildOptions) -> Result<Tree> {
                 continue;
             }
             if name.len() > ferrofs_format::NAME_MAX {
-                return Err(BuildError::input(dir_path.join(OsStr::from_bytes(&name)), "name longer than 255 bytes"));
+                return Err(BuildError::input(
+                    dir_path.join(OsStr::from_bytes(&name)),
+                    "name longer than 255 bytes",
+                ));
             }
             let path = dir_path.join(OsStr::from_bytes(&name));
             let meta = fs::symlink_metadata(&path).map_err(BuildError::io(&path))?;

@@ -187,13 +187,15 @@ fn parse_uuid(s: &str) -> Result<[u8; 16]> {
 
 fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     use ferrofs_builder::{BuildOptions, TimePolicy};
-    let mut o = BuildOptions::default();
-    o.blkszbits = match a.block_size {
-        512 => 9,
-        1024 => 10,
-        2048 => 11,
-        4096 => 12,
-        b => bail!("-b {b}: block size must be 512, 1024, 2048 or 4096"),
+    let mut o = BuildOptions {
+        blkszbits: match a.block_size {
+            512 => 9,
+            1024 => 10,
+            2048 => 11,
+            4096 => 12,
+            b => bail!("-b {b}: block size must be 512, 1024, 2048 or 4096"),
+        },
+        ..BuildOptions::default()
     };
     let sde = std::env::var("SOURCE_DATE_EPOCH").ok().filter(|v| !v.is_empty());
     o.time = match (a.timestamp, a.mkfs_time, a.ignore_mtime, sde) {

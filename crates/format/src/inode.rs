@@ -284,7 +284,13 @@ mod tests {
             nlink: 70_000,
         };
         let back = RawInode::parse_extended(&raw.to_extended_bytes());
-        assert_eq!(back, RawInode { format: raw.format | 1, ..raw.clone() });
+        assert_eq!(
+            back,
+            RawInode {
+                format: raw.format | 1,
+                ..raw.clone()
+            }
+        );
         let compact = RawInode {
             extended: false,
             size: 12345,
@@ -296,7 +302,10 @@ mod tests {
             nb: 2,
             ..raw
         };
-        assert_eq!(RawInode::parse_compact(&compact.to_compact_bytes()), compact);
+        assert_eq!(
+            RawInode::parse_compact(&compact.to_compact_bytes()),
+            compact
+        );
     }
 
     #[test]

@@ -1,8 +1,9 @@
-//! Writing the image: data blocks in nid order through a buffered writer,
-//! then the metadata area (inodes, xattrs, inline tails, directory blocks)
-//! and the superblock last, into a temporary file beside the target that is
-//! fsynced and renamed only when everything succeeded. Any failure or an
-//! interrupt removes the temporary file and leaves the target untouched.
+//! Writing the image: file data first (flat, chunk-based or compressed, in
+//! nid order, compression on a worker pool with results written in order so
+//! the image does not depend on the thread count), then the metadata area,
+//! directory blocks, and the superblock last, into a temporary file beside
+//! the target that is fsynced and renamed only when everything succeeded.
+//! Any failure or an interrupt removes the temporary file.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -10,17 +11,21 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use ferrofs_format::compress::{ALG_DEFLATE, ALG_LZ4, ALG_LZMA, ALG_ZSTD};
 use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
 use ferrofs_format::inode::{DataLayout, RawInode};
 use ferrofs_format::superblock::{checksum_len, compat, compute_checksum, incompat, Superblock};
 use ferrofs_format::{BlockSize, Nid};
+use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::compress::{compress_segment, lzma_dict, worth_compressing, Compressor, Extent};
 use crate::error::{BuildError, Result};
-use crate::layout::{layout, Layout};
+use crate::layout::{layout_meta, MetaLayout};
 use crate::options::BuildOptions;
 use crate::plan::{plan, InodePlan, Plan};
-use crate::tree::{Kind, Tree};
+use crate::tree::{InodeId, Kind, Tree};
+use crate::zinode::{encode_index, ZExtent, ZInode};
 
 /// Progress of the data pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -39,6 +44,8 @@ pub struct Summary {
     pub meta_blocks: u64,
     pub bytes: u64,
     pub compact_inodes: u64,
+    pub compressed_files: u64,
+    pub pclusters: u64,
 }
 
 /// Removes the temporary file unless the build committed it.
@@ -55,6 +62,33 @@ impl Drop for TempGuard {
     }
 }
 
+fn check_options(opts: &BuildOptions) -> Result<()> {
+    BlockSize::from_bits(opts.blkszbits)
+        .map_err(|_| BuildError::Option(format!("block size 2^{} (use 512..4096)", opts.blkszbits)))?;
+    let bs = opts.block_size();
+    if opts.label.len() > 15 {
+        return Err(BuildError::Option("volume label longer than 15 bytes".into()));
+    }
+    if let Some(cs) = opts.chunk_size {
+        if !cs.is_power_of_two() || cs < bs {
+            return Err(BuildError::Option(format!("chunk size {cs} is not a power of two >= the block size")));
+        }
+    }
+    if let Some(c) = &opts.compress {
+        if c.compressors.is_empty() {
+            return Err(BuildError::Option("no compressor given".into()));
+        }
+        for p in std::iter::once(c.pcluster_bytes).chain(c.hints.iter().map(|h| h.pcluster_bytes)) {
+            if p < bs || !p.is_multiple_of(bs) || p > 1 << 20 {
+                return Err(BuildError::Option(format!(
+                    "pcluster size {p} must be a multiple of the block size ({bs}) up to 1 MiB"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Builds an image of the directory `source` at `output`.
 pub fn build(
     source: &Path,
@@ -63,64 +97,28 @@ pub fn build(
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
-    BlockSize::from_bits(opts.blkszbits).map_err(|_| {
-        BuildError::Option(format!("block size 2^{} (use 512..4096)", opts.blkszbits))
-    })?;
-    if opts.label.len() > 15 {
-        return Err(BuildError::Option(
-            "volume label longer than 15 bytes".into(),
-        ));
-    }
-    if let Some(cs) = opts.chunk_size {
-        if !cs.is_power_of_two() || cs < opts.block_size() {
-            return Err(BuildError::Option(format!(
-                "chunk size {cs} is not a power of two >= the block size"
-            )));
-        }
-    }
+    check_options(opts)?;
     let tree = crate::source::dir::scan(source, opts)?;
-    let plan = plan(&tree, opts)?;
-    let lay = layout(&plan, opts.block_size())?;
+    let mut plan = plan(&tree, opts)?;
 
-    let dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = output
         .file_name()
         .ok_or_else(|| BuildError::Option(format!("{} is not a file path", output.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.ferrofs-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let tmp = dir.join(format!(".{}.ferrofs-{}.tmp", name.to_string_lossy(), std::process::id()));
     let file = fs::OpenOptions::new()
         .write(true)
         .read(true)
         .create_new(true)
         .open(&tmp)
-        .map_err(|source| BuildError::Output {
-            path: tmp.clone(),
-            source,
-        })?;
-    let mut guard = TempGuard {
-        path: tmp.clone(),
-        done: false,
-    };
-    let out_err = |source| BuildError::Output {
-        path: output.to_path_buf(),
-        source,
-    };
-    let summary = write_image(
-        &tree,
-        &plan,
-        &lay,
-        opts,
-        &file,
-        output,
-        interrupted,
-        progress,
-    )?;
+        .map_err(|source| BuildError::Output { path: tmp.clone(), source })?;
+    let mut guard = TempGuard { path: tmp.clone(), done: false };
+    let out_err = |source| BuildError::Output { path: output.to_path_buf(), source };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.workers)
+        .build()
+        .map_err(|e| BuildError::Option(format!("worker threads: {e}")))?;
+    let summary = write_image(&tree, &mut plan, opts, &file, output, interrupted, progress, &pool)?;
     file.sync_all().map_err(out_err)?;
     drop(file);
     fs::rename(&tmp, output).map_err(out_err)?;
@@ -140,36 +138,328 @@ struct Writer<'a> {
 
 impl Writer<'_> {
     fn write(&mut self, b: &[u8]) -> Result<()> {
+        let out = self.output;
         self.data
             .write_all(b)
-            .map_err(|source| BuildError::Output {
-                path: self.output.to_path_buf(),
-                source,
-            })?;
+            .map_err(|source| BuildError::Output { path: out.to_path_buf(), source })?;
         self.hash.update(b);
         self.pos += b.len() as u64;
+        Ok(())
+    }
+    fn zeros(&mut self, n: u64) -> Result<()> {
+        const Z: [u8; 4096] = [0; 4096];
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(4096) as usize;
+            self.write(&Z[..k])?;
+            left -= k as u64;
+        }
         Ok(())
     }
     fn pad_to_block(&mut self, bs: u64) -> Result<()> {
         let rem = self.pos % bs;
         if rem != 0 {
-            self.write(&vec![0u8; (bs - rem) as usize])?;
+            self.zeros(bs - rem)?;
         }
         Ok(())
     }
+    fn block(&self, bs: u64) -> u64 {
+        self.pos / bs
+    }
+}
+
+/// Reads exactly `buf.len()` bytes of a source file, naming it on failure.
+fn read_exact_at(f: &File, path: &Path, buf: &mut [u8], off: u64) -> Result<()> {
+    f.read_exact_at(buf, off).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            BuildError::Changed { path: path.to_path_buf(), reason: "it became shorter".into() }
+        } else {
+            BuildError::io(path)(e)
+        }
+    })
+}
+
+fn open_checked(path: &Path, size: u64) -> Result<File> {
+    let f = File::open(path).map_err(BuildError::io(path))?;
+    let now = f.metadata().map_err(BuildError::io(path))?.len();
+    if now != size {
+        return Err(BuildError::Changed { path: path.to_path_buf(), reason: format!("size was {size}, is now {now}") });
+    }
+    Ok(f)
+}
+
+fn check_not_grown(f: &File, path: &Path, size: u64) -> Result<()> {
+    let mut probe = [0u8; 1];
+    let mut fr = f;
+    fr.seek(SeekFrom::Start(size)).map_err(BuildError::io(path))?;
+    if fr.read(&mut probe).map_err(BuildError::io(path))? != 0 {
+        return Err(BuildError::Changed { path: path.to_path_buf(), reason: "it grew".into() });
+    }
+    Ok(())
+}
+
+/// Compression records that follow the superblock, and the SB fields they
+/// imply: (records, available bitmap, use COMPR_CFGS).
+fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16, bool) {
+    let Some(c) = &opts.compress else {
+        return (Vec::new(), 0, false);
+    };
+    let max_pcl = c.hints.iter().map(|h| h.pcluster_bytes).chain([c.pcluster_bytes]).max().unwrap_or(bs);
+    let mut bitmap = 0u16;
+    for comp in &c.compressors {
+        bitmap |= 1 << comp.alg.id();
+    }
+    let cfgs = bitmap != 1 << ALG_LZ4 || max_pcl > bs;
+    if !cfgs {
+        return (Vec::new(), bitmap, false);
+    }
+    let mut r = Vec::new();
+    let mut rec = |payload: &[u8]| {
+        r.resize(r.len().div_ceil(4) * 4, 0);
+        r.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+        r.extend_from_slice(payload);
+    };
+    for alg in [ALG_LZ4, ALG_LZMA, ALG_DEFLATE, ALG_ZSTD] {
+        if bitmap & (1 << alg) == 0 {
+            continue;
+        }
+        let mut p = Vec::new();
+        match alg {
+            ALG_LZ4 => {
+                p.extend_from_slice(&65535u16.to_le_bytes());
+                p.extend_from_slice(&((max_pcl / bs) as u16).to_le_bytes());
+                p.resize(14, 0);
+            }
+            ALG_LZMA => {
+                p.extend_from_slice(&lzma_dict(max_pcl).to_le_bytes());
+                p.resize(14, 0);
+            }
+            ALG_DEFLATE => {
+                p.push(15);
+                p.resize(6, 0);
+            }
+            _ => {
+                p.push(0);
+                p.push((ferrofs_codec::ZSTD_ENCODER_WINDOW_LOG - 10) as u8);
+                p.resize(6, 0);
+            }
+        }
+        rec(&p);
+    }
+    (r, bitmap, true)
+}
+
+/// One segment of a file to compress.
+struct Unit {
+    id: InodeId,
+    offset: u64,
+    len: u64,
+    pcluster: u64,
+    compressor: usize,
+}
+
+/// The compression pass for one window of files: which files are worth
+/// compressing, and each segment's extents (computed in parallel; the
+/// result only depends on the input bytes).
+fn compress_window(tree: &Tree, plan: &Plan, opts: &BuildOptions, ids: &[InodeId]) -> Result<Vec<Option<Vec<Extent>>>> {
+    let Some(c) = &opts.compress else {
+        return Ok(vec![None; ids.len()]);
+    };
+    let bs = opts.block_size();
+    let comps: &[Compressor] = &c.compressors;
+    let big = |pcl: u64| pcl > bs;
+    // Phase A: sample the first pcluster of every candidate.
+    let worth: Vec<bool> = ids
+        .par_iter()
+        .map(|&id| -> Result<bool> {
+            let Some((pcl, comp)) = plan.inodes[id].compress else {
+                return Ok(false);
+            };
+            let ino = &tree.inodes[id];
+            let size = ino.data_size();
+            let f = open_checked(&ino.source, size)?;
+            let n = size.min(pcl.max(4 * bs)) as usize;
+            let mut buf = vec![0u8; n];
+            read_exact_at(&f, &ino.source, &mut buf, 0)?;
+            let mut enc = comps[comp].encoder(pcl)?;
+            Ok(worth_compressing(&mut enc, &buf, pcl, bs))
+        })
+        .collect::<Result<_>>()?;
+    // Phase B: compress every segment of the chosen files.
+    let mut units = Vec::new();
+    for (k, &id) in ids.iter().enumerate() {
+        if !worth[k] {
+            continue;
+        }
+        let (pcl, comp) = plan.inodes[id].compress.unwrap_or((bs, 0));
+        let seg = (pcl * 16).max(4 << 20);
+        let size = tree.inodes[id].data_size();
+        let mut off = 0;
+        while off < size {
+            let len = seg.min(size - off);
+            units.push((k, Unit { id, offset: off, len, pcluster: pcl, compressor: comp }));
+            off += len;
+        }
+    }
+    let results: Vec<(usize, Vec<Extent>)> = units
+        .par_iter()
+        .map_init(
+            std::collections::HashMap::new,
+            |encs: &mut std::collections::HashMap<(usize, u64), ferrofs_codec::Encoder>, (k, u)| -> Result<(usize, Vec<Extent>)> {
+                let ino = &tree.inodes[u.id];
+                let f = File::open(&ino.source).map_err(BuildError::io(&ino.source))?;
+                let mut buf = vec![0u8; u.len as usize];
+                read_exact_at(&f, &ino.source, &mut buf, u.offset)?;
+                if let std::collections::hash_map::Entry::Vacant(e) = encs.entry((u.compressor, u.pcluster)) {
+                    e.insert(comps[u.compressor].encoder(u.pcluster)?);
+                }
+                let enc = encs.get_mut(&(u.compressor, u.pcluster)).ok_or_else(|| BuildError::Option("encoder".into()))?;
+                Ok((*k, compress_segment(enc, &buf, u.offset, u.pcluster, bs, big(u.pcluster))?))
+            },
+        )
+        .collect::<Result<_>>()?;
+    let mut out: Vec<Option<Vec<Extent>>> = vec![None; ids.len()];
+    for (k, ex) in results {
+        out[k].get_or_insert_with(Vec::new).extend(ex);
+    }
+    Ok(out)
+}
+
+/// Writes one compressed file's pclusters and returns its inode state.
+fn write_compressed(
+    w: &mut Writer,
+    tree: &Tree,
+    plan: &Plan,
+    id: InodeId,
+    extents: Vec<Extent>,
+    opts: &BuildOptions,
+) -> Result<ZInode> {
+    let bs = opts.block_size();
+    let ino = &tree.inodes[id];
+    let p = &plan.inodes[id];
+    let size = ino.data_size();
+    let comp = opts.compress.as_ref().map(|c| c.compressors[p.compress.map_or(0, |x| x.1)]);
+    let alg = comp.map_or(0, |c| c.alg.id());
+    let f = open_checked(&ino.source, size)?;
+    let inode_and_xattrs = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+    let mut zext: Vec<ZExtent> = Vec::with_capacity(extents.len());
+    let mut cursor = w.block(bs);
+    for e in &extents {
+        let blocks = e.blocks(bs);
+        zext.push(ZExtent {
+            la: e.la,
+            llen: e.llen,
+            plain: e.compressed.is_none(),
+            pblk: cursor,
+            blocks,
+            csize: e.compressed.as_ref().map_or(e.llen, |c| c.len() as u64),
+        });
+        cursor += blocks;
+    }
+    // ztailpacking: the last pcluster inline, when it fits in the inode's block.
+    let mut inline: Option<Vec<u8>> = None;
+    let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking);
+    if let (true, Some(last)) = (ztail, extents.last()) {
+        let bytes = match &last.compressed {
+            Some(c) => c.clone(),
+            None => {
+                let mut raw = vec![0u8; last.llen as usize];
+                read_exact_at(&f, &ino.source, &mut raw, last.la)?;
+                raw
+            }
+        };
+        if bytes.len() < bs as usize {
+            let mut trial = zext.clone();
+            let t = trial.len() - 1;
+            trial[t].blocks = 0;
+            let (index, _) = encode_index(&trial, size, bs, alg, Some(bytes.len() as u16), inode_and_xattrs);
+            let pad = inode_and_xattrs.div_ceil(8) * 8 - inode_and_xattrs;
+            if inode_and_xattrs + pad + index.len() as u64 + bytes.len() as u64 <= bs {
+                zext = trial;
+                inline = Some(bytes);
+            }
+        }
+    }
+    // An extent that is not the tail never crosses... every extent's
+    // compressed stream must save a block unless it is stored inline.
+    let n_written = if inline.is_some() { extents.len() - 1 } else { extents.len() };
+    let mut buf = Vec::new();
+    for (k, e) in extents.iter().enumerate().take(n_written) {
+        let z = &mut zext[k];
+        match &e.compressed {
+            Some(c) if (c.len() as u64).div_ceil(bs) < e.llen.div_ceil(bs) || z.blocks * bs < e.llen => {
+                // Zero padding in front: the stream ends at the pcluster's end.
+                w.zeros(z.blocks * bs - c.len() as u64)?;
+                w.write(c)?;
+            }
+            Some(_) | None => {
+                // Raw (PLAIN) pcluster: the tail extent that saves no block
+                // is stored raw too.
+                buf.resize(e.llen as usize, 0);
+                read_exact_at(&f, &ino.source, &mut buf, e.la)?;
+                z.plain = true;
+                z.csize = e.llen;
+                z.blocks = e.llen.div_ceil(bs);
+                w.write(&buf)?;
+                w.pad_to_block(bs)?;
+            }
+        }
+    }
+    check_not_grown(&f, &ino.source, size)?;
+    // Blocks are contiguous; recompute addresses after raw fallbacks.
+    let mut c = zext.first().map_or(0, |z| z.pblk);
+    for z in zext.iter_mut() {
+        z.pblk = c;
+        c += z.blocks;
+    }
+    let blocks: u64 = zext.iter().map(|z| z.blocks).sum();
+    let (index, compact) = encode_index(&zext, size, bs, alg, inline.as_ref().map(|v| v.len() as u16), inode_and_xattrs);
+    Ok(ZInode { alg, extents: zext, inline, index, compact, blocks })
+}
+
+/// Copies a flat or chunk-based file into the data area.
+fn write_flat(w: &mut Writer, tree: &Tree, p: &InodePlan, id: InodeId, bs: u64, buf: &mut [u8]) -> Result<(u64, Vec<Option<u64>>)> {
+    let ino = &tree.inodes[id];
+    let size = ino.data_size();
+    let path = &ino.source;
+    let f = open_checked(path, size)?;
+    let mut copy = |w: &mut Writer, from: u64, len: u64| -> Result<()> {
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(buf.len() as u64) as usize;
+            read_exact_at(&f, path, &mut buf[..n], from + done)?;
+            w.write(&buf[..n])?;
+            done += n as u64;
+        }
+        w.pad_to_block(bs)
+    };
+    let start = w.block(bs);
+    let mut chunks = Vec::new();
+    if let Some(c) = &p.chunks {
+        let cs = bs << c.bits_extra;
+        for (k, ch) in c.chunks.iter().enumerate() {
+            if ch.is_some() {
+                let from = k as u64 * cs;
+                chunks.push(Some(w.block(bs)));
+                copy(w, from, cs.min(size - from))?;
+            } else {
+                chunks.push(None);
+            }
+        }
+    } else {
+        copy(w, 0, (size - p.tail).min(p.blocks * bs))?;
+    }
+    check_not_grown(&f, path, size)?;
+    Ok((start, chunks))
 }
 
 /// Encodes a directory block (entries, then names).
-fn dir_block(p: &InodePlan, block: usize, lay: &Layout) -> Vec<u8> {
+fn dir_block(p: &InodePlan, block: usize, lay: &MetaLayout, bs: u64) -> Vec<u8> {
     let entries = &p.dir_blocks[block];
     let mut b = Vec::new();
     let mut nameoff = (entries.len() * DIRENT_SIZE) as u16;
     for e in entries {
-        let d = RawDirent {
-            nid: Nid(lay.nid(e.target)),
-            nameoff,
-            file_type: e.file_type,
-        };
+        let d = RawDirent { nid: Nid(lay.nid(e.target, bs)), nameoff, file_type: e.file_type };
         b.extend_from_slice(&d.to_bytes());
         nameoff += e.name.len() as u16;
     }
@@ -179,182 +469,149 @@ fn dir_block(p: &InodePlan, block: usize, lay: &Layout) -> Vec<u8> {
     b
 }
 
-/// Reads exactly `buf.len()` bytes of a source file, naming it on failure.
-fn read_exact_at(f: &File, path: &Path, buf: &mut [u8], off: u64) -> Result<()> {
-    f.read_exact_at(buf, off).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            BuildError::Changed {
-                path: path.to_path_buf(),
-                reason: "it became shorter".into(),
-            }
-        } else {
-            BuildError::io(path)(e)
-        }
-    })
-}
+/// Files per window of the data pass, and input bytes per window.
+const WINDOW_FILES: usize = 1024;
+const WINDOW_BYTES: u64 = 64 << 20;
 
 #[allow(clippy::too_many_arguments)]
 fn write_image(
     tree: &Tree,
-    plan: &Plan,
-    lay: &Layout,
+    plan: &mut Plan,
     opts: &BuildOptions,
     file: &File,
     output: &Path,
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
+    pool: &rayon::ThreadPool,
 ) -> Result<Summary> {
     let bs = opts.block_size();
-    let mut meta = vec![0u8; (lay.meta_blocks * bs) as usize];
+    let (records, algs, cfgs) = compression_records(opts, bs);
+    let sb_end = 1024 + 128 + records.len() as u64;
+    let data_start = sb_end.div_ceil(bs).max(1);
     let mut w = Writer {
         data: BufWriter::with_capacity(1 << 20, file),
         hash: Xxh3::new(),
-        pos: lay.meta_blocks * bs,
+        pos: data_start * bs,
         output,
     };
     w.data
-        .seek(SeekFrom::Start(w.pos))
-        .map_err(|source| BuildError::Output {
-            path: output.to_path_buf(),
-            source,
-        })?;
+        .seek(SeekFrom::Start(data_start * bs))
+        .map_err(|source| BuildError::Output { path: output.to_path_buf(), source })?;
+
+    let files: Vec<InodeId> = plan
+        .order
+        .iter()
+        .copied()
+        .filter(|&id| matches!(tree.inodes[id].kind, Kind::File { size, .. } if size > 0))
+        .collect();
     let mut prog = Progress {
-        files_total: tree
-            .inodes
-            .iter()
-            .filter(|i| matches!(i.kind, Kind::File { .. }))
-            .count() as u64,
-        bytes_total: tree
-            .inodes
-            .iter()
-            .map(|i| {
-                if let Kind::File { size, .. } = i.kind {
-                    size
-                } else {
-                    0
-                }
-            })
-            .sum(),
+        files_total: files.len() as u64,
+        bytes_total: files.iter().map(|&id| tree.inodes[id].data_size()).sum(),
         ..Default::default()
     };
+    let mut start_blk = vec![0u64; tree.inodes.len()];
+    let mut chunk_blk: Vec<Vec<Option<u64>>> = vec![Vec::new(); tree.inodes.len()];
     let mut buf = vec![0u8; 1 << 20];
-    for &id in &plan.order {
-        if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
-            return Err(BuildError::Interrupted {
-                path: output.to_path_buf(),
-            });
+    let mut i = 0;
+    while i < files.len() {
+        let mut j = i;
+        let mut bytes = 0;
+        while j < files.len() && j - i < WINDOW_FILES && (j == i || bytes < WINDOW_BYTES) {
+            bytes += tree.inodes[files[j]].data_size();
+            j += 1;
         }
-        let ino = &tree.inodes[id];
-        let p = &plan.inodes[id];
-        // Where the inline tail goes in the metadata area.
-        let tail_pos =
-            lay.pos[id] + p.inode_size() + plan.xattrs.bodies[id].len() as u64 + p.table_len();
-        match &ino.kind {
-            Kind::Dir { .. } => {
-                let nblocks = p.dir_blocks.len();
-                for b in 0..nblocks {
-                    let bytes = dir_block(p, b, lay);
-                    if b + 1 == nblocks && p.layout == DataLayout::FlatInline {
-                        meta[tail_pos as usize..tail_pos as usize + bytes.len()]
-                            .copy_from_slice(&bytes);
-                    } else {
-                        debug_assert_eq!(w.pos, (lay.start_blk[id] + b as u64) * bs);
-                        w.write(&bytes)?;
-                        w.pad_to_block(bs)?;
-                    }
+        let window = &files[i..j];
+        let compressed = pool.install(|| compress_window(tree, plan, opts, window))?;
+        for (k, &id) in window.iter().enumerate() {
+            if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                return Err(BuildError::Interrupted { path: output.to_path_buf() });
+            }
+            match compressed[k].clone() {
+                Some(ex) => {
+                    let z = write_compressed(&mut w, tree, plan, id, ex, opts)?;
+                    let p = &mut plan.inodes[id];
+                    p.layout = if z.compact { DataLayout::CompressedCompact } else { DataLayout::CompressedFull };
+                    p.tail = 0;
+                    p.blocks = 0;
+                    p.z = Some(z);
+                }
+                None => {
+                    let (s, c) = write_flat(&mut w, tree, &plan.inodes[id], id, bs, &mut buf)?;
+                    start_blk[id] = s;
+                    chunk_blk[id] = c;
                 }
             }
-            Kind::Symlink { target } => {
+            prog.files_done += 1;
+            prog.bytes_done += tree.inodes[id].data_size();
+            progress(prog);
+        }
+        i = j;
+    }
+    // Symlink targets that need blocks (longer than an inline tail allows).
+    for &id in &plan.order {
+        if let Kind::Symlink { target } = &tree.inodes[id].kind {
+            let p = &plan.inodes[id];
+            if p.blocks > 0 {
+                start_blk[id] = w.block(bs);
                 let split = (p.blocks * bs).min(target.len() as u64) as usize;
-                if p.blocks > 0 {
-                    w.write(&target[..split])?;
-                    w.pad_to_block(bs)?;
-                }
-                let tail = &target[split..];
-                if p.layout == DataLayout::FlatInline {
-                    meta[tail_pos as usize..tail_pos as usize + tail.len()].copy_from_slice(tail);
-                }
+                w.write(&target[..split])?;
+                w.pad_to_block(bs)?;
             }
-            Kind::File { size, .. } if *size > 0 => {
-                let path = &ino.source;
-                let f = File::open(path).map_err(BuildError::io(path))?;
-                let now = f.metadata().map_err(BuildError::io(path))?.len();
-                if now != *size {
-                    return Err(BuildError::Changed {
-                        path: path.clone(),
-                        reason: format!("size was {size}, is now {now}"),
-                    });
-                }
-                let mut copy = |w: &mut Writer, from: u64, len: u64| -> Result<()> {
-                    let mut done = 0u64;
-                    while done < len {
-                        let n = (len - done).min(buf.len() as u64) as usize;
-                        read_exact_at(&f, path, &mut buf[..n], from + done)?;
-                        w.write(&buf[..n])?;
-                        done += n as u64;
-                    }
-                    w.pad_to_block(bs)
-                };
-                if let Some(c) = &p.chunks {
-                    let cs = bs << c.bits_extra;
-                    for (k, ch) in c.chunks.iter().enumerate() {
-                        if ch.is_some() {
-                            let from = k as u64 * cs;
-                            copy(&mut w, from, cs.min(size - from))?;
-                        }
-                    }
-                } else {
-                    let body = (*size - p.tail).min(p.blocks * bs);
-                    copy(&mut w, 0, body)?;
-                    if p.tail > 0 {
-                        let t = tail_pos as usize;
-                        read_exact_at(&f, path, &mut meta[t..t + p.tail as usize], body)?;
-                    }
-                }
-                let mut probe = [0u8; 1];
-                let mut fr = &f;
-                fr.seek(SeekFrom::Start(*size))
-                    .map_err(BuildError::io(path))?;
-                if fr.read(&mut probe).map_err(BuildError::io(path))? != 0 {
-                    return Err(BuildError::Changed {
-                        path: path.clone(),
-                        reason: "it grew".into(),
-                    });
-                }
-                prog.files_done += 1;
-                prog.bytes_done += size;
-                progress(prog);
-            }
-            _ => {}
         }
     }
-    w.data.flush().map_err(|source| BuildError::Output {
-        path: output.to_path_buf(),
-        source,
-    })?;
+    let data_end = w.block(bs);
 
     // Metadata area.
+    let item_len: Vec<u64> = (0..tree.inodes.len())
+        .map(|id| {
+            let p = &plan.inodes[id];
+            let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+            match &p.z {
+                Some(z) => ix + z.tail_len(ix),
+                None => ix + p.table_len() + p.tail,
+            }
+        })
+        .collect();
     let prefixes = plan.xattrs.prefix_table();
-    let ps = lay.prefix_start as usize;
-    meta[ps..ps + prefixes.len()].copy_from_slice(&prefixes);
+    let lay = layout_meta(&plan.order, &item_len, prefixes.len() as u64, plan.xattrs.shared.len() as u64, bs, data_end)?;
+    let meta_base = lay.meta_blkaddr * bs;
+    let mut meta = vec![0u8; (lay.meta_blocks * bs) as usize];
+    meta[..prefixes.len()].copy_from_slice(&prefixes);
     let ss = lay.shared_start as usize;
     meta[ss..ss + plan.xattrs.shared.len()].copy_from_slice(&plan.xattrs.shared);
+
+    // Directory blocks go after the metadata area.
+    let mut dir_cursor = lay.meta_blkaddr + lay.meta_blocks;
+    for &id in &plan.order {
+        if tree.inodes[id].is_dir() && plan.inodes[id].blocks > 0 {
+            start_blk[id] = dir_cursor;
+            dir_cursor += plan.inodes[id].blocks;
+        }
+    }
+    let total_blocks = dir_cursor.max(4096u64.div_ceil(bs));
+    if total_blocks > u64::from(u32::MAX) {
+        return Err(BuildError::TooLarge(format!("{total_blocks} blocks")));
+    }
+
     let mut compact = 0u64;
+    let mut compressed_files = 0u64;
+    let mut pclusters = 0u64;
     for (serial, &id) in plan.order.iter().enumerate() {
         let p = &plan.inodes[id];
+        let ino = &tree.inodes[id];
         let mut body = plan.xattrs.bodies[id].clone();
         plan.xattrs.finish_body(&mut body, lay.shared_start);
-        let xattr_icount = if body.is_empty() {
-            0
+        let xattr_icount = if body.is_empty() { 0 } else { ((body.len() - 12) / 4 + 1) as u16 };
+        let i_u = if let Some(z) = &p.z {
+            z.blocks as u32
         } else {
-            ((body.len() - 12) / 4 + 1) as u16
-        };
-        let i_u = match p.layout {
-            DataLayout::ChunkBased => u32::from(p.chunks.as_ref().map_or(0, |c| c.bits_extra)),
-            _ if p.rdev.is_some() => p.rdev.unwrap_or(0),
-            _ if p.blocks > 0 => lay.start_blk[id] as u32,
-            DataLayout::FlatInline => u32::MAX,
-            _ => 0,
+            match p.layout {
+                DataLayout::ChunkBased => u32::from(p.chunks.as_ref().map_or(0, |c| c.bits_extra)),
+                _ if p.rdev.is_some() => p.rdev.unwrap_or(0),
+                _ if p.blocks > 0 => start_blk[id] as u32,
+                DataLayout::FlatInline => u32::MAX,
+                _ => 0,
+            }
         };
         let raw = RawInode {
             format: p.layout.bits() << 1,
@@ -371,7 +628,7 @@ fn write_image(
             gid: p.gid,
             nlink: p.nlink,
         };
-        let mut at = lay.pos[id] as usize;
+        let mut at = (lay.pos[id] - meta_base) as usize;
         if p.extended {
             meta[at..at + 64].copy_from_slice(&raw.to_extended_bytes());
             at += 64;
@@ -382,16 +639,59 @@ fn write_image(
         }
         meta[at..at + body.len()].copy_from_slice(&body);
         at += body.len();
-        if let Some(c) = &p.chunks {
-            for blk in &lay.chunk_blk[id] {
-                let v = blk.map_or(u32::MAX, |b| b as u32);
-                meta[at..at + 4].copy_from_slice(&v.to_le_bytes());
-                at += 4;
+        if let Some(z) = &p.z {
+            compressed_files += 1;
+            pclusters += z.extents.len() as u64;
+            at = at.div_ceil(8) * 8;
+            meta[at..at + z.index.len()].copy_from_slice(&z.index);
+            at += z.index.len();
+            if let Some(idata) = &z.inline {
+                meta[at..at + idata.len()].copy_from_slice(idata);
             }
-            debug_assert_eq!(c.chunks.len(), lay.chunk_blk[id].len());
+            continue;
+        }
+        for blk in &chunk_blk[id] {
+            let v = blk.map_or(u32::MAX, |b| b as u32);
+            meta[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            at += 4;
+        }
+        if p.tail > 0 {
+            let t = p.tail as usize;
+            match &ino.kind {
+                Kind::File { size, .. } => {
+                    let f = open_checked(&ino.source, *size)?;
+                    read_exact_at(&f, &ino.source, &mut meta[at..at + t], size - p.tail)?;
+                }
+                Kind::Symlink { target } => {
+                    let s = target.len() - t;
+                    meta[at..at + t].copy_from_slice(&target[s..]);
+                }
+                Kind::Dir { .. } => {
+                    let last = p.dir_blocks.len() - 1;
+                    let b = dir_block(p, last, &lay, bs);
+                    meta[at..at + b.len()].copy_from_slice(&b);
+                }
+                _ => {}
+            }
         }
     }
+    w.write(&meta)?;
+    // Directory blocks.
+    for &id in &plan.order {
+        let p = &plan.inodes[id];
+        if !tree.inodes[id].is_dir() || p.blocks == 0 {
+            continue;
+        }
+        debug_assert_eq!(w.block(bs), start_blk[id]);
+        for b in 0..p.blocks as usize {
+            let bytes = dir_block(p, b, &lay, bs);
+            w.write(&bytes)?;
+            w.pad_to_block(bs)?;
+        }
+    }
+    w.data.flush().map_err(|source| BuildError::Output { path: output.to_path_buf(), source })?;
 
+    // The superblock and the compression records, last.
     let mut sb = Superblock::empty();
     sb.blkszbits = opts.blkszbits;
     sb.feature_compat = compat::SB_CHKSUM | compat::MTIME;
@@ -401,48 +701,61 @@ fn write_image(
     if plan.chunked {
         sb.feature_incompat |= incompat::CHUNKED_FILE;
     }
+    if compressed_files > 0 || opts.compress.is_some() {
+        sb.feature_incompat |= incompat::ZERO_PADDING;
+        if cfgs {
+            sb.feature_incompat |= incompat::COMPR_CFGS;
+            sb.u1 = algs;
+        } else {
+            sb.u1 = 65535;
+        }
+        if plan.inodes.iter().any(|p| p.z.as_ref().is_some_and(|z| z.inline.is_some())) {
+            sb.feature_incompat |= incompat::ZTAILPACKING;
+        }
+    }
     if !plan.xattrs.prefixes.is_empty() {
         sb.feature_incompat |= incompat::XATTR_PREFIXES;
         sb.xattr_prefix_count = plan.xattrs.prefixes.len() as u8;
         sb.xattr_prefix_start = (lay.prefix_start / 4) as u32;
     }
-    sb.root_nid_16 = lay.nid(plan.order[0]) as u16;
+    sb.root_nid_16 = lay.nid(plan.order[0], bs) as u16;
     sb.inos = plan.order.len() as u64;
     sb.epoch = plan.epoch as u64;
     sb.fixed_nsec = plan.fixed_nsec;
-    sb.blocks = lay.total_blocks as u32;
+    sb.blocks = total_blocks as u32;
+    sb.meta_blkaddr = lay.meta_blkaddr as u32;
+    sb.xattr_blkaddr = lay.meta_blkaddr as u32;
     sb.volume_name[..opts.label.len()].copy_from_slice(&opts.label);
-    let sb_range = 1024..1024 + 128;
-    meta[sb_range.clone()].copy_from_slice(&sb.to_bytes());
+    let bsz = BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
+    let head_len = (1024 + checksum_len(bsz)).max(sb_end as usize);
+    let mut head = vec![0u8; head_len];
+    head[1152..1152 + records.len()].copy_from_slice(&records);
+    head[1024..1152].copy_from_slice(&sb.to_bytes());
     sb.uuid = match opts.uuid {
         Some(u) => u,
         None => {
             // Content-derived: equal inputs and options give equal images.
             let mut h = w.hash.clone();
-            h.update(&meta);
+            h.update(&head);
             let mut u = h.digest128().to_le_bytes();
             u[6] = (u[6] & 0x0f) | 0x40;
             u[8] = (u[8] & 0x3f) | 0x80;
             u
         }
     };
-    meta[sb_range.clone()].copy_from_slice(&sb.to_bytes());
-    let bsz =
-        BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
-    let crc = compute_checksum(&meta[1024..1024 + checksum_len(bsz)]);
-    sb.checksum = crc;
-    meta[sb_range].copy_from_slice(&sb.to_bytes());
-    let out_err = |source| BuildError::Output {
-        path: output.to_path_buf(),
-        source,
-    };
-    file.write_all_at(&meta, 0).map_err(out_err)?;
-    file.set_len(lay.total_blocks * bs).map_err(out_err)?;
+    head[1024..1152].copy_from_slice(&sb.to_bytes());
+    sb.checksum = compute_checksum(&head[1024..1024 + checksum_len(bsz)]);
+    head[1024..1152].copy_from_slice(&sb.to_bytes());
+    let out_err = |source| BuildError::Output { path: output.to_path_buf(), source };
+    file.write_all_at(&head, 0).map_err(out_err)?;
+    file.set_len(total_blocks * bs).map_err(out_err)?;
     Ok(Summary {
         inodes: plan.order.len() as u64,
-        blocks: lay.total_blocks,
+        blocks: total_blocks,
         meta_blocks: lay.meta_blocks,
-        bytes: lay.total_blocks * bs,
+        bytes: total_blocks * bs,
         compact_inodes: compact,
+        compressed_files,
+        pclusters,
     })
 }

@@ -1,116 +1,104 @@
-//! Layout: every range is reserved before a byte is written. The metadata
-//! area starts in block 0 (superblock, long-prefix table, shared xattrs,
-//! then inodes on 32-byte slots, packed first-fit so an inode with an
-//! inline tail never crosses a block); data blocks follow it in nid order.
+//! Layout of the metadata area. The image is laid out as
+//! `[superblock + compression records][file data][metadata][directory blocks]`:
+//! data is streamed first (so compressed sizes are known before any
+//! inode is placed), then the metadata area holds the long-prefix table,
+//! the shared xattrs and the inodes on 32-byte slots, packed first-fit so
+//! that an inode with inline data never crosses a block.
 
 use crate::error::{BuildError, Result};
-use crate::plan::Plan;
 
-/// Where everything goes.
+/// Where the metadata goes.
 #[derive(Clone, Debug, Default)]
-pub struct Layout {
-    /// Byte position of each inode (by inode id).
+pub struct MetaLayout {
+    /// Absolute byte position of each inode (by inode id).
     pub pos: Vec<u64>,
-    /// First data block of each inode (flat layouts).
-    pub start_blk: Vec<u64>,
-    /// First block of each chunk (chunk-based inodes; `None` for holes).
-    pub chunk_blk: Vec<Vec<Option<u64>>>,
+    /// Absolute byte position of the long-prefix table.
     pub prefix_start: u64,
+    /// Offset of the shared xattr area inside the metadata area.
     pub shared_start: u64,
+    pub meta_blkaddr: u64,
     pub meta_blocks: u64,
-    pub total_blocks: u64,
 }
 
-impl Layout {
-    pub fn nid(&self, id: usize) -> u64 {
-        self.pos[id] / 32
+impl MetaLayout {
+    /// The nid of an inode.
+    pub fn nid(&self, id: usize, bs: u64) -> u64 {
+        (self.pos[id] - self.meta_blkaddr * bs) / 32
     }
 }
-
-/// Byte offset right after the superblock (no extension slots, no
-/// compression records yet).
-pub const META_START: u64 = 1024 + 128;
 
 /// Blocks kept open for first-fit packing of small inodes.
 const OPEN_BLOCKS: usize = 16;
 
-/// Computes the layout of a plan.
-pub fn layout(plan: &Plan, bs: u64) -> Result<Layout> {
-    let n = plan.inodes.len();
-    let mut l = Layout {
-        pos: vec![0; n],
-        start_blk: vec![0; n],
-        chunk_blk: vec![Vec::new(); n],
+/// Places the prefix table, the shared xattrs and one item per inode
+/// (`item_len[id]`, in the order `order`) in a metadata area starting at
+/// block `meta_blkaddr`.
+pub fn layout_meta(
+    order: &[usize],
+    item_len: &[u64],
+    prefix_len: u64,
+    shared_len: u64,
+    bs: u64,
+    meta_blkaddr: u64,
+) -> Result<MetaLayout> {
+    let base = meta_blkaddr * bs;
+    let mut l = MetaLayout {
+        pos: vec![0; item_len.len()],
+        prefix_start: base,
+        meta_blkaddr,
         ..Default::default()
     };
-    let mut cursor = META_START;
-    l.prefix_start = cursor;
-    cursor += plan.xattrs.prefix_table().len() as u64;
-    cursor = cursor.div_ceil(4) * 4;
+    let mut cursor = prefix_len.div_ceil(4) * 4;
     l.shared_start = cursor;
-    cursor += plan.xattrs.shared.len() as u64;
+    cursor += shared_len;
     cursor = cursor.div_ceil(32) * 32;
-
-    // Open blocks: (block index, bytes used in it).
-    let mut open: Vec<(u64, u64)> = vec![(cursor / bs, cursor % bs)];
-    let mut next_block = cursor / bs + u64::from(!cursor.is_multiple_of(bs));
-    if cursor.is_multiple_of(bs) {
-        open.clear();
+    if prefix_len > 0 && (base + prefix_len) / 4 > u64::from(u32::MAX) {
+        return Err(BuildError::TooLarge("xattr prefix table beyond 16 GiB".into()));
     }
-    for &id in &plan.order {
-        let p = &plan.inodes[id];
-        let len = p.inode_size() + plan.xattrs.bodies[id].len() as u64 + p.table_len() + p.tail;
-        let len = len.div_ceil(32) * 32;
-        if len <= bs {
+
+    // Open blocks (relative block index, bytes used).
+    let mut open: Vec<(u64, u64)> = Vec::new();
+    let mut next_block = cursor / bs;
+    if !cursor.is_multiple_of(bs) {
+        open.push((next_block, cursor % bs));
+        next_block += 1;
+    }
+    for &id in order {
+        let len = item_len[id].div_ceil(32) * 32;
+        let rel = if len <= bs {
             if let Some(slot) = open.iter_mut().find(|(_, used)| *used + len <= bs) {
-                l.pos[id] = slot.0 * bs + slot.1;
+                let at = slot.0 * bs + slot.1;
                 slot.1 += len;
+                at
             } else {
-                l.pos[id] = next_block * bs;
+                let at = next_block * bs;
                 open.push((next_block, len));
                 next_block += 1;
                 if open.len() > OPEN_BLOCKS {
                     open.remove(0);
                 }
+                at
             }
-            open.retain(|(_, used)| *used + 32 <= bs);
         } else {
-            // Larger than a block (many xattrs or a long chunk table; never
-            // with an inline tail): its own run of blocks.
-            l.pos[id] = next_block * bs;
+            // Larger than a block (many xattrs or indexes; never with inline
+            // data): a run of blocks of its own.
+            let at = next_block * bs;
             let blocks = len.div_ceil(bs);
-            let used = len - (blocks - 1) * bs;
             next_block += blocks;
+            let used = len - (blocks - 1) * bs;
             if used + 32 <= bs {
                 open.push((next_block - 1, used));
             }
-        }
+            at
+        };
+        open.retain(|(_, used)| *used + 32 <= bs);
+        l.pos[id] = base + rel;
     }
-    let root = plan.order.first().copied().unwrap_or(0);
-    if l.pos[root] / 32 > 0xFFFF {
-        return Err(BuildError::TooLarge("root inode beyond nid 65535".into()));
+    if let Some(&root) = order.first() {
+        if l.nid(root, bs) > 0xFFFF {
+            return Err(BuildError::TooLarge("root inode beyond nid 65535".into()));
+        }
     }
     l.meta_blocks = next_block.max(1);
-    let mut data = l.meta_blocks;
-    for &id in &plan.order {
-        let p = &plan.inodes[id];
-        if let Some(c) = &p.chunks {
-            for ch in &c.chunks {
-                l.chunk_blk[id].push(ch.map(|nb| {
-                    let s = data;
-                    data += nb;
-                    s
-                }));
-            }
-        } else if p.blocks > 0 {
-            l.start_blk[id] = data;
-            data += p.blocks;
-        }
-    }
-    // The kernel reads the first 4 KiB at mount: never make a smaller image.
-    l.total_blocks = data.max(4096u64.div_ceil(bs));
-    if l.total_blocks > u64::from(u32::MAX) {
-        return Err(BuildError::TooLarge(format!("{} blocks", l.total_blocks)));
-    }
     Ok(l)
 }

@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compress;
 pub mod emit;
 pub mod error;
 pub mod layout;
@@ -15,6 +16,7 @@ pub mod plan;
 pub mod source;
 pub mod tree;
 pub mod xattrs;
+pub mod zinode;
 
 pub use emit::{build, Progress, Summary};
 pub use error::BuildError;

@@ -53,6 +53,10 @@ pub struct BuildOptions {
     pub force_extended: bool,
     /// Target mount point; used as the prefix of the paths mkfs reports.
     pub mount_point: Vec<u8>,
+    /// Compress regular files (`-z`); `None` builds an uncompressed image.
+    pub compress: Option<crate::compress::CompressOptions>,
+    /// Worker threads for compression (0: one per core).
+    pub workers: usize,
 }
 
 impl Default for BuildOptions {
@@ -75,6 +79,8 @@ impl Default for BuildOptions {
             inline_data: true,
             force_extended: false,
             mount_point: b"/".to_vec(),
+            compress: None,
+            workers: 0,
         }
     }
 }

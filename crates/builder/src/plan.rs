@@ -51,6 +51,10 @@ pub struct InodePlan {
     pub chunks: Option<ChunkPlan>,
     /// Directory blocks (directories only).
     pub dir_blocks: Vec<Vec<DirEntryPlan>>,
+    /// Regular files to try compressing: (pcluster bytes, compressor).
+    pub compress: Option<(u64, usize)>,
+    /// Filled by the writer when the file was stored compressed.
+    pub z: Option<crate::zinode::ZInode>,
 }
 
 impl InodePlan {
@@ -260,6 +264,8 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             blocks: 0,
             chunks: None,
             dir_blocks: dir_entries,
+            compress: None,
+            z: None,
         };
         let file_data = match &ino.kind {
             Kind::File { data, .. } => Some(data.as_deref()),
@@ -274,6 +280,10 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             p.chunks = Some(chunk_plan(size, file_data.flatten(), opts)?);
             chunked = true;
         } else if size > 0 {
+            if let (Some(c), Some(_)) = (&opts.compress, file_data) {
+                let (pcl, comp) = c.choose(&ino.rel);
+                p.compress = Some((pcl, comp));
+            }
             let tail = size % bs;
             let fits = inode_size + xattr_len + tail <= bs;
             if opts.inline_data && tail > 0 && fits {

@@ -48,6 +48,8 @@ pub struct Inode {
     pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
     /// Where the inode came from (for reading data and for messages).
     pub source: PathBuf,
+    /// Its first path relative to the source root (for hints and messages).
+    pub rel: Vec<u8>,
     /// Parent directory (directories only; the root is its own parent).
     pub parent: InodeId,
 }

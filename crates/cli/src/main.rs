@@ -38,7 +38,7 @@ struct ImageArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Build an EROFS image from a directory tree (uncompressed).
+    /// Build an EROFS image from a directory tree.
     Mkfs(Box<MkfsArgs>),
     /// Check every inode, directory entry and pcluster of an image.
     Fsck {
@@ -158,9 +158,25 @@ struct MkfsArgs {
     #[arg(long, value_name = "BYTES")]
     chunksize: Option<u64>,
     /// Extended options, comma-separated: force-inode-extended,
-    /// noinline_data (or ^inline_data).
+    /// noinline_data (or ^inline_data), ztailpacking.
     #[arg(short = 'E', value_name = "OPTS")]
     extended: Vec<String>,
+    /// Compress file data: lz4, lz4hc[,LEVEL], lzma[,LEVEL], deflate[,LEVEL],
+    /// zstd[,LEVEL] (also `level=N`); alternatives for --compress-hints
+    /// separated by ':'.
+    #[arg(short = 'z', value_name = "ALG[,LEVEL]")]
+    compress: Option<String>,
+    /// Physical cluster size in bytes (a multiple of the block size, up to
+    /// 1 MiB); default: one block.
+    #[arg(short = 'C', value_name = "BYTES")]
+    pcluster: Option<u64>,
+    /// Per-path compression: lines of `<pcluster bytes> <compressor index> <regex>`.
+    #[arg(long, value_name = "FILE")]
+    compress_hints: Option<PathBuf>,
+    /// Compression threads (default: one per core); the image is the same
+    /// for any number.
+    #[arg(short = 'j', long = "workers", value_name = "N", default_value_t = 0)]
+    workers: usize,
     /// Mount point the image is meant for (recorded for messages; SELinux
     /// file contexts are not applied).
     #[arg(long, value_name = "PATH", default_value = "/")]
@@ -222,13 +238,38 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     o.xattr_prefixes = a.xattr_prefix.iter().map(|p| p.clone().into_bytes()).collect();
     o.chunk_size = a.chunksize;
     o.mount_point = a.mount_point.as_bytes().to_vec();
+    let mut ztailpacking = false;
     for e in a.extended.iter().flat_map(|s| s.split(',')) {
         match e {
+            "ztailpacking" => ztailpacking = true,
+            "^ztailpacking" | "noztailpacking" => ztailpacking = false,
             "force-inode-extended" => o.force_extended = true,
             "noinline_data" | "^inline_data" => o.inline_data = false,
             "inline_data" => o.inline_data = true,
             other => bail!("-E {other}: unsupported extended option"),
         }
+    }
+    o.workers = a.workers;
+    if let Some(z) = &a.compress {
+        let compressors = z
+            .split(':')
+            .map(ferrofs_builder::compress::Compressor::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        let hints = match &a.compress_hints {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).with_context(|| format!("--compress-hints {}", p.display()))?;
+                ferrofs_builder::compress::CompressOptions::parse_hints(&text, compressors.len())?
+            }
+            None => Vec::new(),
+        };
+        o.compress = Some(ferrofs_builder::compress::CompressOptions {
+            compressors,
+            pcluster_bytes: a.pcluster.unwrap_or(u64::from(a.block_size)),
+            ztailpacking,
+            hints,
+        });
+    } else if a.pcluster.is_some() || a.compress_hints.is_some() || ztailpacking {
+        bail!("-C, --compress-hints and -E ztailpacking need -z");
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
@@ -260,14 +301,16 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     if a.json {
         println!(
             "{}",
-            serde_json::json!({"image": a.image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes})
+            serde_json::json!({"image": a.image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes, "compressed_files": s.compressed_files, "pclusters": s.pclusters})
         );
     } else if !a.quiet {
         println!(
-            "{}: {} inodes ({} compact), {} blocks of {} bytes ({} metadata), {} bytes",
+            "{}: {} inodes ({} compact), {} compressed files in {} pclusters, {} blocks of {} bytes ({} metadata), {} bytes",
             a.image.display(),
             s.inodes,
             s.compact_inodes,
+            s.compressed_files,
+            s.pclusters,
             s.blocks,
             a.block_size,
             s.meta_blocks,

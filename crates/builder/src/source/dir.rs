@@ -80,6 +80,7 @@ fn data_ranges(path: &Path, size: u64, blocks_512: u64) -> Result<Option<Vec<(u6
 
 fn make_inode(
     path: &Path,
+    rel: &[u8],
     meta: &fs::Metadata,
     opts: &BuildOptions,
     parent: InodeId,
@@ -129,6 +130,7 @@ fn make_inode(
         mtime_nsec: meta.mtime_nsec().clamp(0, 999_999_999) as u32,
         xattrs: read_xattrs(path, opts)?,
         source: path.to_path_buf(),
+        rel: rel.to_vec(),
         parent,
     })
 }
@@ -140,7 +142,7 @@ pub fn scan(root: &Path, opts: &BuildOptions) -> Result<Tree> {
         return Err(BuildError::input(root, "not a directory"));
     }
     let mut tree = Tree::default();
-    tree.inodes.push(make_inode(root, &meta, opts, 0)?);
+    tree.inodes.push(make_inode(root, b"", &meta, opts, 0)?);
     tree.root = 0;
     let mut links: HashMap<(u64, u64), InodeId> = HashMap::new();
     // (inode id of the directory, its path relative to the root)
@@ -179,7 +181,7 @@ pub fn scan(root: &Path, opts: &BuildOptions) -> Result<Tree> {
                 }
             }
             let id = tree.inodes.len();
-            tree.inodes.push(make_inode(&path, &meta, opts, dir_id)?);
+            tree.inodes.push(make_inode(&path, &child_rel, &meta, opts, dir_id)?);
             if meta.is_dir() {
                 stack.push((id, child_rel));
             } else if meta.nlink() > 1 {

@@ -1,0 +1,254 @@
+//! Fixed-size-output compression of file data (EROFS paper §3.1): each
+//! extent is as much input as fits into one physical cluster. Files are cut
+//! into independent segments so one big file uses every core; an extent
+//! that does not save a whole block is stored raw. Pure functions over
+//! bytes: reading files and placing blocks is the writer's job.
+
+use ferrofs_codec::{Algorithm, Encoder, EncoderConfig};
+use regex::bytes::Regex;
+
+use crate::error::{BuildError, Result};
+
+/// One configured compressor (`-z lz4hc,12`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compressor {
+    pub alg: Algorithm,
+    pub level: Option<i32>,
+    pub lz4hc: bool,
+}
+
+impl Compressor {
+    /// Parses mkfs.erofs spellings: `lz4`, `lz4hc,12`, `lz4hc,level=12`,
+    /// `lzma,level=6`, `deflate`, `zstd,15`.
+    pub fn parse(s: &str) -> Result<Self> {
+        let mut parts = s.split(',');
+        let name = parts.next().unwrap_or_default();
+        let (alg, lz4hc) = match name {
+            "lz4" => (Algorithm::Lz4, false),
+            "lz4hc" => (Algorithm::Lz4, true),
+            "lzma" => (Algorithm::Lzma, false),
+            "deflate" | "libdeflate" => (Algorithm::Deflate, false),
+            "zstd" => (Algorithm::Zstd, false),
+            other => return Err(BuildError::Option(format!("unknown compressor {other:?}"))),
+        };
+        let mut level = None;
+        for p in parts {
+            let v = p.strip_prefix("level=").unwrap_or(p);
+            if p.starts_with("dictsize=") {
+                continue;
+            }
+            level = Some(v.parse::<i32>().map_err(|_| BuildError::Option(format!("bad level in {s:?}")))?);
+        }
+        if alg == Algorithm::Lz4 && !lz4hc && level.is_some() {
+            return Err(BuildError::Option("lz4 takes no level (use lz4hc)".into()));
+        }
+        Ok(Self { alg, level, lz4hc })
+    }
+
+    /// An encoder for pclusters of `pcluster` bytes.
+    pub fn encoder(&self, pcluster: u64) -> Result<Encoder> {
+        let cfg = EncoderConfig {
+            alg: self.alg,
+            level: self.level,
+            lz4hc: self.lz4hc,
+            lzma_dict_size: lzma_dict(pcluster),
+        };
+        Encoder::new(cfg).map_err(|e| BuildError::Option(format!("compressor: {e}")))
+    }
+}
+
+/// The MicroLZMA dictionary used for a pcluster size (the cfg record).
+pub fn lzma_dict(pcluster: u64) -> u32 {
+    ferrofs_codec::lzma_dict_size_for_pcluster(pcluster.min(u64::from(u32::MAX)) as u32)
+}
+
+/// A `--compress-hints` line: files whose path matches use this pcluster
+/// size and compressor.
+#[derive(Clone, Debug)]
+pub struct Hint {
+    pub pcluster_bytes: u64,
+    pub compressor: usize,
+    pub regex: Regex,
+}
+
+/// Compression settings of a build.
+#[derive(Clone, Debug)]
+pub struct CompressOptions {
+    /// `-z` compressors; the first is the default, hints pick others.
+    pub compressors: Vec<Compressor>,
+    /// `-C`: physical cluster size in bytes (a multiple of the block size).
+    pub pcluster_bytes: u64,
+    /// `-E ztailpacking`: inline the last pcluster after the inode.
+    pub ztailpacking: bool,
+    pub hints: Vec<Hint>,
+}
+
+impl CompressOptions {
+    /// Parses a hints file: `<pcluster bytes> <compressor index> <regex>`
+    /// per line (`#` comments), as mkfs.erofs 1.8 reads it.
+    pub fn parse_hints(text: &str, compressors: usize) -> Result<Vec<Hint>> {
+        let mut out = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut it = line.splitn(3, char::is_whitespace);
+            let bad = || BuildError::Option(format!("compress hints line {}: {line:?}", n + 1));
+            let size: u64 = it.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
+            let rest = it.next().ok_or_else(bad)?;
+            let (idx, re) = match (rest.parse::<usize>(), it.next()) {
+                (Ok(i), Some(re)) => (i, re.trim()),
+                _ => (0, line.split_once(char::is_whitespace).map(|x| x.1).unwrap_or("").trim()),
+            };
+            if idx >= compressors {
+                return Err(BuildError::Option(format!("compress hints line {}: compressor {idx} not given with -z", n + 1)));
+            }
+            let regex = Regex::new(re).map_err(|e| BuildError::Option(format!("compress hints line {}: {e}", n + 1)))?;
+            out.push(Hint { pcluster_bytes: size, compressor: idx, regex });
+        }
+        Ok(out)
+    }
+
+    /// (pcluster bytes, compressor index) for a path relative to the root.
+    pub fn choose(&self, rel: &[u8]) -> (u64, usize) {
+        self.hints
+            .iter()
+            .find(|h| h.regex.is_match(rel))
+            .map_or((self.pcluster_bytes, 0), |h| (h.pcluster_bytes, h.compressor))
+    }
+}
+
+/// One extent of a compressed file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Extent {
+    /// Logical start and length.
+    pub la: u64,
+    pub llen: u64,
+    /// Compressed stream, or `None` when the extent is stored raw.
+    pub compressed: Option<Vec<u8>>,
+}
+
+impl Extent {
+    /// Blocks the pcluster takes (raw: the data rounded up; compressed: the
+    /// stream rounded up).
+    pub fn blocks(&self, bs: u64) -> u64 {
+        match &self.compressed {
+            Some(c) => (c.len() as u64).div_ceil(bs),
+            None => self.llen.div_ceil(bs),
+        }
+    }
+}
+
+/// Longest extent, in blocks: compact indexes reach at most 2047
+/// lclusters back to a head, and the kernel takes at most 12 MiB.
+pub const MAX_EXTENT_BLOCKS: u64 = 2000;
+
+/// Compresses one segment (`input`, starting at file offset `base`) into
+/// extents. Every extent but the segment's last is at least a block long,
+/// so no two extents start in one lcluster; multi-block raw extents always
+/// cover the whole next lcluster (where the block count is stored).
+pub fn compress_segment(enc: &mut Encoder, input: &[u8], base: u64, pcluster: u64, bs: u64, big: bool) -> Result<Vec<Extent>> {
+    let cap = (MAX_EXTENT_BLOCKS * bs).min(12 << 20) as usize;
+    let mut dst = vec![0u8; pcluster as usize];
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while pos < input.len() {
+        let end = input.len().min(pos + cap);
+        let src = &input[pos..end];
+        let (consumed, written) = enc
+            .compress_fixed_output(src, &mut dst)
+            .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?;
+        let at_end = pos + consumed == input.len();
+        let blocks_in = (consumed as u64).div_ceil(bs);
+        let blocks_out = (written as u64).div_ceil(bs);
+        let long_enough = consumed as u64 >= bs || at_end;
+        if consumed > 0 && written > 0 && long_enough && (blocks_out < blocks_in || (at_end && written < consumed)) {
+            out.push(Extent {
+                la: base + pos as u64,
+                llen: consumed as u64,
+                compressed: Some(dst[..written].to_vec()),
+            });
+            pos += consumed;
+            continue;
+        }
+        // Raw: as much as a pcluster holds.
+        let mut llen = (input.len() - pos).min(pcluster as usize).min(cap) as u64;
+        let c = (base + pos as u64) % bs;
+        if !big || (llen > bs && llen < 2 * bs && c + llen < 2 * bs) {
+            llen = llen.min(bs);
+        }
+        out.push(Extent {
+            la: base + pos as u64,
+            llen,
+            compressed: None,
+        });
+        pos += llen as usize;
+    }
+    Ok(out)
+}
+
+/// Whether compressing the first pcluster of a file saves at least one
+/// block (files that do not, like media and archives, are stored flat).
+pub fn worth_compressing(enc: &mut Encoder, first: &[u8], pcluster: u64, bs: u64) -> bool {
+    let mut dst = vec![0u8; pcluster as usize];
+    match enc.compress_fixed_output(first, &mut dst) {
+        Ok((consumed, written)) if consumed > 0 && written > 0 => {
+            (written as u64).div_ceil(bs) < (consumed as u64).div_ceil(bs)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_mkfs_spellings() {
+        assert_eq!(Compressor::parse("lz4hc,12").unwrap(), Compressor { alg: Algorithm::Lz4, level: Some(12), lz4hc: true });
+        assert_eq!(Compressor::parse("lzma,level=6").unwrap().level, Some(6));
+        assert_eq!(Compressor::parse("zstd").unwrap().alg, Algorithm::Zstd);
+        assert!(Compressor::parse("lz4,3").is_err());
+        assert!(Compressor::parse("brotli").is_err());
+    }
+
+    #[test]
+    fn segments_tile_the_input_and_respect_the_lcluster_rules() {
+        let bs = 4096;
+        let mut data = Vec::new();
+        for i in 0..20000 {
+            data.extend_from_slice(format!("{i} some text that compresses well\n").as_bytes());
+        }
+        // Random-ish part that does not compress.
+        let mut x = 12345u64;
+        for _ in 0..50000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            data.push(x as u8);
+        }
+        for (alg, pcl, big) in [("lz4", 4096u64, false), ("lz4hc", 65536, true), ("zstd", 16384, true)] {
+            let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
+            let ex = compress_segment(&mut enc, &data, 0, pcl, bs, big).unwrap();
+            let mut pos = 0;
+            for (k, e) in ex.iter().enumerate() {
+                assert_eq!(e.la, pos);
+                assert!(e.blocks(bs) * bs <= pcl);
+                if k + 1 < ex.len() {
+                    assert!(e.llen >= bs, "{alg}: short extent {k}");
+                }
+                if e.blocks(bs) > 1 {
+                    assert!(e.la % bs + e.llen >= 2 * bs, "{alg}: extent {k} does not reach lcluster h+2");
+                }
+                if e.compressed.is_none() {
+                    assert!(e.llen <= e.blocks(bs) * bs);
+                }
+                pos += e.llen;
+            }
+            assert_eq!(pos, data.len() as u64);
+            assert!(ex.iter().any(|e| e.compressed.is_some()));
+            assert!(ex.iter().any(|e| e.compressed.is_none()), "{alg}: random tail stored raw");
+        }
+    }
+}

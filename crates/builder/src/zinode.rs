@@ -1,0 +1,135 @@
+//! A compressed inode as written: its extents, where their pclusters went,
+//! the optional inline tail pcluster, and the encoded map header + indexes.
+
+use ferrofs_format::zmap::{
+    advise, encode_compact, encode_full, encode_header, Lcluster, LclusterType, MapHeader, FULL_INDEX_SIZE,
+};
+
+/// One extent with its pcluster's place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZExtent {
+    pub la: u64,
+    pub llen: u64,
+    /// Stored raw (a PLAIN lcluster) rather than compressed.
+    pub plain: bool,
+    pub pblk: u64,
+    pub blocks: u64,
+    /// Compressed size in bytes (raw: the extent length).
+    pub csize: u64,
+}
+
+/// Everything the metadata writer needs about a compressed inode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZInode {
+    pub alg: u8,
+    pub extents: Vec<ZExtent>,
+    /// The last extent's pcluster stored inline after the indexes.
+    pub inline: Option<Vec<u8>>,
+    /// Header, optional reserved word and index entries.
+    pub index: Vec<u8>,
+    pub compact: bool,
+    /// Blocks of pclusters (the inode's `i_u`).
+    pub blocks: u64,
+}
+
+impl ZInode {
+    /// Bytes after the inode and its xattrs (padding to 8, header,
+    /// indexes, inline pcluster), given the inode+xattr length.
+    pub fn tail_len(&self, inode_and_xattrs: u64) -> u64 {
+        let pad = inode_and_xattrs.div_ceil(8) * 8 - inode_and_xattrs;
+        pad + self.index.len() as u64 + self.inline.as_ref().map_or(0, |v| v.len() as u64)
+    }
+
+    /// Whether any pcluster spans more than one block.
+    pub fn big(&self) -> bool {
+        self.extents.iter().any(|e| e.blocks > 1)
+    }
+}
+
+/// Builds the lcluster entries of a file of `size` bytes from its extents.
+/// When the last extent starts before the last lcluster and the size is not
+/// block-aligned, the last lcluster gets a PLAIN "EOF marker" whose
+/// clusterofs is where the file ends: the kernel maps a read in that
+/// lcluster to an extent ending there instead of at the lcluster's end.
+pub fn lclusters(extents: &[ZExtent], size: u64, bs: u64, big: bool) -> Vec<Lcluster> {
+    let n = size.div_ceil(bs) as usize;
+    let mut out: Vec<Option<Lcluster>> = vec![None; n];
+    let mut heads: Vec<(usize, Option<usize>)> = Vec::new(); // (lcn, extent)
+    let head = |ty, ofs: u64, pblk| Lcluster {
+        ty,
+        clusterofs: ofs as u32,
+        delta: [0, 0],
+        pblk,
+        partial_ref: false,
+        compressed_blks: 0,
+    };
+    for (k, e) in extents.iter().enumerate() {
+        let lcn = (e.la / bs) as usize;
+        let ty = if e.plain { LclusterType::Plain } else { LclusterType::Head1 };
+        out[lcn] = Some(head(ty, e.la % bs, e.pblk));
+        heads.push((lcn, Some(k)));
+    }
+    if let Some(last) = extents.last() {
+        if !size.is_multiple_of(bs) && ((last.la / bs) as usize) < n - 1 {
+            out[n - 1] = Some(head(LclusterType::Plain, size % bs, last.pblk + last.blocks));
+            heads.push((n - 1, None));
+        }
+    }
+    for (i, &(h, k)) in heads.iter().enumerate() {
+        let next = heads.get(i + 1).map_or(n, |x| x.0);
+        for lcn in h + 1..next {
+            let first = lcn == h + 1;
+            let cblk = match k {
+                Some(k) if big && first => (extents[k].blocks as u32).max(1),
+                _ => 0,
+            };
+            out[lcn] = Some(Lcluster {
+                ty: LclusterType::NonHead,
+                clusterofs: 0,
+                delta: [(lcn - h) as u32, (next - lcn) as u32],
+                pblk: 0,
+                partial_ref: false,
+                compressed_blks: cblk,
+            });
+        }
+    }
+    out.into_iter().map(|e| e.expect("every lcluster covered")).collect()
+}
+
+/// Encodes header and indexes: compact when possible, else full.
+/// `inode_and_xattrs` is the inode plus xattr length (the inode itself is
+/// 32-aligned, which is all the compact layout depends on).
+pub fn encode_index(
+    extents: &[ZExtent],
+    size: u64,
+    bs: u64,
+    alg: u8,
+    inline_len: Option<u16>,
+    inode_and_xattrs: u64,
+) -> (Vec<u8>, bool) {
+    let big = extents.iter().any(|e| e.blocks > 1);
+    let entries = lclusters(extents, size, bs, big);
+    let lbits = bs.trailing_zeros() as u8;
+    let mut adv = 0u16;
+    if big {
+        adv |= advise::BIG_PCLUSTER_1 | advise::BIG_PCLUSTER_2;
+    }
+    if inline_len.is_some() {
+        adv |= advise::INLINE_PCLUSTER;
+    }
+    let hpos = inode_and_xattrs.div_ceil(8) * 8;
+    let ebase = hpos + 8;
+    let compact_2b = lbits <= 12;
+    if let Some(ix) = encode_compact(&entries, ebase, lbits, compact_2b, big) {
+        let h = MapHeader::new(adv | if compact_2b { advise::COMPACTED_2B } else { 0 }, alg, inline_len.unwrap_or(0));
+        let mut v = encode_header(&h).to_vec();
+        v.extend_from_slice(&ix);
+        return (v, true);
+    }
+    let h = MapHeader::new(adv, alg, inline_len.unwrap_or(0));
+    let mut v = encode_header(&h).to_vec();
+    v.extend_from_slice(&[0u8; 8]);
+    v.extend_from_slice(&encode_full(&entries));
+    debug_assert_eq!(v.len(), 16 + entries.len() * FULL_INDEX_SIZE);
+    (v, false)
+}

@@ -37,7 +37,10 @@ impl Compressor {
             if p.starts_with("dictsize=") {
                 continue;
             }
-            level = Some(v.parse::<i32>().map_err(|_| BuildError::Option(format!("bad level in {s:?}")))?);
+            level = Some(
+                v.parse::<i32>()
+                    .map_err(|_| BuildError::Option(format!("bad level in {s:?}")))?,
+            );
         }
         if alg == Algorithm::Lz4 && !lz4hc && level.is_some() {
             return Err(BuildError::Option("lz4 takes no level (use lz4hc)".into()));
@@ -99,13 +102,27 @@ impl CompressOptions {
             let rest = it.next().ok_or_else(bad)?;
             let (idx, re) = match (rest.parse::<usize>(), it.next()) {
                 (Ok(i), Some(re)) => (i, re.trim()),
-                _ => (0, line.split_once(char::is_whitespace).map(|x| x.1).unwrap_or("").trim()),
+                _ => (
+                    0,
+                    line.split_once(char::is_whitespace)
+                        .map(|x| x.1)
+                        .unwrap_or("")
+                        .trim(),
+                ),
             };
             if idx >= compressors {
-                return Err(BuildError::Option(format!("compress hints line {}: compressor {idx} not given with -z", n + 1)));
+                return Err(BuildError::Option(format!(
+                    "compress hints line {}: compressor {idx} not given with -z",
+                    n + 1
+                )));
             }
-            let regex = Regex::new(re).map_err(|e| BuildError::Option(format!("compress hints line {}: {e}", n + 1)))?;
-            out.push(Hint { pcluster_bytes: size, compressor: idx, regex });
+            let regex = Regex::new(re)
+                .map_err(|e| BuildError::Option(format!("compress hints line {}: {e}", n + 1)))?;
+            out.push(Hint {
+                pcluster_bytes: size,
+                compressor: idx,
+                regex,
+            });
         }
         Ok(out)
     }
@@ -115,7 +132,9 @@ impl CompressOptions {
         self.hints
             .iter()
             .find(|h| h.regex.is_match(rel))
-            .map_or((self.pcluster_bytes, 0), |h| (h.pcluster_bytes, h.compressor))
+            .map_or((self.pcluster_bytes, 0), |h| {
+                (h.pcluster_bytes, h.compressor)
+            })
     }
 }
 
@@ -148,7 +167,14 @@ pub const MAX_EXTENT_BLOCKS: u64 = 2000;
 /// extents. Every extent but the segment's last is at least a block long,
 /// so no two extents start in one lcluster; multi-block raw extents always
 /// cover the whole next lcluster (where the block count is stored).
-pub fn compress_segment(enc: &mut Encoder, input: &[u8], base: u64, pcluster: u64, bs: u64, big: bool) -> Result<Vec<Extent>> {
+pub fn compress_segment(
+    enc: &mut Encoder,
+    input: &[u8],
+    base: u64,
+    pcluster: u64,
+    bs: u64,
+    big: bool,
+) -> Result<Vec<Extent>> {
     let cap = (MAX_EXTENT_BLOCKS * bs).min(12 << 20) as usize;
     let mut dst = vec![0u8; pcluster as usize];
     let mut out = Vec::new();
@@ -163,7 +189,11 @@ pub fn compress_segment(enc: &mut Encoder, input: &[u8], base: u64, pcluster: u6
         let blocks_in = (consumed as u64).div_ceil(bs);
         let blocks_out = (written as u64).div_ceil(bs);
         let long_enough = consumed as u64 >= bs || at_end;
-        if consumed > 0 && written > 0 && long_enough && (blocks_out < blocks_in || (at_end && written < consumed)) {
+        if consumed > 0
+            && written > 0
+            && long_enough
+            && (blocks_out < blocks_in || (at_end && written < consumed))
+        {
             out.push(Extent {
                 la: base + pos as u64,
                 llen: consumed as u64,
@@ -206,7 +236,14 @@ mod tests {
 
     #[test]
     fn parses_mkfs_spellings() {
-        assert_eq!(Compressor::parse("lz4hc,12").unwrap(), Compressor { alg: Algorithm::Lz4, level: Some(12), lz4hc: true });
+        assert_eq!(
+            Compressor::parse("lz4hc,12").unwrap(),
+            Compressor {
+                alg: Algorithm::Lz4,
+                level: Some(12),
+                lz4hc: true
+            }
+        );
         assert_eq!(Compressor::parse("lzma,level=6").unwrap().level, Some(6));
         assert_eq!(Compressor::parse("zstd").unwrap().alg, Algorithm::Zstd);
         assert!(Compressor::parse("lz4,3").is_err());
@@ -228,7 +265,11 @@ mod tests {
             x ^= x << 17;
             data.push(x as u8);
         }
-        for (alg, pcl, big) in [("lz4", 4096u64, false), ("lz4hc", 65536, true), ("zstd", 16384, true)] {
+        for (alg, pcl, big) in [
+            ("lz4", 4096u64, false),
+            ("lz4hc", 65536, true),
+            ("zstd", 16384, true),
+        ] {
             let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
             let ex = compress_segment(&mut enc, &data, 0, pcl, bs, big).unwrap();
             let mut pos = 0;
@@ -239,7 +280,10 @@ mod tests {
                     assert!(e.llen >= bs, "{alg}: short extent {k}");
                 }
                 if e.blocks(bs) > 1 {
-                    assert!(e.la % bs + e.llen >= 2 * bs, "{alg}: extent {k} does not reach lcluster h+2");
+                    assert!(
+                        e.la % bs + e.llen >= 2 * bs,
+                        "{alg}: extent {k} does not reach lcluster h+2"
+                    );
                 }
                 if e.compressed.is_none() {
                     assert!(e.llen <= e.blocks(bs) * bs);
@@ -248,7 +292,10 @@ mod tests {
             }
             assert_eq!(pos, data.len() as u64);
             assert!(ex.iter().any(|e| e.compressed.is_some()));
-            assert!(ex.iter().any(|e| e.compressed.is_none()), "{alg}: random tail stored raw");
+            assert!(
+                ex.iter().any(|e| e.compressed.is_none()),
+                "{alg}: random tail stored raw"
+            );
         }
     }
 }

@@ -63,15 +63,20 @@ impl Drop for TempGuard {
 }
 
 fn check_options(opts: &BuildOptions) -> Result<()> {
-    BlockSize::from_bits(opts.blkszbits)
-        .map_err(|_| BuildError::Option(format!("block size 2^{} (use 512..4096)", opts.blkszbits)))?;
+    BlockSize::from_bits(opts.blkszbits).map_err(|_| {
+        BuildError::Option(format!("block size 2^{} (use 512..4096)", opts.blkszbits))
+    })?;
     let bs = opts.block_size();
     if opts.label.len() > 15 {
-        return Err(BuildError::Option("volume label longer than 15 bytes".into()));
+        return Err(BuildError::Option(
+            "volume label longer than 15 bytes".into(),
+        ));
     }
     if let Some(cs) = opts.chunk_size {
         if !cs.is_power_of_two() || cs < bs {
-            return Err(BuildError::Option(format!("chunk size {cs} is not a power of two >= the block size")));
+            return Err(BuildError::Option(format!(
+                "chunk size {cs} is not a power of two >= the block size"
+            )));
         }
     }
     if let Some(c) = &opts.compress {
@@ -101,26 +106,53 @@ pub fn build(
     let tree = crate::source::dir::scan(source, opts)?;
     let mut plan = plan(&tree, opts)?;
 
-    let dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = output
         .file_name()
         .ok_or_else(|| BuildError::Option(format!("{} is not a file path", output.display())))?;
-    let tmp = dir.join(format!(".{}.ferrofs-{}.tmp", name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.ferrofs-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let file = fs::OpenOptions::new()
         .write(true)
         .read(true)
         .create_new(true)
         .open(&tmp)
-        .map_err(|source| BuildError::Output { path: tmp.clone(), source })?;
-    let mut guard = TempGuard { path: tmp.clone(), done: false };
-    let out_err = |source| BuildError::Output { path: output.to_path_buf(), source };
+        .map_err(|source| BuildError::Output {
+            path: tmp.clone(),
+            source,
+        })?;
+    let mut guard = TempGuard {
+        path: tmp.clone(),
+        done: false,
+    };
+    let out_err = |source| BuildError::Output {
+        path: output.to_path_buf(),
+        source,
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.workers)
         .build()
         .map_err(|e| BuildError::Option(format!("worker threads: {e}")))?;
-    let summary = write_image(&tree, &mut plan, opts, &file, output, interrupted, progress, &pool)?;
+    let summary = write_image(
+        &tree,
+        &mut plan,
+        opts,
+        &file,
+        output,
+        interrupted,
+        progress,
+        &pool,
+    )?;
     file.sync_all().map_err(out_err)?;
     drop(file);
+    // The last moment an interrupt can still cancel the build.
+    check_stop(interrupted, output)?;
     fs::rename(&tmp, output).map_err(out_err)?;
     guard.done = true;
     if let Ok(d) = File::open(dir) {
@@ -134,14 +166,21 @@ struct Writer<'a> {
     hash: Xxh3,
     pos: u64,
     output: &'a Path,
+    stop: Option<&'a AtomicBool>,
 }
 
 impl Writer<'_> {
     fn write(&mut self, b: &[u8]) -> Result<()> {
         let out = self.output;
+        if b.len() >= 65536 {
+            check_stop(self.stop, out)?;
+        }
         self.data
             .write_all(b)
-            .map_err(|source| BuildError::Output { path: out.to_path_buf(), source })?;
+            .map_err(|source| BuildError::Output {
+                path: out.to_path_buf(),
+                source,
+            })?;
         self.hash.update(b);
         self.pos += b.len() as u64;
         Ok(())
@@ -168,11 +207,23 @@ impl Writer<'_> {
     }
 }
 
+fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
+    if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
+        return Err(BuildError::Interrupted {
+            path: output.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
 /// Reads exactly `buf.len()` bytes of a source file, naming it on failure.
 fn read_exact_at(f: &File, path: &Path, buf: &mut [u8], off: u64) -> Result<()> {
     f.read_exact_at(buf, off).map_err(|e| {
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            BuildError::Changed { path: path.to_path_buf(), reason: "it became shorter".into() }
+            BuildError::Changed {
+                path: path.to_path_buf(),
+                reason: "it became shorter".into(),
+            }
         } else {
             BuildError::io(path)(e)
         }
@@ -183,7 +234,10 @@ fn open_checked(path: &Path, size: u64) -> Result<File> {
     let f = File::open(path).map_err(BuildError::io(path))?;
     let now = f.metadata().map_err(BuildError::io(path))?.len();
     if now != size {
-        return Err(BuildError::Changed { path: path.to_path_buf(), reason: format!("size was {size}, is now {now}") });
+        return Err(BuildError::Changed {
+            path: path.to_path_buf(),
+            reason: format!("size was {size}, is now {now}"),
+        });
     }
     Ok(f)
 }
@@ -191,9 +245,13 @@ fn open_checked(path: &Path, size: u64) -> Result<File> {
 fn check_not_grown(f: &File, path: &Path, size: u64) -> Result<()> {
     let mut probe = [0u8; 1];
     let mut fr = f;
-    fr.seek(SeekFrom::Start(size)).map_err(BuildError::io(path))?;
+    fr.seek(SeekFrom::Start(size))
+        .map_err(BuildError::io(path))?;
     if fr.read(&mut probe).map_err(BuildError::io(path))? != 0 {
-        return Err(BuildError::Changed { path: path.to_path_buf(), reason: "it grew".into() });
+        return Err(BuildError::Changed {
+            path: path.to_path_buf(),
+            reason: "it grew".into(),
+        });
     }
     Ok(())
 }
@@ -204,7 +262,13 @@ fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16, bool) {
     let Some(c) = &opts.compress else {
         return (Vec::new(), 0, false);
     };
-    let max_pcl = c.hints.iter().map(|h| h.pcluster_bytes).chain([c.pcluster_bytes]).max().unwrap_or(bs);
+    let max_pcl = c
+        .hints
+        .iter()
+        .map(|h| h.pcluster_bytes)
+        .chain([c.pcluster_bytes])
+        .max()
+        .unwrap_or(bs);
     let mut bitmap = 0u16;
     for comp in &c.compressors {
         bitmap |= 1 << comp.alg.id();
@@ -261,7 +325,12 @@ struct Unit {
 /// The compression pass for one window of files: which files are worth
 /// compressing, and each segment's extents (computed in parallel; the
 /// result only depends on the input bytes).
-fn compress_window(tree: &Tree, plan: &Plan, opts: &BuildOptions, ids: &[InodeId]) -> Result<Vec<Option<Vec<Extent>>>> {
+fn compress_window(
+    tree: &Tree,
+    plan: &Plan,
+    opts: &BuildOptions,
+    ids: &[InodeId],
+) -> Result<Vec<Option<Vec<Extent>>>> {
     let Some(c) = &opts.compress else {
         return Ok(vec![None; ids.len()]);
     };
@@ -297,7 +366,16 @@ fn compress_window(tree: &Tree, plan: &Plan, opts: &BuildOptions, ids: &[InodeId
         let mut off = 0;
         while off < size {
             let len = seg.min(size - off);
-            units.push((k, Unit { id, offset: off, len, pcluster: pcl, compressor: comp }));
+            units.push((
+                k,
+                Unit {
+                    id,
+                    offset: off,
+                    len,
+                    pcluster: pcl,
+                    compressor: comp,
+                },
+            ));
             off += len;
         }
     }
@@ -305,16 +383,25 @@ fn compress_window(tree: &Tree, plan: &Plan, opts: &BuildOptions, ids: &[InodeId
         .par_iter()
         .map_init(
             std::collections::HashMap::new,
-            |encs: &mut std::collections::HashMap<(usize, u64), ferrofs_codec::Encoder>, (k, u)| -> Result<(usize, Vec<Extent>)> {
+            |encs: &mut std::collections::HashMap<(usize, u64), ferrofs_codec::Encoder>,
+             (k, u)|
+             -> Result<(usize, Vec<Extent>)> {
                 let ino = &tree.inodes[u.id];
                 let f = File::open(&ino.source).map_err(BuildError::io(&ino.source))?;
                 let mut buf = vec![0u8; u.len as usize];
                 read_exact_at(&f, &ino.source, &mut buf, u.offset)?;
-                if let std::collections::hash_map::Entry::Vacant(e) = encs.entry((u.compressor, u.pcluster)) {
+                if let std::collections::hash_map::Entry::Vacant(e) =
+                    encs.entry((u.compressor, u.pcluster))
+                {
                     e.insert(comps[u.compressor].encoder(u.pcluster)?);
                 }
-                let enc = encs.get_mut(&(u.compressor, u.pcluster)).ok_or_else(|| BuildError::Option("encoder".into()))?;
-                Ok((*k, compress_segment(enc, &buf, u.offset, u.pcluster, bs, big(u.pcluster))?))
+                let enc = encs
+                    .get_mut(&(u.compressor, u.pcluster))
+                    .ok_or_else(|| BuildError::Option("encoder".into()))?;
+                Ok((
+                    *k,
+                    compress_segment(enc, &buf, u.offset, u.pcluster, bs, big(u.pcluster))?,
+                ))
             },
         )
         .collect::<Result<_>>()?;
@@ -338,7 +425,10 @@ fn write_compressed(
     let ino = &tree.inodes[id];
     let p = &plan.inodes[id];
     let size = ino.data_size();
-    let comp = opts.compress.as_ref().map(|c| c.compressors[p.compress.map_or(0, |x| x.1)]);
+    let comp = opts
+        .compress
+        .as_ref()
+        .map(|c| c.compressors[p.compress.map_or(0, |x| x.1)]);
     let alg = comp.map_or(0, |c| c.alg.id());
     let f = open_checked(&ino.source, size)?;
     let inode_and_xattrs = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
@@ -372,7 +462,14 @@ fn write_compressed(
             let mut trial = zext.clone();
             let t = trial.len() - 1;
             trial[t].blocks = 0;
-            let (index, _) = encode_index(&trial, size, bs, alg, Some(bytes.len() as u16), inode_and_xattrs);
+            let (index, _) = encode_index(
+                &trial,
+                size,
+                bs,
+                alg,
+                Some(bytes.len() as u16),
+                inode_and_xattrs,
+            );
             let pad = inode_and_xattrs.div_ceil(8) * 8 - inode_and_xattrs;
             if inode_and_xattrs + pad + index.len() as u64 + bytes.len() as u64 <= bs {
                 zext = trial;
@@ -382,12 +479,19 @@ fn write_compressed(
     }
     // An extent that is not the tail never crosses... every extent's
     // compressed stream must save a block unless it is stored inline.
-    let n_written = if inline.is_some() { extents.len() - 1 } else { extents.len() };
+    let n_written = if inline.is_some() {
+        extents.len() - 1
+    } else {
+        extents.len()
+    };
     let mut buf = Vec::new();
     for (k, e) in extents.iter().enumerate().take(n_written) {
         let z = &mut zext[k];
         match &e.compressed {
-            Some(c) if (c.len() as u64).div_ceil(bs) < e.llen.div_ceil(bs) || z.blocks * bs < e.llen => {
+            Some(c)
+                if (c.len() as u64).div_ceil(bs) < e.llen.div_ceil(bs)
+                    || z.blocks * bs < e.llen =>
+            {
                 // Zero padding in front: the stream ends at the pcluster's end.
                 w.zeros(z.blocks * bs - c.len() as u64)?;
                 w.write(c)?;
@@ -413,12 +517,33 @@ fn write_compressed(
         c += z.blocks;
     }
     let blocks: u64 = zext.iter().map(|z| z.blocks).sum();
-    let (index, compact) = encode_index(&zext, size, bs, alg, inline.as_ref().map(|v| v.len() as u16), inode_and_xattrs);
-    Ok(ZInode { alg, extents: zext, inline, index, compact, blocks })
+    let (index, compact) = encode_index(
+        &zext,
+        size,
+        bs,
+        alg,
+        inline.as_ref().map(|v| v.len() as u16),
+        inode_and_xattrs,
+    );
+    Ok(ZInode {
+        alg,
+        extents: zext,
+        inline,
+        index,
+        compact,
+        blocks,
+    })
 }
 
 /// Copies a flat or chunk-based file into the data area.
-fn write_flat(w: &mut Writer, tree: &Tree, p: &InodePlan, id: InodeId, bs: u64, buf: &mut [u8]) -> Result<(u64, Vec<Option<u64>>)> {
+fn write_flat(
+    w: &mut Writer,
+    tree: &Tree,
+    p: &InodePlan,
+    id: InodeId,
+    bs: u64,
+    buf: &mut [u8],
+) -> Result<(u64, Vec<Option<u64>>)> {
     let ino = &tree.inodes[id];
     let size = ino.data_size();
     let path = &ino.source;
@@ -459,7 +584,11 @@ fn dir_block(p: &InodePlan, block: usize, lay: &MetaLayout, bs: u64) -> Vec<u8> 
     let mut b = Vec::new();
     let mut nameoff = (entries.len() * DIRENT_SIZE) as u16;
     for e in entries {
-        let d = RawDirent { nid: Nid(lay.nid(e.target, bs)), nameoff, file_type: e.file_type };
+        let d = RawDirent {
+            nid: Nid(lay.nid(e.target, bs)),
+            nameoff,
+            file_type: e.file_type,
+        };
         b.extend_from_slice(&d.to_bytes());
         nameoff += e.name.len() as u16;
     }
@@ -493,10 +622,14 @@ fn write_image(
         hash: Xxh3::new(),
         pos: data_start * bs,
         output,
+        stop: interrupted,
     };
     w.data
         .seek(SeekFrom::Start(data_start * bs))
-        .map_err(|source| BuildError::Output { path: output.to_path_buf(), source })?;
+        .map_err(|source| BuildError::Output {
+            path: output.to_path_buf(),
+            source,
+        })?;
 
     let files: Vec<InodeId> = plan
         .order
@@ -523,14 +656,16 @@ fn write_image(
         let window = &files[i..j];
         let compressed = pool.install(|| compress_window(tree, plan, opts, window))?;
         for (k, &id) in window.iter().enumerate() {
-            if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
-                return Err(BuildError::Interrupted { path: output.to_path_buf() });
-            }
+            check_stop(interrupted, output)?;
             match compressed[k].clone() {
                 Some(ex) => {
                     let z = write_compressed(&mut w, tree, plan, id, ex, opts)?;
                     let p = &mut plan.inodes[id];
-                    p.layout = if z.compact { DataLayout::CompressedCompact } else { DataLayout::CompressedFull };
+                    p.layout = if z.compact {
+                        DataLayout::CompressedCompact
+                    } else {
+                        DataLayout::CompressedFull
+                    };
                     p.tail = 0;
                     p.blocks = 0;
                     p.z = Some(z);
@@ -573,7 +708,14 @@ fn write_image(
         })
         .collect();
     let prefixes = plan.xattrs.prefix_table();
-    let lay = layout_meta(&plan.order, &item_len, prefixes.len() as u64, plan.xattrs.shared.len() as u64, bs, data_end)?;
+    let lay = layout_meta(
+        &plan.order,
+        &item_len,
+        prefixes.len() as u64,
+        plan.xattrs.shared.len() as u64,
+        bs,
+        data_end,
+    )?;
     let meta_base = lay.meta_blkaddr * bs;
     let mut meta = vec![0u8; (lay.meta_blocks * bs) as usize];
     meta[..prefixes.len()].copy_from_slice(&prefixes);
@@ -601,7 +743,11 @@ fn write_image(
         let ino = &tree.inodes[id];
         let mut body = plan.xattrs.bodies[id].clone();
         plan.xattrs.finish_body(&mut body, lay.shared_start);
-        let xattr_icount = if body.is_empty() { 0 } else { ((body.len() - 12) / 4 + 1) as u16 };
+        let xattr_icount = if body.is_empty() {
+            0
+        } else {
+            ((body.len() - 12) / 4 + 1) as u16
+        };
         let i_u = if let Some(z) = &p.z {
             z.blocks as u32
         } else {
@@ -689,12 +835,20 @@ fn write_image(
             w.pad_to_block(bs)?;
         }
     }
-    w.data.flush().map_err(|source| BuildError::Output { path: output.to_path_buf(), source })?;
+    w.data.flush().map_err(|source| BuildError::Output {
+        path: output.to_path_buf(),
+        source,
+    })?;
 
     // The superblock and the compression records, last.
     let mut sb = Superblock::empty();
     sb.blkszbits = opts.blkszbits;
-    sb.feature_compat = compat::SB_CHKSUM | compat::MTIME;
+    // Like mkfs.erofs: no checksum with blocks below 2 KiB (fsck.erofs
+    // 1.8.6 crashes on such images).
+    sb.feature_compat = compat::MTIME;
+    if bs >= 2048 {
+        sb.feature_compat |= compat::SB_CHKSUM;
+    }
     if plan.xattrs.any {
         sb.feature_compat |= compat::XATTR_FILTER;
     }
@@ -709,7 +863,11 @@ fn write_image(
         } else {
             sb.u1 = 65535;
         }
-        if plan.inodes.iter().any(|p| p.z.as_ref().is_some_and(|z| z.inline.is_some())) {
+        if plan
+            .inodes
+            .iter()
+            .any(|p| p.z.as_ref().is_some_and(|z| z.inline.is_some()))
+        {
             sb.feature_incompat |= incompat::ZTAILPACKING;
         }
     }
@@ -726,7 +884,8 @@ fn write_image(
     sb.meta_blkaddr = lay.meta_blkaddr as u32;
     sb.xattr_blkaddr = lay.meta_blkaddr as u32;
     sb.volume_name[..opts.label.len()].copy_from_slice(&opts.label);
-    let bsz = BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
+    let bsz =
+        BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
     let head_len = (1024 + checksum_len(bsz)).max(sb_end as usize);
     let mut head = vec![0u8; head_len];
     head[1152..1152 + records.len()].copy_from_slice(&records);
@@ -744,9 +903,14 @@ fn write_image(
         }
     };
     head[1024..1152].copy_from_slice(&sb.to_bytes());
-    sb.checksum = compute_checksum(&head[1024..1024 + checksum_len(bsz)]);
+    if sb.has_compat(compat::SB_CHKSUM) {
+        sb.checksum = compute_checksum(&head[1024..1024 + checksum_len(bsz)]);
+    }
     head[1024..1152].copy_from_slice(&sb.to_bytes());
-    let out_err = |source| BuildError::Output { path: output.to_path_buf(), source };
+    let out_err = |source| BuildError::Output {
+        path: output.to_path_buf(),
+        source,
+    };
     file.write_all_at(&head, 0).map_err(out_err)?;
     file.set_len(total_blocks * bs).map_err(out_err)?;
     Ok(Summary {

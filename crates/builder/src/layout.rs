@@ -53,7 +53,9 @@ pub fn layout_meta(
     cursor += shared_len;
     cursor = cursor.div_ceil(32) * 32;
     if prefix_len > 0 && (base + prefix_len) / 4 > u64::from(u32::MAX) {
-        return Err(BuildError::TooLarge("xattr prefix table beyond 16 GiB".into()));
+        return Err(BuildError::TooLarge(
+            "xattr prefix table beyond 16 GiB".into(),
+        ));
     }
 
     // Open blocks (relative block index, bytes used).

@@ -196,12 +196,9 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
         } else {
             opts.force_gid.unwrap_or(ino.gid)
         };
-        let uid = uid
-            .checked_add(opts.uid_offset)
-            .ok_or_else(|| BuildError::input(&ino.source, "uid + offset overflows"))?;
-        let gid = gid
-            .checked_add(opts.gid_offset)
-            .ok_or_else(|| BuildError::input(&ino.source, "gid + offset overflows"))?;
+        // Offsets wrap around like mkfs.erofs's (ids are 32-bit).
+        let uid = uid.wrapping_add(opts.uid_offset);
+        let gid = gid.wrapping_add(opts.gid_offset);
         let nlink = nlinks[id];
         let mut dir_entries = Vec::new();
         let size = match &ino.kind {

@@ -2,7 +2,8 @@
 //! the optional inline tail pcluster, and the encoded map header + indexes.
 
 use ferrofs_format::zmap::{
-    advise, encode_compact, encode_full, encode_header, Lcluster, LclusterType, MapHeader, FULL_INDEX_SIZE,
+    advise, encode_compact, encode_full, encode_header, Lcluster, LclusterType, MapHeader,
+    FULL_INDEX_SIZE,
 };
 
 /// One extent with its pcluster's place.
@@ -65,25 +66,33 @@ pub fn lclusters(extents: &[ZExtent], size: u64, bs: u64, big: bool) -> Vec<Lclu
     };
     for (k, e) in extents.iter().enumerate() {
         let lcn = (e.la / bs) as usize;
-        let ty = if e.plain { LclusterType::Plain } else { LclusterType::Head1 };
+        let ty = if e.plain {
+            LclusterType::Plain
+        } else {
+            LclusterType::Head1
+        };
         out[lcn] = Some(head(ty, e.la % bs, e.pblk));
         heads.push((lcn, Some(k)));
     }
     if let Some(last) = extents.last() {
         if !size.is_multiple_of(bs) && ((last.la / bs) as usize) < n - 1 {
-            out[n - 1] = Some(head(LclusterType::Plain, size % bs, last.pblk + last.blocks));
+            out[n - 1] = Some(head(
+                LclusterType::Plain,
+                size % bs,
+                last.pblk + last.blocks,
+            ));
             heads.push((n - 1, None));
         }
     }
     for (i, &(h, k)) in heads.iter().enumerate() {
         let next = heads.get(i + 1).map_or(n, |x| x.0);
-        for lcn in h + 1..next {
+        for (lcn, slot) in out.iter_mut().enumerate().take(next).skip(h + 1) {
             let first = lcn == h + 1;
             let cblk = match k {
                 Some(k) if big && first => (extents[k].blocks as u32).max(1),
                 _ => 0,
             };
-            out[lcn] = Some(Lcluster {
+            *slot = Some(Lcluster {
                 ty: LclusterType::NonHead,
                 clusterofs: 0,
                 delta: [(lcn - h) as u32, (next - lcn) as u32],
@@ -93,7 +102,9 @@ pub fn lclusters(extents: &[ZExtent], size: u64, bs: u64, big: bool) -> Vec<Lclu
             });
         }
     }
-    out.into_iter().map(|e| e.expect("every lcluster covered")).collect()
+    out.into_iter()
+        .map(|e| e.expect("every lcluster covered"))
+        .collect()
 }
 
 /// Encodes header and indexes: compact when possible, else full.
@@ -121,7 +132,11 @@ pub fn encode_index(
     let ebase = hpos + 8;
     let compact_2b = lbits <= 12;
     if let Some(ix) = encode_compact(&entries, ebase, lbits, compact_2b, big) {
-        let h = MapHeader::new(adv | if compact_2b { advise::COMPACTED_2B } else { 0 }, alg, inline_len.unwrap_or(0));
+        let h = MapHeader::new(
+            adv | if compact_2b { advise::COMPACTED_2B } else { 0 },
+            alg,
+            inline_len.unwrap_or(0),
+        );
         let mut v = encode_header(&h).to_vec();
         v.extend_from_slice(&ix);
         return (v, true);

@@ -148,7 +148,12 @@ struct MkfsArgs {
     exclude_regex: Vec<String>,
     /// Xattrs carried by at least N inodes are stored once, shared;
     /// a negative N drops all xattrs.
-    #[arg(short = 'x', value_name = "N", default_value_t = 2, allow_negative_numbers = true)]
+    #[arg(
+        short = 'x',
+        value_name = "N",
+        default_value_t = 2,
+        allow_negative_numbers = true
+    )]
     xattr_tolerance: i32,
     /// Store this long xattr name prefix once (e.g. trusted.overlay.; repeatable).
     #[arg(long, value_name = "PREFIX")]
@@ -196,7 +201,8 @@ fn parse_uuid(s: &str) -> Result<[u8; 16]> {
     }
     let mut u = [0u8; 16];
     for (i, b) in u.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).with_context(|| format!("invalid UUID {s:?}"))?;
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+            .with_context(|| format!("invalid UUID {s:?}"))?;
     }
     Ok(u)
 }
@@ -213,12 +219,17 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         },
         ..BuildOptions::default()
     };
-    let sde = std::env::var("SOURCE_DATE_EPOCH").ok().filter(|v| !v.is_empty());
+    let sde = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .filter(|v| !v.is_empty());
     o.time = match (a.timestamp, a.mkfs_time, a.ignore_mtime, sde) {
         (Some(t), true, _, _) => TimePolicy::BuildTimeOnly(t),
         (Some(t), false, _, _) => TimePolicy::Fixed(t),
         (None, _, true, _) => TimePolicy::IgnoreMtime,
-        (None, _, false, Some(v)) => TimePolicy::Clamp(v.parse().with_context(|| format!("SOURCE_DATE_EPOCH={v:?}"))?),
+        (None, _, false, Some(v)) => TimePolicy::Clamp(
+            v.parse()
+                .with_context(|| format!("SOURCE_DATE_EPOCH={v:?}"))?,
+        ),
         (None, _, false, None) => TimePolicy::Keep,
     };
     o.uuid = a.uuid.as_deref().map(parse_uuid).transpose()?;
@@ -228,14 +239,22 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     o.gid_offset = a.gid_offset;
     o.force_uid = a.force_uid;
     o.force_gid = a.force_gid;
-    o.exclude_paths = a.exclude_path.iter().map(|p| p.as_bytes().to_vec()).collect();
+    o.exclude_paths = a
+        .exclude_path
+        .iter()
+        .map(|p| p.as_bytes().to_vec())
+        .collect();
     o.exclude_regex = a
         .exclude_regex
         .iter()
         .map(|r| regex::bytes::Regex::new(r).with_context(|| format!("--exclude-regex {r:?}")))
         .collect::<Result<_>>()?;
     o.xattr_tolerance = a.xattr_tolerance;
-    o.xattr_prefixes = a.xattr_prefix.iter().map(|p| p.clone().into_bytes()).collect();
+    o.xattr_prefixes = a
+        .xattr_prefix
+        .iter()
+        .map(|p| p.clone().into_bytes())
+        .collect();
     o.chunk_size = a.chunksize;
     o.mount_point = a.mount_point.as_bytes().to_vec();
     let mut ztailpacking = false;
@@ -257,7 +276,8 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             .collect::<Result<Vec<_>, _>>()?;
         let hints = match &a.compress_hints {
             Some(p) => {
-                let text = std::fs::read_to_string(p).with_context(|| format!("--compress-hints {}", p.display()))?;
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("--compress-hints {}", p.display()))?;
                 ferrofs_builder::compress::CompressOptions::parse_hints(&text, compressors.len())?
             }
             None => Vec::new(),
@@ -272,7 +292,11 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         bail!("-C, --compress-hints and -E ztailpacking need -z");
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
     let pb = ProgressBar::new(0);
@@ -280,8 +304,10 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     pb.set_style(
-        ProgressStyle::with_template("{elapsed} [{bar:30}] {binary_bytes}/{binary_total_bytes} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{elapsed} [{bar:30}] {binary_bytes}/{binary_total_bytes} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let tick = |p: ferrofs_builder::Progress| {
         pb.set_length(p.bytes_total);

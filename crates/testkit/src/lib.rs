@@ -9,13 +9,16 @@
 //! [`compare::compare_trees`] checks two trees entry by entry (contents, metadata, xattrs,
 //! hardlink groups) and reports every difference.
 //!
-//! [`tmp::TempDir`] is a small self-cleaning temporary directory used by the others, and
-//! [`process::run_with_timeout`] runs the binary under test with a time limit.
+//! [`tmp::TempDir`] is a small self-cleaning temporary directory used by the others,
+//! [`process::run_with_timeout`] runs the binary under test with a time limit, and
+//! [`copy::copy_tree_reversed`] copies a tree creating every entry in the reverse order (for
+//! determinism tests).
 //!
 //! Most of this needs root (devices, foreign owners, `trusted.*` xattrs, loop mounts); callers
 //! check [`mount::can_mount`] and skip when it fails.
 
 pub mod compare;
+pub mod copy;
 pub mod corpus;
 pub mod mount;
 pub mod process;
@@ -27,6 +30,8 @@ pub use corpus::{make_corner_tree, make_corner_tree_with, CornerOptions};
 pub use mount::{can_mount, LoopMount};
 pub use tmp::TempDir;
 pub use tools::{build_image, option_matrix, Mkfs};
+/// Re-exported so tests can read xattrs without depending on the crate themselves.
+pub use xattr;
 
 /// Whether the current process runs with effective uid 0.
 pub fn is_root() -> bool {

@@ -93,6 +93,29 @@ pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> io::Result<Outcom
     })
 }
 
+/// Sends signal `sig` (`"TERM"`, `"INT"`, `"HUP"` or `"KILL"`) to process `pid`; returns once
+/// the signal is pending on it.
+pub fn send_signal(pid: u32, sig: &str) -> io::Result<()> {
+    let n = match sig {
+        "TERM" => libc::SIGTERM,
+        "INT" => libc::SIGINT,
+        "HUP" => libc::SIGHUP,
+        "KILL" => libc::SIGKILL,
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("unknown signal {sig}"),
+            ))
+        }
+    };
+    // SAFETY: kill has no memory-safety preconditions.
+    if unsafe { libc::kill(pid as libc::pid_t, n) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

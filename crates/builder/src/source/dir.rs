@@ -181,7 +181,8 @@ pub fn scan(root: &Path, opts: &BuildOptions) -> Result<Tree> {
                 }
             }
             let id = tree.inodes.len();
-            tree.inodes.push(make_inode(&path, &child_rel, &meta, opts, dir_id)?);
+            tree.inodes
+                .push(make_inode(&path, &child_rel, &meta, opts, dir_id)?);
             if meta.is_dir() {
                 stack.push((id, child_rel));
             } else if meta.nlink() > 1 {

@@ -139,11 +139,34 @@ pub fn inode(image: &Image, inode: &Inode) -> Value {
     v
 }
 
+/// Whether the kernel can decode a pcluster in place (its output pages
+/// reuse the compressed pages): zero padding, a whole (not partial) decode,
+/// and room after the decoded data up to the page end of at least
+/// `csize / 256 + 32` bytes, where `csize` is the stream length without the
+/// zero padding.
+pub fn in_place_safe(image: &Image, e: &ferrofs::map::Extent, p: &ferrofs::map::Pcluster) -> bool {
+    const PAGE: u64 = 4096;
+    if p.partial || !image.superblock().has_incompat(incompat::ZERO_PADDING) {
+        return false;
+    }
+    let window = p.len.min(image.block_size().bytes()) as usize;
+    let mut head = vec![0u8; window];
+    if image.read_raw(&mut head, p.pos).is_err() {
+        return false;
+    }
+    let zeros = head.iter().take_while(|&&b| b == 0).count() as u64;
+    let csize = p.len - zeros;
+    let oend = e.logical % PAGE + e.len;
+    let margin = oend.div_ceil(PAGE) * PAGE - oend;
+    margin >= (csize >> 8) + 32
+}
+
 /// Whole-image statistics.
 pub fn statistics(image: &Image) -> Value {
     let mut by_type: BTreeMap<&str, u64> = BTreeMap::new();
     let mut by_layout: BTreeMap<&str, u64> = BTreeMap::new();
     let mut pclusters: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new(); // count, plen, llen
+    let (mut inplace_total, mut inplace_safe) = (0u64, 0u64);
     let mut seen_inodes = HashSet::new();
     let mut seen_pclusters = HashSet::new();
     let (mut logical, mut compressed_logical, mut compressed_physical) = (0u64, 0u64, 0u64);
@@ -186,6 +209,12 @@ pub fn statistics(image: &Image) -> Value {
                         compressed_physical += p.len;
                         entry.0 += 1;
                         entry.1 += p.len;
+                        if let (false, PclusterFormat::Codec(_)) = (p.inline, p.format) {
+                            inplace_total += 1;
+                            if in_place_safe(image, &e, &p) {
+                                inplace_safe += 1;
+                            }
+                        }
                     }
                 }
             }
@@ -218,6 +247,12 @@ pub fn statistics(image: &Image) -> Value {
         "fragment_bytes": fragment_bytes,
         "hole_bytes": hole_bytes,
         "pclusters": algs,
+        "in_place": {
+            "rule": "kernel LZ4 in-place margin: page_align(oend) - oend >= csize/256 + 32",
+            "pclusters": inplace_total,
+            "safe": inplace_safe,
+            "share": if inplace_total == 0 { 0.0 } else { inplace_safe as f64 / inplace_total as f64 },
+        },
         "errors": errors,
         "image_bytes": image.source_len(),
     })

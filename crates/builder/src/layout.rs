@@ -28,7 +28,7 @@ impl MetaLayout {
 }
 
 /// Blocks kept open for first-fit packing of small inodes.
-const OPEN_BLOCKS: usize = 16;
+const OPEN_BLOCKS: usize = 256;
 
 /// Places the prefix table, the shared xattrs and one item per inode
 /// (`item_len[id]`, in the order `order`) in a metadata area starting at
@@ -68,7 +68,12 @@ pub fn layout_meta(
     for &id in order {
         let len = item_len[id].div_ceil(32) * 32;
         let rel = if len <= bs {
-            if let Some(slot) = open.iter_mut().find(|(_, used)| *used + len <= bs) {
+            // Best fit: the open block with the least room that still fits.
+            let best = open
+                .iter_mut()
+                .filter(|(_, used)| *used + len <= bs)
+                .max_by_key(|(blk, used)| (*used, std::cmp::Reverse(*blk)));
+            if let Some(slot) = best {
                 let at = slot.0 * bs + slot.1;
                 slot.1 += len;
                 at

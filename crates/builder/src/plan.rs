@@ -59,11 +59,7 @@ pub struct InodePlan {
 
 impl InodePlan {
     pub fn inode_size(&self) -> u64 {
-        if self.extended {
-            EXTENDED_INODE_SIZE as u64
-        } else {
-            COMPACT_INODE_SIZE as u64
-        }
+        ferrofs_format::inode::inode_size(self.extended)
     }
     /// Bytes of the chunk table.
     pub fn table_len(&self) -> u64 {

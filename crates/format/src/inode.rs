@@ -6,6 +6,15 @@ use crate::FormatError;
 pub const COMPACT_INODE_SIZE: usize = 32;
 pub const EXTENDED_INODE_SIZE: usize = 64;
 
+/// Bytes of an on-disk inode: 64 when extended, 32 when compact.
+pub fn inode_size(extended: bool) -> u64 {
+    if extended {
+        EXTENDED_INODE_SIZE as u64
+    } else {
+        COMPACT_INODE_SIZE as u64
+    }
+}
+
 /// How a file's data is stored (`i_format` bits 1..3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DataLayout {

@@ -134,11 +134,7 @@ impl Inode {
 
     /// Size of the on-disk inode structure (32 or 64).
     pub fn inode_size(&self) -> u64 {
-        if self.extended {
-            EXTENDED_INODE_SIZE as u64
-        } else {
-            COMPACT_INODE_SIZE as u64
-        }
+        ferrofs_format::inode::inode_size(self.extended)
     }
     /// Bytes of the inline xattr body.
     pub fn xattr_isize(&self) -> u64 {

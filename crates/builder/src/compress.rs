@@ -175,6 +175,7 @@ pub fn compress_segment(
     bs: u64,
     big: bool,
 ) -> Result<Vec<Extent>> {
+    let inplace = enc.config().alg == Algorithm::Lz4;
     let cap = (MAX_EXTENT_BLOCKS * bs).min(12 << 20) as usize;
     let mut dst = vec![0u8; pcluster as usize];
     let mut out = Vec::new();
@@ -182,9 +183,25 @@ pub fn compress_segment(
     while pos < input.len() {
         let end = input.len().min(pos + cap);
         let src = &input[pos..end];
-        let (consumed, written) = enc
+        let (mut consumed, mut written) = enc
             .compress_fixed_output(src, &mut dst)
             .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?;
+        if inplace && pos + consumed < input.len() {
+            // Keep the kernel's in-place margin (paper §3.3): end the extent
+            // early enough in its last page that the page can hold the
+            // compressed data and the decoded data at once.
+            let la = base + pos as u64;
+            let oend = la % 4096 + consumed as u64;
+            let margin = oend.div_ceil(4096) * 4096 - oend;
+            let need = (written as u64 >> 8) + 32;
+            if margin < need && consumed as u64 > need - margin + bs {
+                let shorter = consumed - (need - margin) as usize;
+                let r = enc
+                    .compress_fixed_output(&src[..shorter], &mut dst)
+                    .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?;
+                (consumed, written) = r;
+            }
+        }
         let at_end = pos + consumed == input.len();
         let blocks_in = (consumed as u64).div_ceil(bs);
         let blocks_out = (written as u64).div_ceil(bs);

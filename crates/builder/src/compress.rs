@@ -176,6 +176,8 @@ pub fn compress_segment(
     big: bool,
 ) -> Result<Vec<Extent>> {
     let inplace = enc.config().alg == Algorithm::Lz4;
+    // Segments are spread over threads: start every one from the same state.
+    enc.reset();
     let cap = (MAX_EXTENT_BLOCKS * bs).min(12 << 20) as usize;
     let mut dst = vec![0u8; pcluster as usize];
     let mut out = Vec::new();
@@ -238,6 +240,7 @@ pub fn compress_segment(
 /// Whether compressing the first pcluster of a file saves at least one
 /// block (files that do not, like media and archives, are stored flat).
 pub fn worth_compressing(enc: &mut Encoder, first: &[u8], pcluster: u64, bs: u64) -> bool {
+    enc.reset();
     let mut dst = vec![0u8; pcluster as usize];
     match enc.compress_fixed_output(first, &mut dst) {
         Ok((consumed, written)) if consumed > 0 && written > 0 => {

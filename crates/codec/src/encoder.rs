@@ -71,6 +71,14 @@ impl Encoder {
         })
     }
 
+    /// Forgets what earlier calls learned (the DEFLATE/zstd search's ratio
+    /// hint), so the next calls give the same output whatever this encoder
+    /// compressed before. Call it at the start of independent inputs when
+    /// output must not depend on how work was spread over encoders.
+    pub fn reset(&mut self) {
+        self.search.forget();
+    }
+
     /// The configuration this encoder was made with.
     pub fn config(&self) -> EncoderConfig {
         self.cfg

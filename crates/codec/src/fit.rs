@@ -159,6 +159,11 @@ pub(crate) struct Search {
 }
 
 impl Search {
+    /// Drops the remembered ratio.
+    pub fn forget(&mut self) {
+        self.ratio = None;
+    }
+
     /// Compress the longest prefix of `src` (within the tolerance) that
     /// fits in `dst`, leaving its stream at the start of `dst`. Returns
     /// (0, 0) when nothing fits.

@@ -11,9 +11,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::thread;
 use std::time::Duration;
 
 use ferrofs_testkit::compare::{self, CompareOptions};
@@ -215,18 +213,9 @@ fn compressed_images_match_kernel() {
         ztail: true,
     });
     let failures = Mutex::new(Vec::new());
-    let next = AtomicUsize::new(0);
-    thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= cases.len() {
-                    break;
-                }
-                let f = check(&work, &src, &cases[i]);
-                failures.lock().unwrap().extend(f);
-            });
-        }
+    ferrofs_testkit::tmp::parallel(cases.len(), 2, |i| {
+        let f = check(&work, &src, &cases[i]);
+        failures.lock().unwrap().extend(f);
     });
     let failures = failures.into_inner().unwrap();
     if failures.is_empty() {

@@ -46,7 +46,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -282,45 +282,16 @@ fn build_setup() -> Setup {
     }
 }
 
-/// A fresh `target/tmp/NAME/run-PID`, after removing leftovers of processes that are gone;
-/// removed at exit unless something failed or `FERROFS_TEST_KEEP` is set.
 fn work_dir(name: &str) -> PathBuf {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    fs::create_dir_all(&base).unwrap();
-    for entry in fs::read_dir(&base).unwrap().flatten() {
-        let name = entry.file_name();
-        let pid = name.to_str().and_then(|n| n.strip_prefix("run-"));
-        if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
-            let _ = ferrofs_testkit::tmp::remove_tree(&entry.path());
-        }
-    }
-    let work = base.join(format!("run-{}", std::process::id()));
-    ferrofs_testkit::tmp::remove_tree(&work).expect("clean the work directory");
-    fs::create_dir_all(work.join("images")).unwrap();
-    if !keep_requested() {
-        ferrofs_testkit::tmp::remove_at_exit(&work);
-    }
-    work
+    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
 }
 
 fn keep_requested() -> bool {
-    std::env::var_os("FERROFS_TEST_KEEP").is_some_and(|v| !v.is_empty() && v != "0")
+    ferrofs_testkit::tmp::keep_requested()
 }
 
-/// Runs `f(0..n)` on [`WORKERS`] threads.
 fn parallel(n: usize, f: impl Fn(usize) + Sync) {
-    let next = AtomicUsize::new(0);
-    thread::scope(|s| {
-        for _ in 0..WORKERS.min(n.max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                f(i);
-            });
-        }
-    });
+    ferrofs_testkit::tmp::parallel(n, WORKERS, f)
 }
 
 /// `ferrofs mkfs OPTS OUT SRC` (without `SOURCE_DATE_EPOCH`, which changes mtimes).

@@ -27,7 +27,6 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -166,42 +165,14 @@ fn build_setup() -> Result<Setup, String> {
     Ok(Setup { work, cases })
 }
 
-/// A fresh `target/tmp/upstream_images/run-PID` (so concurrent test processes do not clash),
-/// after removing leftovers of processes that are gone. It is removed when the process exits,
-/// unless a case failed or `FERROFS_TEST_KEEP` is set.
 fn work_dir() -> PathBuf {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream_images");
-    fs::create_dir_all(&base).unwrap();
-    for entry in fs::read_dir(&base).unwrap().flatten() {
-        let name = entry.file_name();
-        let pid = name.to_str().and_then(|n| n.strip_prefix("run-"));
-        if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
-            let _ = ferrofs_testkit::tmp::remove_tree(&entry.path());
-        }
-    }
-    let work = base.join(format!("run-{}", std::process::id()));
-    ferrofs_testkit::tmp::remove_tree(&work).expect("clean the work directory");
-    fs::create_dir_all(work.join("images")).unwrap();
-    if std::env::var_os("FERROFS_TEST_KEEP").is_none() {
-        ferrofs_testkit::tmp::remove_at_exit(&work);
-    }
-    work
+    ferrofs_testkit::tmp::fresh_run_dir(
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream_images"),
+    )
 }
 
-/// Runs `f(0..n)` on [`WORKERS`] threads.
 fn parallel(n: usize, f: impl Fn(usize) + Sync) {
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..WORKERS.min(n.max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                f(i);
-            });
-        }
-    });
+    ferrofs_testkit::tmp::parallel(n, WORKERS, f)
 }
 
 /// For every case: check the build, mount the image, run `check(case, mountpoint)`; returns

@@ -120,3 +120,48 @@ pub fn remove_tree(path: &Path) -> io::Result<()> {
     }
     fs::remove_dir_all(path)
 }
+
+/// Whether `FERROFS_TEST_KEEP` asks to keep test work directories.
+pub fn keep_requested() -> bool {
+    std::env::var_os("FERROFS_TEST_KEEP").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A fresh `BASE/run-PID` (so concurrent test processes do not clash), after
+/// removing the leftovers of processes that are gone. It is removed when the
+/// process exits unless `FERROFS_TEST_KEEP` is set (tests that fail call
+/// [`keep_at_exit`] to keep it for inspection). `images/` is created inside.
+pub fn fresh_run_dir(base: &Path) -> PathBuf {
+    std::fs::create_dir_all(base).expect("create the test base directory");
+    if let Ok(entries) = std::fs::read_dir(base) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let pid = name.to_str().and_then(|n| n.strip_prefix("run-"));
+            if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+                let _ = remove_tree(&entry.path());
+            }
+        }
+    }
+    let work = base.join(format!("run-{}", std::process::id()));
+    remove_tree(&work).expect("clean the work directory");
+    std::fs::create_dir_all(work.join("images")).expect("create the work directory");
+    if !keep_requested() {
+        remove_at_exit(&work);
+    }
+    work
+}
+
+/// Runs `f(0..n)` on `workers` threads, each taking the next index.
+pub fn parallel(n: usize, workers: usize, f: impl Fn(usize) + Sync) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..workers.min(n.max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                f(i);
+            });
+        }
+    });
+}

@@ -7,6 +7,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod mount;
+
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use ferrofs::format::inode::FileType;
@@ -40,6 +42,8 @@ struct ImageArgs {
 enum Command {
     /// Build an EROFS image from a directory tree.
     Mkfs(Box<MkfsArgs>),
+    /// Mount an image read-only through FUSE.
+    Mount(mount::MountArgs),
     /// Check every inode, directory entry and pcluster of an image.
     Fsck {
         #[command(flatten)]
@@ -381,6 +385,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Mkfs(a) => mkfs(&a),
+        Command::Mount(a) => mount::run(&a),
         Command::Fsck { img, no_data, json } => {
             let image = open(&img)?;
             let pb = progress(None);

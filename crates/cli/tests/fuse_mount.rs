@@ -1,0 +1,258 @@
+//! `ferrofs mount` (FUSE) against the source tree: images of the corner
+//! tree built by ferrofs mkfs and by mkfs.erofs 1.8.6 are mounted with
+//! `ferrofs mount -f`, compared entry by entry and field by field with the
+//! source, read by 16 threads at random offsets, and the daemon's peak RSS
+//! is checked against the cache budget. Needs root and /dev/fuse.
+
+use std::fs;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferrofs_testkit::compare::{self, CompareOptions};
+use ferrofs_testkit::{corpus, tools};
+
+const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+
+fn skip_reason() -> Option<String> {
+    if !ferrofs_testkit::is_root() {
+        return Some("not root".into());
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse is absent".into());
+    }
+    None
+}
+
+fn mounted(dir: &Path) -> bool {
+    let d = dir.canonicalize().unwrap().to_string_lossy().into_owned();
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(d.as_str()))
+}
+
+/// A foreground `ferrofs mount -f` that is unmounted and reaped on drop.
+struct Mount {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Mount {
+    fn new(image: &Path, dir: &Path, extra: &[&str]) -> Mount {
+        fs::create_dir_all(dir).unwrap();
+        let child = Command::new(FERROFS)
+            .arg("mount")
+            .arg("-f")
+            .args(extra)
+            .arg(image)
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let m = Mount {
+            child,
+            dir: dir.to_path_buf(),
+        };
+        let start = Instant::now();
+        while !mounted(dir) {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{} not mounted",
+                dir.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        m
+    }
+
+    fn peak_rss_kib(&self) -> u64 {
+        let s = fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        s.lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    fn unmount(mut self) {
+        let ok = Command::new("fusermount3")
+            .arg("-u")
+            .arg(&self.dir)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "fusermount3 -u failed");
+        let start = Instant::now();
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                assert!(st.success(), "daemon exited with {st}");
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "daemon did not exit after unmount"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn work(test: &str) -> PathBuf {
+    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(test))
+}
+
+fn build(src: &Path, out: &Path, upstream: bool, opts: &[&str]) {
+    let ok = if upstream {
+        let mkfs =
+            tools::mkfs_upstream().expect("mkfs.erofs 1.8.6 (run ../shared/tools/upstream-tools)");
+        tools::build_image(&mkfs, opts, src, out).is_ok()
+    } else {
+        Command::new(FERROFS)
+            .arg("mkfs")
+            .arg("--quiet")
+            .args(opts)
+            .arg(out)
+            .arg(src)
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(ok, "building {} with {opts:?}", out.display());
+}
+
+#[test]
+fn fuse_mount_matches_source() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let w = work("fuse_mount_tree");
+    let src = w.join("tree");
+    corpus::make_corner_tree(&src).unwrap();
+    let mut failures = Vec::new();
+    for (name, upstream, opts) in [
+        ("ferrofs-plain", false, vec![]),
+        (
+            "ferrofs-lz4hc",
+            false,
+            vec!["-zlz4hc", "-C65536", "-Eztailpacking"],
+        ),
+        (
+            "upstream-lz4hc",
+            true,
+            vec!["-zlz4hc", "-C65536", "-Eztailpacking"],
+        ),
+        (
+            "upstream-lzma-fragments",
+            true,
+            vec!["-zlzma", "-Efragments"],
+        ),
+    ] {
+        let img = w.join(format!("images/{name}.img"));
+        build(&src, &img, upstream, &opts);
+        let m = Mount::new(&img, &w.join(format!("mnt-{name}")), &["--threads", "4"]);
+        for d in compare::compare_trees(&src, &m.dir, &CompareOptions::strict()) {
+            failures.push(format!("{name}: {d}"));
+        }
+        m.unmount();
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn concurrent_readers_and_bounded_memory() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let w = work("fuse_mount_conc");
+    let src = w.join("tree");
+    fs::create_dir_all(&src).unwrap();
+    // Compressible files, 40 MiB in all, so the cache budget matters.
+    for k in 0..20 {
+        let text: String = (0..40_000)
+            .map(|i| format!("{k} {i} fixed-size output compression\n"))
+            .collect();
+        let mut bytes = text.into_bytes();
+        bytes.truncate(2 << 20);
+        fs::write(src.join(format!("f{k:02}.txt")), bytes).unwrap();
+    }
+    let img = w.join("images/conc.img");
+    build(&src, &img, false, &["-zlz4hc", "-C65536"]);
+    let budget_mib = 8u64;
+    let m = Mount::new(
+        &img,
+        &w.join("mnt"),
+        &["--cache-size", "8M", "--threads", "4"],
+    );
+    let files: Vec<PathBuf> = (0..20).map(|k| format!("f{k:02}.txt").into()).collect();
+    std::thread::scope(|s| {
+        for t in 0..16u64 {
+            let (src, mnt, files) = (&src, &m.dir, &files);
+            s.spawn(move || {
+                let mut x = t * 0x9E37_79B9 + 1;
+                for _ in 0..200 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let f = &files[(x % files.len() as u64) as usize];
+                    let want = fs::read(src.join(f)).unwrap();
+                    let off = (x >> 8) % want.len() as u64;
+                    let len = ((x >> 40) % 70_000) as usize;
+                    let mut got = vec![0u8; len];
+                    let fh = fs::File::open(mnt.join(f)).unwrap();
+                    let n = fh.read_at(&mut got, off).unwrap();
+                    let end = (off as usize + len).min(want.len());
+                    assert_eq!(
+                        &got[..n],
+                        &want[off as usize..end],
+                        "{} at {off}",
+                        f.display()
+                    );
+                }
+            });
+        }
+    });
+    // Read everything once more through the mount.
+    for f in &files {
+        assert_eq!(
+            fs::read(m.dir.join(f)).unwrap(),
+            fs::read(src.join(f)).unwrap()
+        );
+    }
+    let rss_mib = m.peak_rss_kib() / 1024;
+    let allowance = 16 + budget_mib + 24;
+    assert!(rss_mib <= allowance, "daemon peak RSS {rss_mib} MiB > {allowance} MiB (16 + cache {budget_mib} + 24 for threads and extents)");
+    println!("fuse daemon peak RSS: {rss_mib} MiB with an {budget_mib} MiB cache");
+    m.unmount();
+}
+
+#[test]
+fn mount_errors_are_clear() {
+    let out = Command::new(FERROFS)
+        .args(["mount", "-f", "/nonexistent.img", "/nonexistent-dir"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        msg.contains("/nonexistent-dir") && msg.contains("does not exist"),
+        "{msg}"
+    );
+}

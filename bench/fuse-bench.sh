@@ -3,7 +3,7 @@ mkdir -p "${BENCH_DIR:-/tmp/ferrofs-bench}"
 # tar of a tree through: ferrofs mount, erofsfuse 1.8.6, squashfuse (mksquashfs image), kernel erofs.
 # caches dropped before each run; wall seconds, medians by eye. usage: fuse-bench.sh SRC N
 src=$1; n=$2
-U=${UPSTREAM_TOOLS_BIN:-$HOME/.cache/upstream-tools/bin}; F=/work/main/target/release/ferrofs
+U=${UPSTREAM_TOOLS_BIN:-$HOME/.cache/upstream-tools/bin}; F=${FERROFS:-$(cd "$(dirname "$0")/.." && pwd)/target/release/ferrofs}
 B=${BENCH_DIR:-/tmp/ferrofs-bench}/fb; mkdir -p $B/m
 $U/mkfs.erofs --quiet -zlz4hc -C65536 $B/e.img $src >/dev/null
 $U/mksquashfs $src $B/s.sqfs -comp lz4 -Xhc -b 65536 -noappend -quiet >/dev/null 2>&1 || $U/mksquashfs $src $B/s.sqfs -comp lz4 -b 65536 -noappend >/dev/null

@@ -1,5 +1,6 @@
 //! `ferrofs mount`: serve an image through FUSE until unmounted or signalled.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,17 +41,47 @@ fn parse_size(s: &str) -> Result<usize, String> {
         .map_err(|_| format!("invalid size {s:?}"))
 }
 
+/// Undoes the octal escapes (`\040` for a space…) of a mountinfo field.
+fn unescape(field: &str) -> Vec<u8> {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut k = 0;
+    while k < b.len() {
+        let oct = b
+            .get(k + 1..k + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match oct {
+            Some(d) if b[k] == b'\\' => {
+                let v = d.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+                out.push(u8::try_from(v).unwrap_or(b'?'));
+                k += 4;
+            }
+            _ => {
+                out.push(b[k]);
+                k += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The device number (`major:minor`) of what is mounted exactly at
+/// `mountpoint`, if anything is.
+fn mounted_dev(mountpoint: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let canon = mountpoint.canonicalize().ok()?;
+    let target = canon.as_os_str().as_bytes();
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        let hit = f.get(4).map(|p| unescape(p)).as_deref() == Some(target);
+        hit.then(|| f.get(2).map(|d| d.to_string())).flatten()
+    })
+}
+
+/// Whether something is mounted exactly at `mountpoint`.
 fn is_mounted(mountpoint: &Path) -> bool {
-    let Ok(canon) = mountpoint.canonicalize() else {
-        return false;
-    };
-    let target = canon.to_string_lossy().replace(' ', "\\040");
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .map(|m| {
-            m.lines()
-                .any(|l| l.split(' ').nth(4) == Some(target.as_str()))
-        })
-        .unwrap_or(false)
+    mounted_dev(mountpoint).is_some()
 }
 
 pub fn run(a: &MountArgs) -> Result<ExitCode> {
@@ -92,7 +123,8 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
 
     if !a.foreground {
         // Detach: run ourselves in the foreground as a child with no
-        // terminal, and return once the mount is there.
+        // terminal, in a process group of its own (so the terminal's ^C and
+        // job control do not reach it), and return once the mount is there.
         let exe = std::env::current_exe().context("locating the ferrofs binary")?;
         let mut child = Command::new(exe)
             .args(std::env::args_os().skip(1))
@@ -100,6 +132,7 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .context("starting the mount daemon")?;
         let start = Instant::now();
@@ -141,6 +174,11 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
     while !is_mounted(&a.mountpoint) && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(10));
     }
+    // Best effort: a 1 MiB readahead window (the FUSE default is 128 KiB)
+    // lets sequential reads arrive as 1 MiB requests; needs root.
+    if let Some(dev) = mounted_dev(&a.mountpoint) {
+        let _ = std::fs::write(format!("/sys/class/bdi/{dev}/read_ahead_kb"), "1024");
+    }
     loop {
         if stop.load(Ordering::Relaxed) {
             session.umount_and_join().context("unmounting")?;
@@ -151,5 +189,20 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_mountinfo_escapes() {
+        assert_eq!(parse_size("8M"), Ok(8 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("lots").is_err());
+        assert_eq!(unescape(r"/mnt/a\040b\134c"), b"/mnt/a b\\c");
+        assert_eq!(unescape(r"/x\04"), b"/x\\04");
     }
 }

@@ -102,7 +102,11 @@ impl Mount {
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(&self.dir)
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -143,6 +147,7 @@ fn fuse_mount_matches_source() {
     let mut failures = Vec::new();
     for (name, upstream, opts) in [
         ("ferrofs-plain", false, vec![]),
+        ("upstream-plain", true, vec![]),
         (
             "ferrofs-lz4hc",
             false,
@@ -175,6 +180,20 @@ fn fuse_mount_matches_source() {
     );
 }
 
+/// Every regular file under `dir`, relative to it.
+fn regular_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+    for e in fs::read_dir(dir.join(rel)).unwrap() {
+        let e = e.unwrap();
+        let r = rel.join(e.file_name());
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            regular_files(dir, &r, out);
+        } else if t.is_file() {
+            out.push(r);
+        }
+    }
+}
+
 #[test]
 fn concurrent_readers_and_bounded_memory() {
     if let Some(why) = skip_reason() {
@@ -183,8 +202,9 @@ fn concurrent_readers_and_bounded_memory() {
     }
     let w = work("fuse_mount_conc");
     let src = w.join("tree");
-    fs::create_dir_all(&src).unwrap();
-    // Compressible files, 40 MiB in all, so the cache budget matters.
+    // The corner tree plus 40 MiB of compressible files, so that the cache
+    // budget matters.
+    corpus::make_corner_tree(&src.join("corner")).unwrap();
     for k in 0..20 {
         let text: String = (0..40_000)
             .map(|i| format!("{k} {i} fixed-size output compression\n"))
@@ -194,53 +214,132 @@ fn concurrent_readers_and_bounded_memory() {
         fs::write(src.join(format!("f{k:02}.txt")), bytes).unwrap();
     }
     let img = w.join("images/conc.img");
-    build(&src, &img, false, &["-zlz4hc", "-C65536"]);
+    build(&src, &img, false, &["-zlz4hc", "-C65536", "-Eztailpacking"]);
     let budget_mib = 8u64;
     let m = Mount::new(
         &img,
         &w.join("mnt"),
         &["--cache-size", "8M", "--threads", "4"],
     );
-    let files: Vec<PathBuf> = (0..20).map(|k| format!("f{k:02}.txt").into()).collect();
+    let mut files = Vec::new();
+    regular_files(&src, Path::new(""), &mut files);
+    assert!(files.len() > 40, "only {} files", files.len());
+    let wants: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| fs::read(src.join(f)).unwrap())
+        .collect();
     std::thread::scope(|s| {
         for t in 0..16u64 {
-            let (src, mnt, files) = (&src, &m.dir, &files);
+            let (mnt, files, wants) = (&m.dir, &files, &wants);
             s.spawn(move || {
                 let mut x = t * 0x9E37_79B9 + 1;
-                for _ in 0..200 {
+                for _ in 0..300 {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    let f = &files[(x % files.len() as u64) as usize];
-                    let want = fs::read(src.join(f)).unwrap();
-                    let off = (x >> 8) % want.len() as u64;
+                    let k = (x % files.len() as u64) as usize;
+                    let (f, want) = (&files[k], &wants[k]);
+                    let off = (x >> 8) % (want.len() as u64 + 1);
                     let len = ((x >> 40) % 70_000) as usize;
                     let mut got = vec![0u8; len];
                     let fh = fs::File::open(mnt.join(f)).unwrap();
-                    let n = fh.read_at(&mut got, off).unwrap();
+                    let mut n = 0;
+                    while n < len {
+                        match fh.read_at(&mut got[n..], off + n as u64).unwrap() {
+                            0 => break,
+                            r => n += r,
+                        }
+                    }
                     let end = (off as usize + len).min(want.len());
-                    assert_eq!(
-                        &got[..n],
-                        &want[off as usize..end],
-                        "{} at {off}",
+                    assert!(
+                        got[..n] == want[off as usize..end],
+                        "{} at {off}+{len}",
                         f.display()
                     );
                 }
             });
         }
     });
-    // Read everything once more through the mount.
-    for f in &files {
-        assert_eq!(
-            fs::read(m.dir.join(f)).unwrap(),
-            fs::read(src.join(f)).unwrap()
-        );
+    // Read the whole tree once more through the mount.
+    for (f, want) in files.iter().zip(&wants) {
+        assert!(fs::read(m.dir.join(f)).unwrap() == *want, "{}", f.display());
     }
     let rss_mib = m.peak_rss_kib() / 1024;
+    // Allowance beyond 16 MiB + the cache: 24 MiB for thread stacks, the
+    // per-thread 1 MiB reply buffers, fuser's request buffers and extent maps.
     let allowance = 16 + budget_mib + 24;
-    assert!(rss_mib <= allowance, "daemon peak RSS {rss_mib} MiB > {allowance} MiB (16 + cache {budget_mib} + 24 for threads and extents)");
+    assert!(rss_mib <= allowance, "daemon peak RSS {rss_mib} MiB > {allowance} MiB (16 + cache {budget_mib} + 24 for threads and buffers)");
     println!("fuse daemon peak RSS: {rss_mib} MiB with an {budget_mib} MiB cache");
     m.unmount();
+}
+
+/// SIGTERM and SIGINT unmount cleanly; without `-f` the command returns
+/// once the mount is there and the detached daemon serves it.
+#[test]
+fn signals_and_detach() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let w = work("fuse_mount_signals");
+    let src = w.join("tree");
+    fs::create_dir_all(src.join("d")).unwrap();
+    fs::write(src.join("d/hello"), b"hello, fuse\n").unwrap();
+    let img = w.join("images/small.img");
+    build(&src, &img, false, &[]);
+    for sig in ["TERM", "INT"] {
+        let mut m = Mount::new(&img, &w.join(format!("mnt-{sig}")), &[]);
+        assert_eq!(fs::read(m.dir.join("d/hello")).unwrap(), b"hello, fuse\n");
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(m.child.id().to_string())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        let start = Instant::now();
+        let st = loop {
+            if let Some(st) = m.child.try_wait().unwrap() {
+                break st;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "SIG{sig} ignored"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(st.success(), "daemon exited with {st} on SIG{sig}");
+        assert!(!mounted(&m.dir), "still mounted after SIG{sig}");
+    }
+    // Detached: the command exits 0 with the mount in place.
+    let dir = w.join("mnt-detached");
+    fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(FERROFS)
+        .arg("mount")
+        .arg(&img)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(mounted(&dir));
+    assert_eq!(fs::read(dir.join("d/hello")).unwrap(), b"hello, fuse\n");
+    // A second mount on the same place is refused, naming it.
+    let out = Command::new(FERROFS)
+        .arg("mount")
+        .arg("-f")
+        .arg(&img)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(msg.contains("already mounted"), "{msg}");
+    assert!(Command::new("umount").arg(&dir).status().unwrap().success());
+    assert!(!mounted(&dir));
 }
 
 #[test]

@@ -2,41 +2,78 @@
 //! adapter: FUSE inode numbers to nids and back, attributes, directory
 //! cookies, xattrs (with the size-probe protocol), errno mapping (damage →
 //! EIO, unsupported → EOPNOTSUPP). All data comes from the reader, whose
-//! decoded-pcluster cache is shared by the worker threads.
+//! decoded-pcluster cache (single-flight, byte budget) is shared by the
+//! worker threads.
+//!
+//! Open files and directories get a handle: `open` maps the file once and
+//! every `read` reuses that mapping; `opendir` reads the directory once and
+//! `readdir`/`readdirplus` page through it by index (the cookie of entry
+//! `k` is `k + 1`). Each worker thread keeps one reply buffer for reads.
 
 #![forbid(unsafe_code)]
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::time::{Duration, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ferrofs::format::inode::FileType as Ft;
+use ferrofs::format::inode::{DataLayout, FileType as Ft};
 use ferrofs::format::Nid;
-use ferrofs::{Error, Image, Inode};
+use ferrofs::{DirEntry, Error, File, Image, Inode};
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
-    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, ReplyStatfs,
-    ReplyXattr, Request,
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyXattr, Request,
 };
 
 /// How long the kernel may cache entries and attributes: the image never
 /// changes while mounted.
 pub const TTL: Duration = Duration::from_secs(24 * 3600);
 
+/// Largest read the kernel sends with `max_pages` (1 MiB); the per-thread
+/// reply buffer never grows beyond what one request asks for.
+const MAX_READ: usize = 1 << 20;
+
+thread_local! {
+    /// Reply buffer of this worker thread, reused across reads.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// What an open handle refers to.
+#[derive(Clone)]
+enum Handle {
+    File(File),
+    Dir(Arc<[DirEntry]>),
+}
+
+#[derive(Default)]
+struct Handles {
+    next: u64,
+    open: HashMap<u64, Handle>,
+}
+
 /// The FUSE file system over one image.
 pub struct ErofsFuse {
     image: Image,
     root: Nid,
+    handles: Mutex<Handles>,
 }
 
 impl ErofsFuse {
     pub fn new(image: Image) -> Self {
         let root = image.root_nid();
-        Self { image, root }
+        Self {
+            image,
+            root,
+            handles: Mutex::new(Handles::default()),
+        }
     }
 
-    /// FUSE ino of a nid: the root is 1, every other nid is shifted by 2.
-    fn ino(&self, nid: Nid) -> INodeNo {
+    /// FUSE ino of a nid: the root is 1, every other nid is shifted by 2
+    /// (so nid 0 and nid 1 stay distinct from the root and from each other).
+    pub fn ino(&self, nid: Nid) -> INodeNo {
         if nid == self.root {
             INodeNo(1)
         } else {
@@ -44,10 +81,11 @@ impl ErofsFuse {
         }
     }
 
-    fn nid(&self, ino: INodeNo) -> Result<Nid, Errno> {
+    /// The nid behind a FUSE ino (the inverse of [`ErofsFuse::ino`]).
+    pub fn nid(&self, ino: INodeNo) -> Result<Nid, Errno> {
         match ino.0 {
             1 => Ok(self.root),
-            n if n >= 2 => Ok(Nid(n - 2)),
+            n if n >= 2 && Nid(n - 2) != self.root => Ok(Nid(n - 2)),
             _ => Err(Errno::ENOENT),
         }
     }
@@ -56,20 +94,68 @@ impl ErofsFuse {
         self.image.inode(self.nid(ino)?).map_err(errno)
     }
 
-    fn attr(&self, i: &Inode) -> FileAttr {
-        let t = if i.mtime >= 0 {
-            UNIX_EPOCH + Duration::new(i.mtime as u64, i.mtime_nsec.min(999_999_999))
-        } else {
-            UNIX_EPOCH
-                .checked_sub(Duration::from_secs(i.mtime.unsigned_abs()))
-                .and_then(|t| t.checked_add(Duration::from_nanos(u64::from(i.mtime_nsec))))
-                .unwrap_or(UNIX_EPOCH)
-        };
+    fn table(&self) -> MutexGuard<'_, Handles> {
+        // The table holds no invariant a panicking holder could break.
+        self.handles.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn insert(&self, h: Handle) -> FileHandle {
+        let mut t = self.table();
+        t.next = t.next.wrapping_add(1);
+        let fh = t.next;
+        t.open.insert(fh, h);
+        FileHandle(fh)
+    }
+
+    fn handle(&self, fh: FileHandle) -> Option<Handle> {
+        self.table().open.get(&fh.0).cloned()
+    }
+
+    fn remove(&self, fh: FileHandle) {
+        self.table().open.remove(&fh.0);
+    }
+
+    /// The open file behind `fh`, or a fresh mapping of `ino` if the kernel
+    /// sent a handle we do not know.
+    fn file(&self, ino: INodeNo, fh: FileHandle) -> Result<File, Errno> {
+        match self.handle(fh) {
+            Some(Handle::File(f)) if self.ino(f.inode().nid) == ino => Ok(f),
+            _ => self.image.open_file(self.inode(ino)?).map_err(errno),
+        }
+    }
+
+    /// The entries of directory `ino` behind `fh`, or read afresh.
+    fn entries(&self, ino: INodeNo, fh: FileHandle) -> Result<Arc<[DirEntry]>, Errno> {
+        if let Some(Handle::Dir(d)) = self.handle(fh) {
+            return Ok(d);
+        }
+        let dir = self.inode(ino)?;
+        if !dir.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(self.image.read_dir(&dir).map_err(errno)?.into())
+    }
+
+    /// The attributes the kernel's EROFS driver would report.
+    pub fn attr(&self, i: &Inode) -> FileAttr {
+        let t = time(i.mtime, i.mtime_nsec);
         let (major, minor) = i.rdev;
+        let bits = u32::from(self.image.block_size().bits());
+        let compressed = matches!(
+            i.layout,
+            DataLayout::CompressedFull | DataLayout::CompressedCompact
+        );
+        // Compressed files count their stored blocks (none when all the
+        // data is inline or in the packed inode), others their size.
+        let blocks = if compressed {
+            u64::from(i.i_u) << (bits - 9)
+        } else {
+            i.size.div_ceil(1 << bits) << (bits - 9)
+        };
         FileAttr {
             ino: self.ino(i.nid),
             size: i.size,
-            blocks: i.size.div_ceil(512),
+            blocks,
             atime: t,
             mtime: t,
             ctime: t,
@@ -79,11 +165,29 @@ impl ErofsFuse {
             nlink: i.nlink,
             uid: i.uid,
             gid: i.gid,
-            rdev: ((major & 0xfff) << 8) | (minor & 0xff) | ((minor & !0xff) << 12),
-            blksize: 4096,
+            rdev: makedev(major, minor),
+            blksize: 1 << bits,
             flags: 0,
         }
     }
+}
+
+/// An on-disk time (seconds may be negative) as a `SystemTime`.
+fn time(sec: i64, nsec: u32) -> SystemTime {
+    let ns = Duration::from_nanos(u64::from(nsec.min(999_999_999)));
+    if sec >= 0 {
+        UNIX_EPOCH + Duration::from_secs(sec.unsigned_abs()) + ns
+    } else {
+        UNIX_EPOCH
+            .checked_sub(Duration::from_secs(sec.unsigned_abs()))
+            .map_or(UNIX_EPOCH, |t| t + ns)
+    }
+}
+
+/// Linux `dev_t` encoding (32 bits as FUSE carries it: 12-bit major, 20-bit
+/// minor, the minor's low byte in bits 0..8).
+fn makedev(major: u32, minor: u32) -> u32 {
+    ((major & 0xfff) << 8) | (minor & 0xff) | ((minor & 0xfff00) << 12)
 }
 
 fn kind(t: Ft) -> FileType {
@@ -98,7 +202,8 @@ fn kind(t: Ft) -> FileType {
     }
 }
 
-/// Maps reader errors to errno values.
+/// Maps reader errors to errno values: damage is EIO, features the reader
+/// refuses are EOPNOTSUPP.
 pub fn errno(e: Error) -> Errno {
     match e {
         Error::NotFound { .. } => Errno::ENOENT,
@@ -109,7 +214,36 @@ pub fn errno(e: Error) -> Errno {
     }
 }
 
+/// The xattr size-probe protocol: size 0 asks for the length.
+fn reply_xattr(data: &[u8], size: u32, reply: ReplyXattr) {
+    let Ok(len) = u32::try_from(data.len()) else {
+        return reply.error(Errno::E2BIG);
+    };
+    if size == 0 {
+        reply.size(len);
+    } else if len <= size {
+        reply.data(data);
+    } else {
+        reply.error(Errno::ERANGE);
+    }
+}
+
 impl Filesystem for ErofsFuse {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Optional kernel features: each is requested only if offered.
+        for f in [
+            InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
+            InitFlags::FUSE_CACHE_SYMLINKS,
+            InitFlags::FUSE_PARALLEL_DIROPS,
+        ] {
+            let _ = config.add_capabilities(f);
+        }
+        if let Err(max) = config.set_max_readahead(u32::MAX) {
+            let _ = config.set_max_readahead(max);
+        }
+        Ok(())
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let r = (|| {
             let dir = self.inode(parent)?;
@@ -147,9 +281,14 @@ impl Filesystem for ErofsFuse {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let _ = flags;
-        match self.inode(ino) {
-            Ok(_) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+        if flags.0 & libc::O_ACCMODE != libc::O_RDONLY {
+            return reply.error(Errno::EROFS);
+        }
+        let r = self
+            .inode(ino)
+            .and_then(|i| self.image.open_file(i).map_err(errno));
+        match r {
+            Ok(f) => reply.opened(self.insert(Handle::File(f)), FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(e),
         }
     }
@@ -158,24 +297,54 @@ impl Filesystem for ErofsFuse {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let r = (|| {
-            let i = self.inode(ino)?;
-            let f = self.image.open_file(i).map_err(errno)?;
-            let want = (size as u64).min(f.size().saturating_sub(offset)) as usize;
-            let mut buf = vec![0u8; want];
-            let n = f.read_at(&mut buf, offset).map_err(errno)?;
-            buf.truncate(n);
-            Ok(buf)
-        })();
-        match r {
-            Ok(b) => reply.data(&b),
+        let f = match self.file(ino, fh) {
+            Ok(f) => f,
+            Err(e) => return reply.error(e),
+        };
+        let left = f.size().saturating_sub(offset);
+        let want = usize::try_from(left.min(u64::from(size))).unwrap_or(MAX_READ);
+        SCRATCH.with(|s| {
+            let mut buf = s.borrow_mut();
+            if buf.len() < want {
+                buf.resize(want, 0);
+            }
+            match f.read_at(&mut buf[..want], offset) {
+                Ok(n) => reply.data(&buf[..n]),
+                Err(e) => reply.error(errno(e)),
+            }
+            if buf.len() > MAX_READ {
+                *buf = Vec::new();
+            }
+        });
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.remove(fh);
+        reply.ok();
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.entries(ino, FileHandle(0)) {
+            Ok(d) => reply.opened(
+                self.insert(Handle::Dir(d)),
+                FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
+            ),
             Err(e) => reply.error(e),
         }
     }
@@ -184,35 +353,74 @@ impl Filesystem for ErofsFuse {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let r = self
-            .inode(ino)
-            .and_then(|i| self.image.read_dir(&i).map_err(errno));
-        match r {
-            Ok(entries) => {
-                for (k, e) in entries.iter().enumerate().skip(offset as usize) {
-                    let kind = e.file_type().map_or(FileType::RegularFile, kind);
-                    if reply.add(
-                        self.ino(e.nid),
-                        (k + 1) as u64,
-                        kind,
-                        OsStr::from_bytes(&e.name),
-                    ) {
-                        break;
-                    }
-                }
-                reply.ok();
+        let entries = match self.entries(ino, fh) {
+            Ok(d) => d,
+            Err(e) => return reply.error(e),
+        };
+        let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+        for (k, e) in entries.iter().enumerate().skip(skip) {
+            let t = e.file_type().map_or(FileType::RegularFile, kind);
+            let cookie = k as u64 + 1;
+            if reply.add(self.ino(e.nid), cookie, t, OsStr::from_bytes(&e.name)) {
+                break;
             }
-            Err(e) => reply.error(e),
         }
+        reply.ok();
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let entries = match self.entries(ino, fh) {
+            Ok(d) => d,
+            Err(e) => return reply.error(e),
+        };
+        let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+        for (k, e) in entries.iter().enumerate().skip(skip) {
+            let i = match self.image.inode(e.nid) {
+                Ok(i) => i,
+                Err(err) => return reply.error(errno(err)),
+            };
+            let cookie = k as u64 + 1;
+            let name = OsStr::from_bytes(&e.name);
+            if reply.add(
+                self.ino(e.nid),
+                cookie,
+                name,
+                &TTL,
+                &self.attr(&i),
+                Generation(0),
+            ) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.remove(fh);
+        reply.ok();
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         let sb = self.image.superblock();
-        let bs = self.image.block_size().bytes() as u32;
+        let bs = 1u32 << self.image.block_size().bits();
         reply.statfs(u64::from(sb.blocks), 0, 0, sb.inos, 0, bs, 255, bs);
     }
 
@@ -221,9 +429,7 @@ impl Filesystem for ErofsFuse {
             .inode(ino)
             .and_then(|i| self.image.xattr(&i, name.as_bytes()).map_err(errno));
         match r {
-            Ok(Some(v)) if size == 0 => reply.size(v.len() as u32),
-            Ok(Some(v)) if v.len() <= size as usize => reply.data(&v),
-            Ok(Some(_)) => reply.error(Errno::ERANGE),
+            Ok(Some(v)) => reply_xattr(&v, size, reply),
             Ok(None) => reply.error(Errno::ENODATA),
             Err(e) => reply.error(e),
         }
@@ -240,14 +446,18 @@ impl Filesystem for ErofsFuse {
                     names.extend_from_slice(&x.name);
                     names.push(0);
                 }
-                if size == 0 {
-                    reply.size(names.len() as u32);
-                } else if names.len() <= size as usize {
-                    reply.data(&names);
-                } else {
-                    reply.error(Errno::ERANGE);
-                }
+                reply_xattr(&names, size, reply);
             }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// Only reached without `default_permissions`: nothing is writable,
+    /// everything else is left to the kernel's mode checks.
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        match self.inode(ino) {
+            Ok(_) if mask.contains(AccessFlags::W_OK) => reply.error(Errno::EROFS),
+            Ok(_) => reply.ok(),
             Err(e) => reply.error(e),
         }
     }
@@ -267,4 +477,33 @@ pub fn config(threads: usize, allow_other: bool) -> fuser::Config {
     }
     c.n_threads = Some(threads.max(1));
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn makedev_matches_linux() {
+        assert_eq!(makedev(1, 3), 0x103);
+        assert_eq!(makedev(8, 1), 0x801);
+        // A minor above 255 moves its high bits above the major.
+        assert_eq!(
+            makedev(4095, 0x12345),
+            (0x45) | (0xfff << 8) | (0x123 << 20)
+        );
+    }
+
+    #[test]
+    fn times_before_the_epoch() {
+        let t = time(-2, 500_000_000);
+        assert_eq!(
+            UNIX_EPOCH.duration_since(t).unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            time(5, 7).duration_since(UNIX_EPOCH).unwrap(),
+            Duration::new(5, 7)
+        );
+    }
 }

@@ -6,7 +6,7 @@
 //! Any failure or an interrupt removes the temporary file.
 
 use std::fs::{self, File};
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::compress::{compress_segment, lzma_dict, worth_compressing, Compressor, Extent};
+use crate::content::ContentReader;
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, MetaLayout};
 use crate::options::BuildOptions;
@@ -104,7 +105,20 @@ pub fn build(
 ) -> Result<Summary> {
     check_options(opts)?;
     let tree = crate::source::dir::scan(source, opts)?;
-    let mut plan = plan(&tree, opts)?;
+    build_tree(&tree, output, opts, interrupted, progress)
+}
+
+/// Builds an image of an already scanned tree (a directory or an archive)
+/// at `output`.
+pub fn build_tree(
+    tree: &Tree,
+    output: &Path,
+    opts: &BuildOptions,
+    interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(Progress),
+) -> Result<Summary> {
+    check_options(opts)?;
+    let mut plan = plan(tree, opts)?;
 
     let dir = output
         .parent()
@@ -140,7 +154,7 @@ pub fn build(
         .build()
         .map_err(|e| BuildError::Option(format!("worker threads: {e}")))?;
     let summary = write_image(
-        &tree,
+        tree,
         &mut plan,
         opts,
         &file,
@@ -211,46 +225,6 @@ fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
     if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
         return Err(BuildError::Interrupted {
             path: output.to_path_buf(),
-        });
-    }
-    Ok(())
-}
-
-/// Reads exactly `buf.len()` bytes of a source file, naming it on failure.
-fn read_exact_at(f: &File, path: &Path, buf: &mut [u8], off: u64) -> Result<()> {
-    f.read_exact_at(buf, off).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            BuildError::Changed {
-                path: path.to_path_buf(),
-                reason: "it became shorter".into(),
-            }
-        } else {
-            BuildError::io(path)(e)
-        }
-    })
-}
-
-fn open_checked(path: &Path, size: u64) -> Result<File> {
-    let f = File::open(path).map_err(BuildError::io(path))?;
-    let now = f.metadata().map_err(BuildError::io(path))?.len();
-    if now != size {
-        return Err(BuildError::Changed {
-            path: path.to_path_buf(),
-            reason: format!("size was {size}, is now {now}"),
-        });
-    }
-    Ok(f)
-}
-
-fn check_not_grown(f: &File, path: &Path, size: u64) -> Result<()> {
-    let mut probe = [0u8; 1];
-    let mut fr = f;
-    fr.seek(SeekFrom::Start(size))
-        .map_err(BuildError::io(path))?;
-    if fr.read(&mut probe).map_err(BuildError::io(path))? != 0 {
-        return Err(BuildError::Changed {
-            path: path.to_path_buf(),
-            reason: "it grew".into(),
         });
     }
     Ok(())
@@ -346,10 +320,10 @@ fn compress_window(
             };
             let ino = &tree.inodes[id];
             let size = ino.data_size();
-            let f = open_checked(&ino.source, size)?;
+            let r = ContentReader::open(ino)?;
             let n = size.min(pcl.max(4 * bs)) as usize;
             let mut buf = vec![0u8; n];
-            read_exact_at(&f, &ino.source, &mut buf, 0)?;
+            r.read_exact_at(&mut buf, 0)?;
             let mut enc = comps[comp].encoder(pcl)?;
             Ok(worth_compressing(&mut enc, &buf, pcl, bs))
         })
@@ -387,9 +361,9 @@ fn compress_window(
              (k, u)|
              -> Result<(usize, Vec<Extent>)> {
                 let ino = &tree.inodes[u.id];
-                let f = File::open(&ino.source).map_err(BuildError::io(&ino.source))?;
+                let r = ContentReader::open(ino)?;
                 let mut buf = vec![0u8; u.len as usize];
-                read_exact_at(&f, &ino.source, &mut buf, u.offset)?;
+                r.read_exact_at(&mut buf, u.offset)?;
                 if let std::collections::hash_map::Entry::Vacant(e) =
                     encs.entry((u.compressor, u.pcluster))
                 {
@@ -430,7 +404,7 @@ fn write_compressed(
         .as_ref()
         .map(|c| c.compressors[p.compress.map_or(0, |x| x.1)]);
     let alg = comp.map_or(0, |c| c.alg.id());
-    let f = open_checked(&ino.source, size)?;
+    let f = ContentReader::open(ino)?;
     let inode_and_xattrs = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
     let mut zext: Vec<ZExtent> = Vec::with_capacity(extents.len());
     let mut cursor = w.block(bs);
@@ -454,7 +428,7 @@ fn write_compressed(
             Some(c) => c.clone(),
             None => {
                 let mut raw = vec![0u8; last.llen as usize];
-                read_exact_at(&f, &ino.source, &mut raw, last.la)?;
+                f.read_exact_at(&mut raw, last.la)?;
                 raw
             }
         };
@@ -500,7 +474,7 @@ fn write_compressed(
                 // Raw (PLAIN) pcluster: the tail extent that saves no block
                 // is stored raw too.
                 buf.resize(e.llen as usize, 0);
-                read_exact_at(&f, &ino.source, &mut buf, e.la)?;
+                f.read_exact_at(&mut buf, e.la)?;
                 z.plain = true;
                 z.csize = e.llen;
                 z.blocks = e.llen.div_ceil(bs);
@@ -509,7 +483,7 @@ fn write_compressed(
             }
         }
     }
-    check_not_grown(&f, &ino.source, size)?;
+    f.finish()?;
     // Blocks are contiguous; recompute addresses after raw fallbacks.
     let mut c = zext.first().map_or(0, |z| z.pblk);
     for z in zext.iter_mut() {
@@ -546,13 +520,12 @@ fn write_flat(
 ) -> Result<(u64, Vec<Option<u64>>)> {
     let ino = &tree.inodes[id];
     let size = ino.data_size();
-    let path = &ino.source;
-    let f = open_checked(path, size)?;
+    let f = ContentReader::open(ino)?;
     let mut copy = |w: &mut Writer, from: u64, len: u64| -> Result<()> {
         let mut done = 0u64;
         while done < len {
             let n = (len - done).min(buf.len() as u64) as usize;
-            read_exact_at(&f, path, &mut buf[..n], from + done)?;
+            f.read_exact_at(&mut buf[..n], from + done)?;
             w.write(&buf[..n])?;
             done += n as u64;
         }
@@ -574,7 +547,7 @@ fn write_flat(
     } else {
         copy(w, 0, (size - p.tail).min(p.blocks * bs))?;
     }
-    check_not_grown(&f, path, size)?;
+    f.finish()?;
     Ok((start, chunks))
 }
 
@@ -805,8 +778,9 @@ fn write_image(
             let t = p.tail as usize;
             match &ino.kind {
                 Kind::File { size, .. } => {
-                    let f = open_checked(&ino.source, *size)?;
-                    read_exact_at(&f, &ino.source, &mut meta[at..at + t], size - p.tail)?;
+                    let f = ContentReader::open(ino)?;
+                    f.read_exact_at(&mut meta[at..at + t], size - p.tail)?;
+                    f.finish()?;
                 }
                 Kind::Symlink { target } => {
                     let s = target.len() - t;

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compress;
+pub mod content;
 pub mod emit;
 pub mod error;
 pub mod layout;
@@ -18,6 +19,6 @@ pub mod tree;
 pub mod xattrs;
 pub mod zinode;
 
-pub use emit::{build, Progress, Summary};
+pub use emit::{build, build_tree, Progress, Summary};
 pub use error::BuildError;
 pub use options::{BuildOptions, TimePolicy};

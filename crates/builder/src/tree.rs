@@ -1,6 +1,7 @@
 //! The in-memory tree: an arena of inodes with directory entries pointing
 //! at inode ids (so hard links are one inode with several names). File
-//! contents stay on disk and are read when the image is written.
+//! contents stay where they are (a file, an archive) and are read when the
+//! image is written.
 
 use std::path::PathBuf;
 
@@ -48,6 +49,8 @@ pub struct Inode {
     pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
     /// Where the inode came from (for reading data and for messages).
     pub source: PathBuf,
+    /// Where a regular file's bytes are read from.
+    pub content: crate::content::Content,
     /// Its first path relative to the source root (for hints and messages).
     pub rel: Vec<u8>,
     /// Parent directory (directories only; the root is its own parent).

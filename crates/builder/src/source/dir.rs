@@ -130,6 +130,7 @@ fn make_inode(
         mtime_nsec: meta.mtime_nsec().clamp(0, 999_999_999) as u32,
         xattrs: read_xattrs(path, opts)?,
         source: path.to_path_buf(),
+        content: Default::default(),
         rel: rel.to_vec(),
         parent,
     })

@@ -83,6 +83,13 @@ pub struct CompressOptions {
     pub pcluster_bytes: u64,
     /// `-E ztailpacking`: inline the last pcluster after the inode.
     pub ztailpacking: bool,
+    /// `-E fragments`: file tails (and files no larger than a pcluster)
+    /// go to the packed inode, compressed together.
+    pub fragments: bool,
+    /// `-E all-fragments`: every compressed file goes whole to the packed inode.
+    pub all_fragments: bool,
+    /// `-E fragments=SIZE`: the packed inode's pcluster size (default `-C`).
+    pub packed_pcluster: Option<u64>,
     pub hints: Vec<Hint>,
 }
 
@@ -167,6 +174,9 @@ pub const MAX_EXTENT_BLOCKS: u64 = 2000;
 /// extents. Every extent but the segment's last is at least a block long,
 /// so no two extents start in one lcluster; multi-block raw extents always
 /// cover the whole next lcluster (where the block count is stored).
+/// With `leave_tail`, compression stops once at most that many bytes are
+/// left: they become the file's fragment (the extents then end before the
+/// segment does).
 pub fn compress_segment(
     enc: &mut Encoder,
     input: &[u8],
@@ -174,6 +184,7 @@ pub fn compress_segment(
     pcluster: u64,
     bs: u64,
     big: bool,
+    leave_tail: Option<u64>,
 ) -> Result<Vec<Extent>> {
     let inplace = enc.config().alg == Algorithm::Lz4;
     // Segments are spread over threads: start every one from the same state.
@@ -183,6 +194,9 @@ pub fn compress_segment(
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < input.len() {
+        if leave_tail.is_some_and(|t| (input.len() - pos) as u64 <= t) {
+            break;
+        }
         let end = input.len().min(pos + cap);
         let src = &input[pos..end];
         let (mut consumed, mut written) = enc
@@ -291,7 +305,7 @@ mod tests {
             ("zstd", 16384, true),
         ] {
             let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
-            let ex = compress_segment(&mut enc, &data, 0, pcl, bs, big).unwrap();
+            let ex = compress_segment(&mut enc, &data, 0, pcl, bs, big, None).unwrap();
             let mut pos = 0;
             for (k, e) in ex.iter().enumerate() {
                 assert_eq!(e.la, pos);

@@ -5,6 +5,7 @@
 //! the target that is fsynced and renamed only when everything succeeded.
 //! Any failure or an interrupt removes the temporary file.
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
@@ -21,12 +22,13 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::compress::{compress_segment, lzma_dict, worth_compressing, Compressor, Extent};
 use crate::content::ContentReader;
+use crate::content::{Content, Segment};
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, MetaLayout};
 use crate::options::BuildOptions;
 use crate::plan::{plan, InodePlan, Plan};
 use crate::tree::{InodeId, Kind, Tree};
-use crate::zinode::{encode_index, ZExtent, ZInode};
+use crate::zinode::{encode_index, encode_whole_fragment, Tail, ZExtent, ZInode};
 
 /// Progress of the data pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -84,7 +86,10 @@ fn check_options(opts: &BuildOptions) -> Result<()> {
         if c.compressors.is_empty() {
             return Err(BuildError::Option("no compressor given".into()));
         }
-        for p in std::iter::once(c.pcluster_bytes).chain(c.hints.iter().map(|h| h.pcluster_bytes)) {
+        for p in std::iter::once(c.pcluster_bytes)
+            .chain(c.packed_pcluster)
+            .chain(c.hints.iter().map(|h| h.pcluster_bytes))
+        {
             if p < bs || !p.is_multiple_of(bs) || p > 1 << 20 {
                 return Err(BuildError::Option(format!(
                     "pcluster size {p} must be a multiple of the block size ({bs}) up to 1 MiB"
@@ -105,20 +110,20 @@ pub fn build(
 ) -> Result<Summary> {
     check_options(opts)?;
     let tree = crate::source::dir::scan(source, opts)?;
-    build_tree(&tree, output, opts, interrupted, progress)
+    build_tree(tree, output, opts, interrupted, progress)
 }
 
 /// Builds an image of an already scanned tree (a directory or an archive)
 /// at `output`.
 pub fn build_tree(
-    tree: &Tree,
+    mut tree: Tree,
     output: &Path,
     opts: &BuildOptions,
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
     check_options(opts)?;
-    let mut plan = plan(tree, opts)?;
+    let mut plan = plan(&tree, opts)?;
 
     let dir = output
         .parent()
@@ -154,7 +159,7 @@ pub fn build_tree(
         .build()
         .map_err(|e| BuildError::Option(format!("worker threads: {e}")))?;
     let summary = write_image(
-        tree,
+        &mut tree,
         &mut plan,
         opts,
         &file,
@@ -241,6 +246,7 @@ fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16, bool) {
         .iter()
         .map(|h| h.pcluster_bytes)
         .chain([c.pcluster_bytes])
+        .chain(c.packed_pcluster)
         .max()
         .unwrap_or(bs);
     let mut bitmap = 0u16;
@@ -304,6 +310,8 @@ fn compress_window(
     plan: &Plan,
     opts: &BuildOptions,
     ids: &[InodeId],
+    fragments: bool,
+    sample: bool,
 ) -> Result<Vec<Option<Vec<Extent>>>> {
     let Some(c) = &opts.compress else {
         return Ok(vec![None; ids.len()]);
@@ -311,6 +319,11 @@ fn compress_window(
     let bs = opts.block_size();
     let comps: &[Compressor] = &c.compressors;
     let big = |pcl: u64| pcl > bs;
+    // Goes whole to the packed inode, without being compressed on its own.
+    let whole_fragment = |id: InodeId| match plan.inodes[id].compress {
+        Some((pcl, _)) if fragments => c.all_fragments || tree.inodes[id].data_size() <= pcl,
+        _ => false,
+    };
     // Phase A: sample the first pcluster of every candidate.
     let worth: Vec<bool> = ids
         .par_iter()
@@ -318,6 +331,9 @@ fn compress_window(
             let Some((pcl, comp)) = plan.inodes[id].compress else {
                 return Ok(false);
             };
+            if whole_fragment(id) || !sample {
+                return Ok(true);
+            }
             let ino = &tree.inodes[id];
             let size = ino.data_size();
             let r = ContentReader::open(ino)?;
@@ -330,8 +346,13 @@ fn compress_window(
         .collect::<Result<_>>()?;
     // Phase B: compress every segment of the chosen files.
     let mut units = Vec::new();
+    let mut out: Vec<Option<Vec<Extent>>> = vec![None; ids.len()];
     for (k, &id) in ids.iter().enumerate() {
         if !worth[k] {
+            continue;
+        }
+        if whole_fragment(id) {
+            out[k] = Some(Vec::new());
             continue;
         }
         let (pcl, comp) = plan.inodes[id].compress.unwrap_or((bs, 0));
@@ -372,14 +393,16 @@ fn compress_window(
                 let enc = encs
                     .get_mut(&(u.compressor, u.pcluster))
                     .ok_or_else(|| BuildError::Option("encoder".into()))?;
+                // The file's last segment leaves its tail to the packed inode.
+                let last = u.offset + u.len == ino.data_size();
+                let leave = (fragments && last).then_some(u.pcluster);
                 Ok((
                     *k,
-                    compress_segment(enc, &buf, u.offset, u.pcluster, bs, big(u.pcluster))?,
+                    compress_segment(enc, &buf, u.offset, u.pcluster, bs, big(u.pcluster), leave)?,
                 ))
             },
         )
         .collect::<Result<_>>()?;
-    let mut out: Vec<Option<Vec<Extent>>> = vec![None; ids.len()];
     for (k, ex) in results {
         out[k].get_or_insert_with(Vec::new).extend(ex);
     }
@@ -394,6 +417,7 @@ fn write_compressed(
     id: InodeId,
     extents: Vec<Extent>,
     opts: &BuildOptions,
+    frags: Option<&mut Fragments>,
 ) -> Result<ZInode> {
     let bs = opts.block_size();
     let ino = &tree.inodes[id];
@@ -406,6 +430,24 @@ fn write_compressed(
     let alg = comp.map_or(0, |c| c.alg.id());
     let f = ContentReader::open(ino)?;
     let inode_and_xattrs = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+    // Extents stop short of the end when the rest is the file's fragment.
+    let covered = extents.last().map_or(0, |e| e.la + e.llen);
+    let fragment = match frags {
+        Some(fr) if covered < size => Some((fr.add(id, &f, covered, size)?, covered)),
+        _ => None,
+    };
+    if let Some((fid, 0)) = fragment {
+        f.finish()?;
+        return Ok(ZInode {
+            alg,
+            extents: Vec::new(),
+            inline: None,
+            index: encode_whole_fragment(0),
+            compact: false,
+            blocks: 0,
+            fragment: Some((fid, 0)),
+        });
+    }
     let mut zext: Vec<ZExtent> = Vec::with_capacity(extents.len());
     let mut cursor = w.block(bs);
     for e in &extents {
@@ -422,7 +464,7 @@ fn write_compressed(
     }
     // ztailpacking: the last pcluster inline, when it fits in the inode's block.
     let mut inline: Option<Vec<u8>> = None;
-    let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking);
+    let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking) && fragment.is_none();
     if let (true, Some(last)) = (ztail, extents.last()) {
         let bytes = match &last.compressed {
             Some(c) => c.clone(),
@@ -441,7 +483,7 @@ fn write_compressed(
                 size,
                 bs,
                 alg,
-                Some(bytes.len() as u16),
+                Tail::Inline(bytes.len() as u16),
                 inode_and_xattrs,
             );
             let pad = inode_and_xattrs.div_ceil(8) * 8 - inode_and_xattrs;
@@ -491,14 +533,25 @@ fn write_compressed(
         c += z.blocks;
     }
     let blocks: u64 = zext.iter().map(|z| z.blocks).sum();
-    let (index, compact) = encode_index(
-        &zext,
-        size,
-        bs,
-        alg,
-        inline.as_ref().map(|v| v.len() as u16),
-        inode_and_xattrs,
-    );
+    let tail = match (&inline, fragment) {
+        (Some(v), _) => Tail::Inline(v.len() as u16),
+        (None, Some((_, from))) => {
+            // The fragment is the last extent; its head's block address is
+            // not used (the next free block keeps compact indexes possible).
+            zext.push(ZExtent {
+                la: from,
+                llen: size - from,
+                plain: false,
+                pblk: c,
+                blocks: 0,
+                csize: 0,
+            });
+            // Placeholder offset: set once the packed inode is laid out.
+            Tail::Fragment(0)
+        }
+        (None, None) => Tail::Blocks,
+    };
+    let (index, compact) = encode_index(&zext, size, bs, alg, tail, inode_and_xattrs);
     Ok(ZInode {
         alg,
         extents: zext,
@@ -506,7 +559,222 @@ fn write_compressed(
         index,
         compact,
         blocks,
+        fragment,
     })
+}
+
+/// File tails and small files on their way to the packed inode: their bytes
+/// in an unlinked spool file beside the output, identical ones kept once.
+struct Fragments {
+    spool: File,
+    output: PathBuf,
+    len: u64,
+    entries: Vec<FragEntry>,
+    by_hash: HashMap<(u128, u64), usize>,
+}
+
+/// One distinct fragment: the inode it came from first and its bytes' place
+/// in the spool.
+struct FragEntry {
+    owner: InodeId,
+    at: u64,
+    len: u64,
+}
+
+impl Fragments {
+    fn new(output: &Path) -> Result<Self> {
+        let err = |source| BuildError::Output {
+            path: output.to_path_buf(),
+            source,
+        };
+        let dir = output
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = output.file_name().unwrap_or_default().to_string_lossy();
+        let path = dir.join(format!(".{name}.ferrofs-{}.frag", std::process::id()));
+        let spool = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(err)?;
+        // Unlinked at once: nothing is left behind whatever happens next.
+        fs::remove_file(&path).map_err(err)?;
+        Ok(Self {
+            spool,
+            output: output.to_path_buf(),
+            len: 0,
+            entries: Vec::new(),
+            by_hash: HashMap::new(),
+        })
+    }
+
+    fn io(&self) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
+        |source| BuildError::Output {
+            path: self.output.clone(),
+            source,
+        }
+    }
+
+    /// Adds bytes `[from, to)` of a file; returns the fragment's index
+    /// (an existing one when the same bytes were added before).
+    fn add(&mut self, owner: InodeId, r: &ContentReader, from: u64, to: u64) -> Result<usize> {
+        let len = to - from;
+        let mut buf = vec![0u8; len.min(1 << 20) as usize];
+        let mut h = Xxh3::new();
+        let mut off = from;
+        while off < to {
+            let n = (to - off).min(buf.len() as u64) as usize;
+            r.read_exact_at(&mut buf[..n], off)?;
+            h.update(&buf[..n]);
+            self.spool
+                .write_all_at(&buf[..n], self.len + (off - from))
+                .map_err(self.io())?;
+            off += n as u64;
+        }
+        let key = (h.digest128(), len);
+        if let Some(&i) = self.by_hash.get(&key) {
+            if self.same(i, self.len, len)? {
+                return Ok(i);
+            }
+        }
+        let i = self.entries.len();
+        self.entries.push(FragEntry {
+            owner,
+            at: self.len,
+            len,
+        });
+        self.by_hash.entry(key).or_insert(i);
+        self.len += len;
+        Ok(i)
+    }
+
+    /// Whether entry `i` holds the same bytes as the spool at `at`.
+    fn same(&self, i: usize, at: u64, len: u64) -> Result<bool> {
+        let e = &self.entries[i];
+        let mut a = vec![0u8; len.min(1 << 20) as usize];
+        let mut b = a.clone();
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(a.len() as u64) as usize;
+            self.spool
+                .read_exact_at(&mut a[..n], e.at + done)
+                .map_err(self.io())?;
+            self.spool
+                .read_exact_at(&mut b[..n], at + done)
+                .map_err(self.io())?;
+            if a[..n] != b[..n] {
+                return Ok(false);
+            }
+            done += n as u64;
+        }
+        Ok(true)
+    }
+}
+
+/// The order fragments take in the packed inode: alike content together
+/// (by file name extension), and within one kind by path, so the files of
+/// a directory stay near each other. Returns each fragment's offset.
+fn fragment_offsets(tree: &Tree, entries: &[FragEntry]) -> (Vec<usize>, Vec<u64>) {
+    let ext = |id: InodeId| -> &[u8] {
+        let rel = &tree.inodes[id].rel;
+        let name = rel.rsplit(|&c| c == b'/').next().unwrap_or(rel);
+        match name.iter().rposition(|&c| c == b'.') {
+            Some(p) if p > 0 => &name[p + 1..],
+            _ => b"",
+        }
+    };
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ia, ib) = (entries[a].owner, entries[b].owner);
+        ext(ia)
+            .cmp(ext(ib))
+            .then_with(|| tree.inodes[ia].rel.cmp(&tree.inodes[ib].rel))
+            .then(a.cmp(&b))
+    });
+    let mut offsets = vec![0u64; entries.len()];
+    let mut pos = 0;
+    for &i in &order {
+        offsets[i] = pos;
+        pos += entries[i].len;
+    }
+    (order, offsets)
+}
+
+/// Adds the packed inode to the tree and the plan: a regular file no
+/// directory names, whose bytes are the fragments in their order.
+fn add_packed_inode(
+    tree: &mut Tree,
+    plan: &mut Plan,
+    frags: Fragments,
+    opts: &BuildOptions,
+) -> (InodeId, Vec<u64>) {
+    let bs = opts.block_size();
+    let (order, offsets) = fragment_offsets(tree, &frags.entries);
+    let segments: Vec<Segment> = order
+        .iter()
+        .map(|&i| Segment {
+            logical: offsets[i],
+            len: frags.entries[i].len,
+            physical: frags.entries[i].at,
+        })
+        .collect();
+    let size = frags.len;
+    let id = tree.inodes.len();
+    tree.inodes.push(crate::tree::Inode {
+        kind: Kind::File { size, data: None },
+        perm: 0o644,
+        uid: 0,
+        gid: 0,
+        mtime: plan.epoch,
+        mtime_nsec: plan.fixed_nsec,
+        xattrs: Vec::new(),
+        source: frags.output.clone(),
+        content: Content::Archive {
+            archive: std::sync::Arc::new(frags.spool),
+            segments: segments.into(),
+        },
+        rel: Vec::new(),
+        parent: tree.root,
+    });
+    let pcl = opts
+        .compress
+        .as_ref()
+        .map_or(bs, |c| c.packed_pcluster.unwrap_or(c.pcluster_bytes));
+    plan.xattrs.bodies.push(Vec::new());
+    plan.inodes.push(InodePlan {
+        extended: size > u64::from(u32::MAX),
+        layout: DataLayout::FlatPlain,
+        mode: 0o100644,
+        uid: 0,
+        gid: 0,
+        nlink: 1,
+        size,
+        mtime: plan.epoch,
+        mtime_nsec: plan.fixed_nsec,
+        rdev: None,
+        tail: 0,
+        blocks: size.div_ceil(bs),
+        chunks: None,
+        dir_blocks: Vec::new(),
+        compress: Some((pcl, 0)),
+        z: None,
+    });
+    (id, offsets)
+}
+
+/// Records where a compressed file went.
+fn apply_z(plan: &mut Plan, id: InodeId, z: ZInode) {
+    let p = &mut plan.inodes[id];
+    p.layout = if z.compact {
+        DataLayout::CompressedCompact
+    } else {
+        DataLayout::CompressedFull
+    };
+    p.tail = 0;
+    p.blocks = 0;
+    p.z = Some(z);
 }
 
 /// Copies a flat or chunk-based file into the data area.
@@ -577,7 +845,7 @@ const WINDOW_BYTES: u64 = 64 << 20;
 
 #[allow(clippy::too_many_arguments)]
 fn write_image(
-    tree: &Tree,
+    tree: &mut Tree,
     plan: &mut Plan,
     opts: &BuildOptions,
     file: &File,
@@ -617,6 +885,28 @@ fn write_image(
     };
     let mut start_blk = vec![0u64; tree.inodes.len()];
     let mut chunk_blk: Vec<Vec<Option<u64>>> = vec![Vec::new(); tree.inodes.len()];
+    let frag_mode = opts
+        .compress
+        .as_ref()
+        .is_some_and(|c| c.fragments || c.all_fragments);
+    let mut frags = if frag_mode {
+        Some(Fragments::new(output)?)
+    } else {
+        None
+    };
+    // Whole-file dedupe (also with fragments, as mkfs.erofs does).
+    let dup = if opts.dedupe || frag_mode {
+        let t: &Tree = tree;
+        let p: &Plan = plan;
+        pool.install(|| crate::dedupe::find_duplicates(t, p))?
+    } else {
+        vec![None; tree.inodes.len()]
+    };
+    for (id, d) in dup.iter().enumerate() {
+        if d.is_some() {
+            plan.inodes[id].compress = None;
+        }
+    }
     let mut buf = vec![0u8; 1 << 20];
     let mut i = 0;
     while i < files.len() {
@@ -627,21 +917,27 @@ fn write_image(
             j += 1;
         }
         let window = &files[i..j];
-        let compressed = pool.install(|| compress_window(tree, plan, opts, window))?;
+        let t: &Tree = tree;
+        let compressed =
+            pool.install(|| compress_window(t, plan, opts, window, frag_mode, true))?;
         for (k, &id) in window.iter().enumerate() {
             check_stop(interrupted, output)?;
+            if let Some(orig) = dup[id] {
+                // Same bytes and the same inode + xattr length as an
+                // earlier file: its data (and index) serve this one too.
+                match plan.inodes[orig].z.clone() {
+                    Some(z) => apply_z(plan, id, z),
+                    None => start_blk[id] = start_blk[orig],
+                }
+                prog.files_done += 1;
+                prog.bytes_done += tree.inodes[id].data_size();
+                progress(prog);
+                continue;
+            }
             match compressed[k].clone() {
                 Some(ex) => {
-                    let z = write_compressed(&mut w, tree, plan, id, ex, opts)?;
-                    let p = &mut plan.inodes[id];
-                    p.layout = if z.compact {
-                        DataLayout::CompressedCompact
-                    } else {
-                        DataLayout::CompressedFull
-                    };
-                    p.tail = 0;
-                    p.blocks = 0;
-                    p.z = Some(z);
+                    let z = write_compressed(&mut w, tree, plan, id, ex, opts, frags.as_mut())?;
+                    apply_z(plan, id, z);
                 }
                 None => {
                     let (s, c) = write_flat(&mut w, tree, &plan.inodes[id], id, bs, &mut buf)?;
@@ -654,6 +950,51 @@ fn write_image(
             progress(prog);
         }
         i = j;
+    }
+    // The packed inode, then the fragment offsets in the inodes that use it.
+    let mut packed = None;
+    if let Some(fr) = frags.take().filter(|f| !f.entries.is_empty()) {
+        check_stop(interrupted, output)?;
+        let (pid, offsets) = add_packed_inode(tree, plan, fr, opts);
+        start_blk.push(0);
+        chunk_blk.push(Vec::new());
+        let t: &Tree = tree;
+        let ex = pool.install(|| compress_window(t, plan, opts, &[pid], false, false))?;
+        match ex.into_iter().next().flatten() {
+            Some(ex) => {
+                let z = write_compressed(&mut w, tree, plan, pid, ex, opts, None)?;
+                apply_z(plan, pid, z);
+            }
+            None => {
+                let (s, _) = write_flat(&mut w, tree, &plan.inodes[pid], pid, bs, &mut buf)?;
+                start_blk[pid] = s;
+            }
+        }
+        for id in 0..plan.inodes.len() {
+            let ix = plan.inodes[id].inode_size() + plan.xattrs.bodies[id].len() as u64;
+            let size = plan.inodes[id].size;
+            if let Some(z) = plan.inodes[id].z.as_mut() {
+                let Some((fid, from)) = z.fragment else {
+                    continue;
+                };
+                let off = offsets[fid];
+                if from == 0 {
+                    z.index = encode_whole_fragment(off);
+                } else {
+                    let (index, compact) =
+                        encode_index(&z.extents, size, bs, z.alg, Tail::Fragment(off), ix);
+                    z.index = index;
+                    z.compact = compact;
+                }
+                plan.inodes[id].layout = if plan.inodes[id].z.as_ref().is_some_and(|z| z.compact) {
+                    DataLayout::CompressedCompact
+                } else {
+                    DataLayout::CompressedFull
+                };
+            }
+        }
+        plan.order.push(pid);
+        packed = Some(pid);
     }
     // Symlink targets that need blocks (longer than an inline tail allows).
     for &id in &plan.order {
@@ -851,6 +1192,10 @@ fn write_image(
         sb.xattr_prefix_start = (lay.prefix_start / 4) as u32;
     }
     sb.root_nid_16 = lay.nid(plan.order[0], bs) as u16;
+    if let Some(pid) = packed {
+        sb.feature_incompat |= incompat::FRAGMENTS;
+        sb.packed_nid = lay.nid(pid, bs);
+    }
     sb.inos = plan.order.len() as u64;
     sb.epoch = plan.epoch as u64;
     sb.fixed_nsec = plan.fixed_nsec;

@@ -9,6 +9,7 @@
 
 pub mod compress;
 pub mod content;
+pub mod dedupe;
 pub mod emit;
 pub mod error;
 pub mod layout;

@@ -57,6 +57,8 @@ pub struct BuildOptions {
     pub compress: Option<crate::compress::CompressOptions>,
     /// Worker threads for compression (0: one per core).
     pub workers: usize,
+    /// `-E dedupe`: files with identical contents share their data.
+    pub dedupe: bool,
 }
 
 impl Default for BuildOptions {
@@ -81,6 +83,7 @@ impl Default for BuildOptions {
             mount_point: b"/".to_vec(),
             compress: None,
             workers: 0,
+            dedupe: false,
         }
     }
 }

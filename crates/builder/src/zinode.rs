@@ -1,9 +1,10 @@
 //! A compressed inode as written: its extents, where their pclusters went,
-//! the optional inline tail pcluster, and the encoded map header + indexes.
+//! the optional inline tail pcluster or tail fragment (in the packed inode),
+//! and the encoded map header + indexes.
 
 use ferrofs_format::zmap::{
-    advise, encode_compact, encode_full, encode_header, Lcluster, LclusterType, MapHeader,
-    FULL_INDEX_SIZE,
+    advise, encode_compact, encode_full, encode_header, encode_whole_fragment_header, Lcluster,
+    LclusterType, MapHeader, FULL_INDEX_SIZE,
 };
 
 /// One extent with its pcluster's place.
@@ -31,6 +32,9 @@ pub struct ZInode {
     pub compact: bool,
     /// Blocks of pclusters (the inode's `i_u`).
     pub blocks: u64,
+    /// Data in the packed inode: the fragment's index in the build's
+    /// fragment table and where in the file it starts (0: the whole file).
+    pub fragment: Option<(usize, u64)>,
 }
 
 impl ZInode {
@@ -107,6 +111,17 @@ pub fn lclusters(extents: &[ZExtent], size: u64, bs: u64, big: bool) -> Vec<Lclu
         .collect()
 }
 
+/// How a compressed file's last extent is stored, when not in blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tail {
+    /// In a pcluster like the others.
+    Blocks,
+    /// Inline after the indexes (ztailpacking), this many bytes.
+    Inline(u16),
+    /// In the packed inode at this offset (the last extent is the fragment).
+    Fragment(u64),
+}
+
 /// Encodes header and indexes: compact when possible, else full.
 /// `inode_and_xattrs` is the inode plus xattr length (the inode itself is
 /// 32-aligned, which is all the compact layout depends on).
@@ -115,36 +130,61 @@ pub fn encode_index(
     size: u64,
     bs: u64,
     alg: u8,
-    inline_len: Option<u16>,
+    tail: Tail,
     inode_and_xattrs: u64,
 ) -> (Vec<u8>, bool) {
     let big = extents.iter().any(|e| e.blocks > 1);
-    let entries = lclusters(extents, size, bs, big);
+    let mut entries = lclusters(extents, size, bs, big);
     let lbits = bs.trailing_zeros() as u8;
     let mut adv = 0u16;
     if big {
         adv |= advise::BIG_PCLUSTER_1 | advise::BIG_PCLUSTER_2;
     }
-    if inline_len.is_some() {
-        adv |= advise::INLINE_PCLUSTER;
-    }
+    let (idata, fragoff) = match tail {
+        Tail::Blocks => (0, None),
+        Tail::Inline(n) => {
+            adv |= advise::INLINE_PCLUSTER;
+            (n, None)
+        }
+        Tail::Fragment(off) => {
+            adv |= advise::FRAGMENT_PCLUSTER;
+            (0, Some(off))
+        }
+    };
+    let header = |adv: u16| {
+        let mut h = MapHeader::new(adv, alg, idata);
+        h.fragment_off = fragoff.unwrap_or(0) as u32;
+        encode_header(&h).to_vec()
+    };
     let hpos = inode_and_xattrs.div_ceil(8) * 8;
     let ebase = hpos + 8;
     let compact_2b = lbits <= 12;
-    if let Some(ix) = encode_compact(&entries, ebase, lbits, compact_2b, big) {
-        let h = MapHeader::new(
-            adv | if compact_2b { advise::COMPACTED_2B } else { 0 },
-            alg,
-            inline_len.unwrap_or(0),
-        );
-        let mut v = encode_header(&h).to_vec();
-        v.extend_from_slice(&ix);
-        return (v, true);
+    // Compact indexes hold only 32 bits of a fragment's offset.
+    let fits32 = fragoff.is_none_or(|o| o >> 32 == 0);
+    if fits32 {
+        if let Some(ix) = encode_compact(&entries, ebase, lbits, compact_2b, big) {
+            let mut v = header(adv | if compact_2b { advise::COMPACTED_2B } else { 0 });
+            v.extend_from_slice(&ix);
+            return (v, true);
+        }
     }
-    let h = MapHeader::new(adv, alg, inline_len.unwrap_or(0));
-    let mut v = encode_header(&h).to_vec();
+    if let (Some(off), Some(last)) = (fragoff, extents.last()) {
+        // Full indexes keep the offset's high half in the fragment's head.
+        let lcn = (last.la / bs) as usize;
+        if let Some(e) = entries.get_mut(lcn) {
+            e.pblk = off >> 32;
+        }
+    }
+    let mut v = header(adv);
     v.extend_from_slice(&[0u8; 8]);
     v.extend_from_slice(&encode_full(&entries));
     debug_assert_eq!(v.len(), 16 + entries.len() * FULL_INDEX_SIZE);
     (v, false)
+}
+
+/// Header and (empty) index of a file stored whole in the packed inode.
+pub fn encode_whole_fragment(offset: u64) -> Vec<u8> {
+    let mut v = encode_whole_fragment_header(offset).to_vec();
+    v.extend_from_slice(&[0u8; 8]);
+    v
 }

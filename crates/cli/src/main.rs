@@ -262,10 +262,24 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     o.chunk_size = a.chunksize;
     o.mount_point = a.mount_point.as_bytes().to_vec();
     let mut ztailpacking = false;
+    let (mut fragments, mut all_fragments, mut packed_pcluster) = (false, false, None);
     for e in a.extended.iter().flat_map(|s| s.split(',')) {
         match e {
             "ztailpacking" => ztailpacking = true,
             "^ztailpacking" | "noztailpacking" => ztailpacking = false,
+            "fragments" => fragments = true,
+            "^fragments" | "nofragments" => fragments = false,
+            "all-fragments" => all_fragments = true,
+            "dedupe" => o.dedupe = true,
+            "^dedupe" | "nodedupe" => o.dedupe = false,
+            _ if e.starts_with("fragments=") => {
+                fragments = true;
+                let v = &e["fragments=".len()..];
+                packed_pcluster = Some(
+                    v.parse::<u64>()
+                        .with_context(|| format!("-E {e}: bad pcluster size"))?,
+                );
+            }
             "force-inode-extended" => o.force_extended = true,
             "noinline_data" | "^inline_data" => o.inline_data = false,
             "inline_data" => o.inline_data = true,
@@ -290,10 +304,18 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             compressors,
             pcluster_bytes: a.pcluster.unwrap_or(u64::from(a.block_size)),
             ztailpacking,
+            fragments,
+            all_fragments,
+            packed_pcluster,
             hints,
         });
-    } else if a.pcluster.is_some() || a.compress_hints.is_some() || ztailpacking {
-        bail!("-C, --compress-hints and -E ztailpacking need -z");
+    } else if a.pcluster.is_some()
+        || a.compress_hints.is_some()
+        || ztailpacking
+        || fragments
+        || all_fragments
+    {
+        bail!("-C, --compress-hints and -E ztailpacking/fragments/all-fragments need -z");
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [

@@ -374,6 +374,20 @@ mod tests {
     }
 
     #[test]
+    fn fragment_headers_round_trip() {
+        let b = encode_whole_fragment_header(89014);
+        let h = MapHeader::parse(&b);
+        assert_eq!(h.whole_file_fragment(), Some(89014));
+        let mut t = MapHeader::new(advise::FRAGMENT_PCLUSTER | advise::COMPACTED_2B, 1, 0);
+        t.fragment_off = 0x1234_5678;
+        let h = MapHeader::parse(&encode_header(&t));
+        assert_eq!(h.fragment_off, 0x1234_5678);
+        assert!(h.has(advise::FRAGMENT_PCLUSTER));
+        assert_eq!(h.whole_file_fragment(), None);
+        assert_eq!(h.algorithm_type, 1);
+    }
+
+    #[test]
     fn whole_file_fragment_header() {
         let h = MapHeader::parse(&[0xb6, 0x5b, 0x01, 0x00, 0, 0, 0, 0x80]);
         assert_eq!(h.whole_file_fragment(), Some(89014));
@@ -383,12 +397,24 @@ mod tests {
 /// Encodes a map header.
 pub fn encode_header(h: &MapHeader) -> [u8; MAP_HEADER_SIZE] {
     let mut b = [0u8; MAP_HEADER_SIZE];
-    b[0..2].copy_from_slice(&((h.fragment_off & 0xFFFF) as u16).to_le_bytes());
-    b[2..4].copy_from_slice(&h.idata_size.to_le_bytes());
+    if h.advise & advise::FRAGMENT_PCLUSTER != 0 {
+        // The tail's offset in the packed inode shares its word with the
+        // inline size (the two features exclude each other in one inode).
+        b[0..4].copy_from_slice(&h.fragment_off.to_le_bytes());
+    } else {
+        b[0..2].copy_from_slice(&((h.fragment_off & 0xFFFF) as u16).to_le_bytes());
+        b[2..4].copy_from_slice(&h.idata_size.to_le_bytes());
+    }
     b[4..6].copy_from_slice(&h.advise.to_le_bytes());
     b[6] = h.algorithm_type;
     b[7] = h.cluster_bits;
     b
+}
+
+/// The header of a file that lives entirely in the packed inode at
+/// `offset` (bit 7 of `h_clusterbits` set; the whole word is the offset).
+pub fn encode_whole_fragment_header(offset: u64) -> [u8; MAP_HEADER_SIZE] {
+    (offset | 1u64 << 63).to_le_bytes()
 }
 
 impl MapHeader {

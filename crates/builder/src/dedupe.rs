@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
+use ferrofs_format::inode::DataLayout;
+
 use crate::content::ContentReader;
 use crate::error::Result;
 use crate::plan::Plan;
@@ -53,16 +55,27 @@ fn same(tree: &Tree, a: InodeId, b: InodeId) -> Result<bool> {
 }
 
 /// For every inode, the earlier inode (in `plan.order`) whose data it can
-/// share: same bytes, and the same inode + xattr length, so the shared
-/// index or inline tail fits the same way. Chunk-based files are left out.
-pub fn find_duplicates(tree: &Tree, plan: &Plan) -> Result<Vec<Option<InodeId>>> {
+/// share: same bytes, and stored the same way: both flat with an inline
+/// tail or both without (a flat file's blocks stop before an inline tail),
+/// and with `inline_tails` (ztailpacking) the same inode + xattr length, so
+/// the inline pcluster fits after the inode the same way. Chunk-based
+/// files are left out.
+pub fn find_duplicates(
+    tree: &Tree,
+    plan: &Plan,
+    inline_tails: bool,
+) -> Result<Vec<Option<InodeId>>> {
     let mut by_size: HashMap<(u64, u64), Vec<InodeId>> = HashMap::new();
     for &id in &plan.order {
         let p = &plan.inodes[id];
         if let Kind::File { size, .. } = tree.inodes[id].kind {
             if size > 0 && p.chunks.is_none() {
-                let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
-                by_size.entry((size, ix)).or_default().push(id);
+                let class = if inline_tails {
+                    p.inode_size() + plan.xattrs.bodies[id].len() as u64
+                } else {
+                    u64::from(p.layout == DataLayout::FlatInline)
+                };
+                by_size.entry((size, class)).or_default().push(id);
             }
         }
     }

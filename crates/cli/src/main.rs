@@ -7,6 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod dropin;
 mod mount;
 
 use anyhow::{bail, Context, Result};
@@ -167,7 +168,10 @@ struct MkfsArgs {
     #[arg(long, value_name = "BYTES")]
     chunksize: Option<u64>,
     /// Extended options, comma-separated: force-inode-extended,
-    /// noinline_data (or ^inline_data), ztailpacking.
+    /// noinline_data (or ^inline_data), ztailpacking, fragments[=PCLUSTER]
+    /// (tails and small files compressed together in the packed inode),
+    /// all-fragments (every file there), dedupe (identical files stored once;
+    /// also done with fragments).
     #[arg(short = 'E', value_name = "OPTS")]
     extended: Vec<String>,
     /// Compress file data: lz4, lz4hc[,LEVEL], lzma[,LEVEL], deflate[,LEVEL],
@@ -394,6 +398,9 @@ fn progress(len_hint: Option<u64>) -> ProgressBar {
 }
 
 fn main() -> ExitCode {
+    if dropin::invoked_as_mkfs() {
+        return dropin::main();
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -1,0 +1,100 @@
+//! `mkfs.erofs` as a drop-in: when the binary runs under that name (a
+//! symlink), its command line is read as mkfs.erofs 1.8 reads it: the
+//! common flags mean the same, `-d LEVEL` sets verbosity, and options
+//! ferrofs does not implement are refused by name before anything is
+//! written.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// mkfs.erofs options ferrofs does not implement (matched before `=`).
+const UNSUPPORTED: &[&str] = &[
+    "--blobdev",
+    "--block-list-file",
+    "--clean",
+    "--dsunit",
+    "--file-contexts",
+    "--fs-config-file",
+    "--fsalignblks",
+    "--gzip",
+    "--hard-dereference",
+    "--incremental",
+    "--max-extent-bytes",
+    "--offset",
+    "--product-out",
+    "--random-algorithms",
+    "--random-pclusterblks",
+    "--root-xattr-isize",
+    "--sort",
+    "--vmdk-desc",
+    "--zfeature-bits",
+    "-M",
+];
+
+/// Options mkfs.erofs accepts that only restate ferrofs's default.
+const NO_OPS: &[&str] = &["--preserve-mtime"];
+
+#[derive(Parser)]
+#[command(
+    name = "mkfs.erofs",
+    version,
+    about = "Build an EROFS image (ferrofs, mkfs.erofs-compatible command line)"
+)]
+struct DropIn {
+    #[command(flatten)]
+    mkfs: crate::MkfsArgs,
+    /// Verbosity as mkfs.erofs's: 0 prints errors only.
+    #[arg(short = 'd', value_name = "LEVEL", allow_negative_numbers = true)]
+    debug: Option<i32>,
+}
+
+/// Whether the program was started as `mkfs.erofs`.
+pub fn invoked_as_mkfs() -> bool {
+    std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n == "mkfs.erofs"))
+        .unwrap_or(false)
+}
+
+/// Runs mkfs with mkfs.erofs's command line.
+pub fn main() -> ExitCode {
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    for a in args.iter().skip(1) {
+        let s = a.to_string_lossy();
+        if s == "--" {
+            break;
+        }
+        let name = s.split('=').next().unwrap_or_default();
+        let short_m = name.starts_with("-M") && !name.starts_with("--");
+        if UNSUPPORTED.contains(&name) || short_m {
+            let name = if short_m { "-M" } else { name };
+            eprintln!(
+                "mkfs.erofs: option {name} is not supported by ferrofs; nothing was written \
+                 (see `mkfs.erofs --help` for what is)"
+            );
+            return ExitCode::from(1);
+        }
+    }
+    args.retain(|a| !NO_OPS.contains(&a.to_string_lossy().as_ref()));
+    let d = match DropIn::try_parse_from(args) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 1 } else { 0 });
+        }
+    };
+    let mut m = d.mkfs;
+    if d.debug.is_some_and(|l| l <= 0) {
+        m.quiet = true;
+    }
+    match crate::mkfs(&m) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("mkfs.erofs: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

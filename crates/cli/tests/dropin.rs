@@ -1,0 +1,147 @@
+//! `mkfs.erofs` drop-in: the binary invoked through a symlink named
+//! mkfs.erofs takes upstream's command lines. Each command line is run by
+//! the drop-in and by mkfs.erofs 1.8.6; both images are mounted by the
+//! kernel and must show the same tree (contents and metadata), and the
+//! drop-in's image must equal `ferrofs mkfs` with the same flags byte for
+//! byte. Unsupported options are refused by name and write nothing.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ferrofs_testkit::compare::{self, CompareOptions};
+use ferrofs_testkit::mount::{can_mount, LoopMount};
+use ferrofs_testkit::{corpus, tools};
+
+const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+
+fn work_dir(name: &str) -> PathBuf {
+    let w = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(name)
+        .join(format!("run-{}", std::process::id()));
+    let _ = ferrofs_testkit::tmp::remove_tree(&w);
+    fs::create_dir_all(&w).unwrap();
+    w
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+#[test]
+fn dropin_takes_upstream_command_lines() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = work_dir("dropin");
+    let src = work.join("tree");
+    corpus::make_corner_tree(&src).expect("corner tree");
+    fs::write(
+        src.join("hints"),
+        "65536 0 .*\\.txt$\n4096 1 ^dir\n".as_bytes(),
+    )
+    .unwrap();
+    let link = work.join("mkfs.erofs");
+    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let hints = src.join("hints").to_string_lossy().into_owned();
+    let lines: Vec<Vec<String>> = vec![
+        vec!["-zlz4hc,12", "-C65536", "-Eztailpacking", "-T0", "-d0"],
+        vec!["-zlzma,level=6", "-C16384", "-Efragments", "--quiet"],
+        vec!["-zzstd", "-Ededupe", "-b", "4096", "-Lmylabel", "-d2"],
+        vec![
+            "-zlz4hc:lzma",
+            "-C65536",
+            "--compress-hints",
+            &hints,
+            "--all-root",
+            "--quiet",
+        ],
+        vec![
+            "-zdeflate",
+            "-U",
+            "6f1c5c3e-8a51-4f34-9b2e-1c8d0e5f7a21",
+            "--exclude-path=dir",
+            "--exclude-regex=^sym",
+            "--preserve-mtime",
+            "--quiet",
+        ],
+        vec!["-b2048", "-Eforce-inode-extended,noinline_data", "--quiet"],
+    ]
+    .into_iter()
+    .map(|l| l.into_iter().map(String::from).collect())
+    .collect();
+    let upstream = tools::mkfs_upstream();
+    if upstream.is_none() {
+        println!("mkfs.erofs 1.8.6 not found: upstream comparison skipped");
+    }
+    let mut failures = Vec::new();
+    for (i, flags) in lines.iter().enumerate() {
+        let ours = work.join(format!("d{i}.img"));
+        let direct = work.join(format!("f{i}.img"));
+        if let Err(e) = run(Command::new(&link).args(flags).arg(&ours).arg(&src)) {
+            failures.push(format!("{flags:?}: drop-in: {e}"));
+            continue;
+        }
+        let flags_direct: Vec<&String> = flags
+            .iter()
+            .filter(|f| !f.starts_with("-d") && *f != "--preserve-mtime" && *f != "--quiet")
+            .collect();
+        match run(Command::new(FERROFS)
+            .arg("mkfs")
+            .arg("--quiet")
+            .args(&flags_direct)
+            .arg(&direct)
+            .arg(&src))
+        {
+            Ok(()) if fs::read(&ours).ok() == fs::read(&direct).ok() => {}
+            Ok(()) => failures.push(format!("{flags:?}: drop-in and ferrofs mkfs differ")),
+            Err(e) => failures.push(format!("{flags:?}: ferrofs mkfs: {e}")),
+        }
+        let Some(up) = &upstream else { continue };
+        let theirs = work.join(format!("u{i}.img"));
+        if let Err(e) = run(Command::new(&up.path).args(flags).arg(&theirs).arg(&src)) {
+            failures.push(format!("{flags:?}: mkfs.erofs {}: {e}", up.version));
+            continue;
+        }
+        match (LoopMount::new(&ours, &[]), LoopMount::new(&theirs, &[])) {
+            (Ok(a), Ok(b)) => {
+                let diffs = compare::compare_trees(b.path(), a.path(), &CompareOptions::strict());
+                for d in diffs {
+                    failures.push(format!("{flags:?}: upstream vs drop-in: {d}"));
+                }
+            }
+            (a, b) => failures.push(format!("{flags:?}: mount: {:?} {:?}", a.err(), b.err())),
+        }
+    }
+    // Refused by name, nothing written.
+    for bad in ["--blobdev=x.blob", "--sort=path", "-Mjunk", "-Ebogus"] {
+        let img = work.join("bad.img");
+        let out = Command::new(&link)
+            .arg(bad)
+            .arg(&img)
+            .arg(&src)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let name = bad.split('=').next().unwrap();
+        let name = if name.starts_with("-M") { "-M" } else { name };
+        let name = name.trim_start_matches("-E");
+        if out.status.success() || !err.contains(name) || img.exists() {
+            failures.push(format!("{bad}: status {}, stderr {err:?}", out.status));
+        }
+    }
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

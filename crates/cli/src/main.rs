@@ -109,8 +109,14 @@ enum Command {
 struct MkfsArgs {
     /// The image file to write (replaced atomically).
     image: PathBuf,
-    /// The directory tree to pack.
-    source: PathBuf,
+    /// The directory tree to pack (with --tar: the archive; `-` or none
+    /// for standard input).
+    source: Option<PathBuf>,
+    /// Read a tar archive (ustar, GNU, PAX; owners and devices from the
+    /// headers, no root needed) instead of a directory. `--tar=f` is the
+    /// same; other mkfs.erofs modes (i, headerball) are not supported.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "f")]
+    tar: Option<String>,
     /// Block size in bytes: 512, 1024, 2048 or 4096.
     #[arg(short = 'b', value_name = "BYTES", default_value_t = 4096)]
     block_size: u32,
@@ -344,7 +350,29 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         pb.set_position(p.bytes_done);
         pb.set_message(format!("{}/{} files", p.files_done, p.files_total));
     };
-    let res = ferrofs_builder::build(&a.source, &a.image, &o, Some(&stop), &tick);
+    let res = match (&a.tar, &a.source) {
+        (Some(mode), source) => {
+            if mode != "f" {
+                bail!("--tar={mode}: only full-data archives (--tar or --tar=f) are supported");
+            }
+            let input = match source {
+                Some(p) if p.as_os_str() != "-" => {
+                    ferrofs_builder::source::tar::TarInput::Path(p.clone())
+                }
+                _ => ferrofs_builder::source::tar::TarInput::Stdin,
+            };
+            let spool = a
+                .image
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            ferrofs_builder::source::tar::scan(&input, &o, spool).and_then(|tree| {
+                ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
+            })
+        }
+        (None, Some(source)) => ferrofs_builder::build(source, &a.image, &o, Some(&stop), &tick),
+        (None, None) => bail!("mkfs needs a SOURCE directory (or --tar)"),
+    };
     pb.finish_and_clear();
     let s = match res {
         Ok(s) => s,

@@ -1,3 +1,5 @@
-//! Where a tree comes from. For now: a directory on a local file system.
+//! Where a tree comes from: a directory on a local file system, or a tar
+//! archive.
 
 pub mod dir;
+pub mod tar;

@@ -292,8 +292,13 @@ fn parse_u64(v: &[u8]) -> Option<u64> {
 /// `SECONDS[.FRACTION]` (possibly negative) as seconds and nanoseconds.
 fn parse_time(v: &[u8]) -> Option<(i64, u32)> {
     let s = std::str::from_utf8(v).ok()?.trim();
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
     let (sec, frac) = s.split_once('.').unwrap_or((s, ""));
     let sec: i64 = sec.parse().ok()?;
+    let sec = if neg { -sec } else { sec };
     let mut ns = 0u32;
     for (i, c) in frac.bytes().take(9).enumerate() {
         if !c.is_ascii_digit() {
@@ -301,11 +306,69 @@ fn parse_time(v: &[u8]) -> Option<(i64, u32)> {
         }
         ns += u32::from(c - b'0') * 10u32.pow(8 - i as u32);
     }
-    if sec < 0 && ns > 0 {
+    if neg && ns > 0 {
         Some((sec - 1, 1_000_000_000 - ns))
     } else {
         Some((sec, ns))
     }
+}
+
+/// A POSIX.1e ACL in the text form tar writes (`SCHILY.acl.access`:
+/// `user::rw-,user:1234:rwx,group::r--,mask::rwx,other::r--`, where a
+/// named entry may carry its numeric id as a fourth field) as the binary
+/// value of a `system.posix_acl_*` xattr, and the mask's permissions.
+fn acl_xattr(text: &[u8]) -> std::result::Result<(Vec<u8>, Option<u16>), String> {
+    let text = String::from_utf8_lossy(text);
+    let mut entries: Vec<(u16, u32, u16)> = Vec::new();
+    let mut mask = None;
+    for e in text
+        .split([',', '\n'])
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
+        let f: Vec<&str> = e.split(':').collect();
+        if f.len() < 3 {
+            return Err(format!("bad ACL entry {e:?}"));
+        }
+        let perm = f[2].chars().try_fold(0u16, |p, c| match c {
+            'r' => Ok(p | 4),
+            'w' => Ok(p | 2),
+            'x' => Ok(p | 1),
+            '-' => Ok(p),
+            _ => Err(format!("bad ACL permissions in {e:?}")),
+        })?;
+        let id = if f[1].is_empty() {
+            None
+        } else {
+            let n = f.get(3).copied().unwrap_or(f[1]);
+            Some(
+                n.parse::<u32>()
+                    .map_err(|_| format!("ACL entry {e:?} has no numeric id"))?,
+            )
+        };
+        let (tag, id) = match (f[0], id) {
+            ("user" | "u", None) => (0x01, u32::MAX),
+            ("user" | "u", Some(i)) => (0x02, i),
+            ("group" | "g", None) => (0x04, u32::MAX),
+            ("group" | "g", Some(i)) => (0x08, i),
+            ("mask" | "m", None) => {
+                mask = Some(perm);
+                (0x10, u32::MAX)
+            }
+            ("other" | "o", None) => (0x20, u32::MAX),
+            _ => return Err(format!("bad ACL entry {e:?}")),
+        };
+        entries.push((tag, id, perm));
+    }
+    entries.sort();
+    entries.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for (tag, id, perm) in entries {
+        v.extend_from_slice(&tag.to_le_bytes());
+        v.extend_from_slice(&perm.to_le_bytes());
+        v.extend_from_slice(&id.to_le_bytes());
+    }
+    Ok((v, mask))
 }
 
 /// Path components, with `.` and empty ones dropped; `None` if `..` appears.
@@ -337,6 +400,9 @@ struct Pax {
     sparse_name: Option<Vec<u8>>,
     sparse_realsize: Option<u64>,
     sparse_map: Vec<u64>,
+    /// The access ACL's mask permissions (they are the group bits of the
+    /// mode on Linux).
+    acl_mask: Option<u16>,
 }
 
 impl Pax {
@@ -357,6 +423,18 @@ impl Pax {
                     self.sparse_major = Some(parse_u64(&v).ok_or_else(|| bad(&k))?)
                 }
                 "GNU.sparse.name" => self.sparse_name = Some(v),
+                "SCHILY.acl.access" | "SCHILY.acl.default" => {
+                    let (value, mask) = acl_xattr(&v)?;
+                    let name: &[u8] = if k.ends_with("access") {
+                        self.acl_mask = mask;
+                        b"system.posix_acl_access"
+                    } else {
+                        b"system.posix_acl_default"
+                    };
+                    if !self.xattrs.iter().any(|(n, _)| n == name) {
+                        self.xattrs.push((name.to_vec(), value));
+                    }
+                }
                 "GNU.sparse.realsize" | "GNU.sparse.size" => {
                     self.sparse_realsize = Some(parse_u64(&v).ok_or_else(|| bad(&k))?)
                 }
@@ -682,6 +760,7 @@ pub fn scan(input: &TarInput, opts: &BuildOptions, spool_dir: &Path) -> Result<T
             pax.sparse_name = l.sparse_name;
             pax.sparse_realsize = l.sparse_realsize;
             pax.sparse_map = l.sparse_map;
+            pax.acl_mask = l.acl_mask;
         }
         let mut path = raw_name.clone();
         if ustar {
@@ -711,7 +790,10 @@ pub fn scan(input: &TarInput, opts: &BuildOptions, spool_dir: &Path) -> Result<T
         let num = |r: std::ops::Range<usize>, what: &str| -> std::result::Result<i64, String> {
             number(&h[r]).ok_or_else(|| format!("bad {what} field"))
         };
-        let mode = num(100..108, "mode").map_err(|e| src.err(&member, e))?;
+        let mut mode = num(100..108, "mode").map_err(|e| src.err(&member, e))?;
+        if let Some(m) = pax.acl_mask {
+            mode = (mode & !0o070) | (i64::from(m) << 3);
+        }
         let uid = match pax.uid {
             Some(u) => u,
             None => u32::try_from(num(108..116, "uid").map_err(|e| src.err(&member, e))?)
@@ -1057,6 +1139,8 @@ mod tests {
         assert!(pax_records(b"99 path=x\n").is_err());
         assert!(pax_records(b"5 a\n").is_err());
         assert_eq!(parse_time(b"-1.5"), Some((-2, 500_000_000)));
+        assert_eq!(parse_time(b"-0.000000001"), Some((-1, 999_999_999)));
+        assert_eq!(parse_time(b"-3"), Some((-3, 0)));
     }
 
     #[test]
@@ -1067,6 +1151,28 @@ mod tests {
         );
         assert!(normalize(b"a/../b").is_none());
         assert_eq!(normalize(b"/").unwrap().len(), 0);
+    }
+
+    #[test]
+    fn acl_text_to_xattr() {
+        let (v, mask) =
+            acl_xattr(b"user::rw-,group::r--,other::r--,user:alice:rwx:1234,mask::rwx").unwrap();
+        assert_eq!(mask, Some(7));
+        let mut want = 2u32.to_le_bytes().to_vec();
+        for (tag, perm, id) in [
+            (1u16, 6u16, u32::MAX),
+            (2, 7, 1234),
+            (4, 4, u32::MAX),
+            (0x10, 7, u32::MAX),
+            (0x20, 4, u32::MAX),
+        ] {
+            want.extend_from_slice(&tag.to_le_bytes());
+            want.extend_from_slice(&perm.to_le_bytes());
+            want.extend_from_slice(&id.to_le_bytes());
+        }
+        assert_eq!(v, want);
+        assert!(acl_xattr(b"user:alice:rwx").is_err());
+        assert!(acl_xattr(b"user::rwz").is_err());
     }
 
     #[test]

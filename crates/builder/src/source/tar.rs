@@ -571,7 +571,11 @@ impl Builder<'_> {
     }
 }
 
-fn open_input(input: &TarInput) -> Result<(Box<dyn Read>, Option<Arc<File>>, String)> {
+/// An opened archive: its sequential reader, the file when it can be read
+/// at offsets, and its name for messages.
+type Opened = (Box<dyn Read>, Option<Arc<File>>, String);
+
+fn open_input(input: &TarInput) -> Result<Opened> {
     match input {
         TarInput::Path(p) => {
             let f = File::open(p).map_err(BuildError::io(p))?;
@@ -911,7 +915,7 @@ pub fn scan(input: &TarInput, opts: &BuildOptions, spool_dir: &Path) -> Result<T
             }
         };
         let is_dir = matches!(kind, Some(Kind::Dir { .. }));
-        if !matches!(kind, None) {
+        if kind.is_some() {
             // Only regular files carry data; skip anything else's.
             skip_data(&mut src, size)?;
         }

@@ -132,6 +132,56 @@ impl PclusterCache {
     }
 }
 
+/// Decodes in progress, one lock per pcluster: a reader that misses the
+/// cache takes the pcluster's lock, looks in the cache again (another
+/// reader may just have filled it) and decodes only if it is still
+/// missing, so concurrent readers of one pcluster cost one decode
+/// (the paper's cohort decompression). A failed decode just lets the next
+/// waiter try; nothing waits forever.
+#[derive(Default)]
+pub(crate) struct Flights {
+    map: Mutex<HashMap<Key, Arc<Mutex<()>>>>,
+}
+
+/// Membership in a pcluster's flight; leaving it (on drop) removes the
+/// entry if it is still this flight's.
+pub(crate) struct Flight<'a> {
+    flights: &'a Flights,
+    key: Key,
+    lock: Arc<Mutex<()>>,
+}
+
+impl Flights {
+    pub fn join(&self, key: Key) -> Flight<'_> {
+        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let lock = m.entry(key).or_default().clone();
+        Flight {
+            flights: self,
+            key,
+            lock,
+        }
+    }
+}
+
+impl Flight<'_> {
+    /// Waits for whoever decodes this pcluster now, then runs `f` alone.
+    pub fn run<T>(&self, f: impl FnOnce(&Self) -> T) -> T {
+        let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        f(self)
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        let mut m = self.flights.map.lock().unwrap_or_else(|p| p.into_inner());
+        if m.get(&self.key).is_some_and(|l| Arc::ptr_eq(l, &self.lock))
+            && Arc::strong_count(&self.lock) <= 2
+        {
+            m.remove(&self.key);
+        }
+    }
+}
+
 /// A small LRU cache of metadata blocks of the primary device, so the many
 /// small reads of inodes, indexes, xattrs and dirents cost one pread per
 /// block instead of one per field.

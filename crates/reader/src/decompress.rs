@@ -66,23 +66,30 @@ pub(crate) fn decoded(
     let inner = &image.inner;
     let want_us = usize::try_from(want).map_err(|_| Error::corrupt(at, "extent too large"))?;
     let llen_us = usize::try_from(llen).map_err(|_| Error::corrupt(at, "extent too large"))?;
-    let target = match inner.cache.get(&key, want_us) {
-        Ok(hit) => return Ok(hit),
-        // Seen before with a shorter prefix: this is a sequential reader,
-        // decode the whole extent once.
-        Err(Some(_)) => llen_us,
-        Err(None) => want_us,
-    };
-    let out = decode_uncached(image, pc, alg, llen_us, target, at)?;
-    inner.cache.count_decode(out.len());
-    let out = Arc::new(out);
-    inner.cache.insert(key, out.clone());
-    Ok(out)
+    if let Ok(hit) = inner.cache.get(&key, want_us) {
+        return Ok(hit);
+    }
+    let flight = inner.flights.join(key);
+    flight.run(|_| {
+        let target = match inner.cache.get(&key, want_us) {
+            Ok(hit) => return Ok(hit),
+            // Seen before with a shorter prefix: this is a sequential
+            // reader, decode the whole extent once.
+            Err(Some(_)) => llen_us,
+            Err(None) => want_us,
+        };
+        let out = decode_uncached(image, pc, alg, llen_us, target, at)?;
+        inner.cache.count_decode(out.len());
+        let out = Arc::new(out);
+        inner.cache.insert(key, out.clone());
+        Ok(out)
+    })
 }
 
 /// Decodes a whole extent straight into the caller's buffer (`out.len()`
-/// equals the extent length): no intermediate buffer, no copy, and the
-/// cache is left alone since the reader now holds the bytes.
+/// equals the extent length): no intermediate buffer; concurrent readers
+/// of the same pcluster wait for this decode and copy its result from
+/// the cache.
 pub(crate) fn decode_into(
     image: &Image,
     pc: &Pcluster,
@@ -93,9 +100,27 @@ pub(crate) fn decode_into(
         return Err(Error::corrupt(at, "raw pcluster sent to the decoder"));
     };
     let n = out.len();
-    decode_with(image, pc, alg, n, out, at)?;
-    image.inner.cache.count_decode(n);
-    Ok(())
+    let key = Key {
+        pos: pc.pos,
+        len: pc.len,
+        inline: pc.inline,
+        format: pc.format,
+    };
+    let cache = &image.inner.cache;
+    let flight = image.inner.flights.join(key);
+    flight.run(|_| {
+        // Someone decoded it while this reader waited, or just before.
+        if let Ok(hit) = cache.get(&key, n) {
+            out.copy_from_slice(&hit[..n]);
+            return Ok(());
+        }
+        decode_with(image, pc, alg, n, out, at)?;
+        cache.count_decode(n);
+        // A copy for the readers that come next (a memcpy is far cheaper
+        // than decoding again).
+        cache.insert(key, Arc::new(out.to_vec()));
+        Ok(())
+    })
 }
 
 fn decode_uncached(

@@ -11,7 +11,7 @@ use ferrofs_format::superblock::{
 };
 use ferrofs_format::{BlockSize, FormatError, Nid, SUPERBLOCK_OFFSET};
 
-use crate::cache::{BlockCache, PclusterCache};
+use crate::cache::{BlockCache, Flights, PclusterCache};
 use crate::decompress::DecoderPool;
 use crate::error::{Error, Location, Result};
 use crate::file::{File, FileData};
@@ -56,6 +56,8 @@ pub(crate) struct Inner {
     pub(crate) prefixes: Vec<(u8, Vec<u8>)>,
     pub(crate) packed: Option<Arc<FileData>>,
     pub(crate) cache: PclusterCache,
+    /// Pcluster decodes in progress (single-flight).
+    pub(crate) flights: Flights,
     pub(crate) blocks: BlockCache,
     pub(crate) decoders: DecoderPool,
     pub(crate) source_len: u64,
@@ -148,6 +150,7 @@ impl Image {
             prefixes: Vec::new(),
             packed: None,
             cache: PclusterCache::new(opts.cache_bytes),
+            flights: Flights::default(),
             blocks: BlockCache::new(META_CACHE_BLOCKS),
             decoders: DecoderPool::new(cfg),
             source_len,

@@ -226,3 +226,53 @@ fn concurrent_readers_see_the_same_bytes() {
         t.join().unwrap();
     }
 }
+
+/// Single-flight: 16 threads that read the same pcluster at the same moment
+/// (whole extents, decoded straight into their buffers, and short prefixes
+/// through the cache) cost one decode per pcluster.
+#[test]
+fn concurrent_readers_of_one_pcluster_share_one_decode() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/lz4hc-big.erofs");
+    let text = Arc::new(text());
+    for whole in [true, false] {
+        let image = open(&p, 4 << 20);
+        let f = image.open_path_file(b"text.txt").unwrap();
+        let extents: Vec<(u64, u64)> = f
+            .extents()
+            .map(|e| e.unwrap())
+            .filter(|e| matches!(e.kind, ferrofs::map::ExtentKind::Pcluster(_)))
+            .map(|e| (e.logical, e.len))
+            .collect();
+        assert!(!extents.is_empty());
+        for &(logical, len) in &extents {
+            let n = if whole { len as usize } else { 100 };
+            let barrier = Arc::new(std::sync::Barrier::new(16));
+            let threads: Vec<_> = (0..16)
+                .map(|_| {
+                    let image = image.clone();
+                    let text = text.clone();
+                    let barrier = barrier.clone();
+                    std::thread::spawn(move || {
+                        let f = image.open_path_file(b"text.txt").unwrap();
+                        let mut buf = vec![0u8; n];
+                        barrier.wait();
+                        let got = f.read_at(&mut buf, logical).unwrap();
+                        let s = logical as usize;
+                        assert_eq!(&buf[..got], &text[s..s + got]);
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
+        let s = image.cache_stats();
+        assert_eq!(
+            s.decodes,
+            extents.len() as u64,
+            "whole {whole}: {} decodes for {} pclusters read by 16 threads each",
+            s.decodes,
+            extents.len()
+        );
+    }
+}

@@ -117,6 +117,14 @@ struct MkfsArgs {
     /// same; other mkfs.erofs modes (i, headerball) are not supported.
     #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "f")]
     tar: Option<String>,
+    /// With --tar: turn aufs whiteouts (.wh.NAME, .wh..wh..opq) into
+    /// overlayfs ones.
+    #[arg(long)]
+    aufs: bool,
+    /// With --tar: 1 leaves overlayfs whiteouts and opaque/origin xattrs
+    /// out of the image; 0 (default) keeps them.
+    #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    ovlfs_strip: u8,
     /// Block size in bytes: 512, 1024, 2048 or 4096.
     #[arg(short = 'b', value_name = "BYTES", default_value_t = 4096)]
     block_size: u32,
@@ -366,10 +374,15 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(std::path::Path::new("."));
-            ferrofs_builder::source::tar::scan(&input, &o, spool).and_then(|tree| {
+            let topts = ferrofs_builder::source::tar::TarOptions {
+                aufs: a.aufs,
+                ovlfs_strip: a.ovlfs_strip == 1,
+            };
+            ferrofs_builder::source::tar::scan(&input, &o, topts, spool).and_then(|tree| {
                 ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
             })
         }
+        (None, _) if a.aufs || a.ovlfs_strip == 1 => bail!("--aufs and --ovlfs-strip need --tar"),
         (None, Some(source)) => ferrofs_builder::build(source, &a.image, &o, Some(&stop), &tick),
         (None, None) => bail!("mkfs needs a SOURCE directory (or --tar)"),
     };

@@ -325,3 +325,61 @@ fn piped_archive_memory_stays_flat() {
     assert!(fs::metadata(&img).unwrap().len() >= 256 << 20);
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
+
+/// `--aufs` and `--ovlfs-strip` give the tree mkfs.erofs 1.8.6 gives, for
+/// an aufs layer (`.wh.NAME`, `.wh..wh..opq`) and an overlayfs one
+/// (character device 0:0, `trusted.overlay.opaque`). Times are whole
+/// seconds: mkfs.erofs 1.8.6 misreads PAX fractions that GNU tar writes
+/// without trailing zeros (`.78441241` as .078441241 s).
+#[test]
+fn overlay_metadata_like_upstream() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let Some(up) = tools::mkfs_upstream() else {
+        println!("skipped: mkfs.erofs 1.8.6 not found");
+        return;
+    };
+    let work = work_dir("mkfs_tar_ovl");
+    let w = work.display();
+    sh(&format!(
+        "set -e; cd {w}; mkdir -p aufs/d aufs/e ovl/x ovl/y; echo hi > aufs/d/keep; \
+         touch aufs/d/.wh.gone aufs/e/.wh..wh..opq; echo a > ovl/x/f; mknod ovl/x/gone c 0 0; \
+         setfattr -n trusted.overlay.opaque -v y ovl/y; \
+         find aufs ovl -exec touch -h -d @1700000000 {{}} +; \
+         tar -C aufs -cf aufs.tar .; \
+         tar --format=posix --xattrs --xattrs-include='*' -C ovl -cf ovl.tar ."
+    ))
+    .expect("layers");
+    let mut failures = Vec::new();
+    for (tar, flags) in [
+        ("aufs.tar", &["--aufs"][..]),
+        ("aufs.tar", &["--aufs", "--ovlfs-strip=1"][..]),
+        ("ovl.tar", &[][..]),
+        ("ovl.tar", &["--ovlfs-strip=1"][..]),
+    ] {
+        let ours = work.join("ours.img");
+        let theirs = work.join("theirs.img");
+        let f = flags.join(" ");
+        if let Err(e) = sh(&format!(
+            "{FERROFS} mkfs --quiet --tar {f} {} {w}/{tar} && {} --quiet --tar=f {f} {} {w}/{tar}",
+            ours.display(),
+            up.path.display(),
+            theirs.display()
+        )) {
+            failures.push(e);
+            continue;
+        }
+        match (LoopMount::new(&theirs, &[]), LoopMount::new(&ours, &[])) {
+            (Ok(a), Ok(b)) => {
+                for d in compare::compare_trees(a.path(), b.path(), &CompareOptions::strict()) {
+                    failures.push(format!("{tar} {f}: upstream vs ours: {d}"));
+                }
+            }
+            (a, b) => failures.push(format!("{tar} {f}: mount {:?} {:?}", a.err(), b.err())),
+        }
+    }
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -24,6 +24,23 @@ const MAX_META: u64 = 1 << 20;
 /// Most entries in one sparse map.
 const MAX_SPARSE: usize = 1 << 20;
 
+/// How overlayfs metadata in the archive is treated (mkfs.erofs's
+/// `--aufs` and `--ovlfs-strip`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TarOptions {
+    /// aufs whiteouts become overlayfs ones: `.wh.NAME` a character device
+    /// 0:0 named NAME, `.wh..wh..opq` the `trusted.overlay.opaque=y` xattr
+    /// of its directory; other `.wh..wh.*` entries are aufs's own and left out.
+    pub aufs: bool,
+    /// Leave overlayfs metadata out: the whiteouts `--aufs` makes and the
+    /// `trusted.overlay.opaque`/`trusted.overlay.origin` xattrs (character
+    /// devices 0:0 stored in the archive stay, as with mkfs.erofs).
+    pub ovlfs_strip: bool,
+}
+
+const OVL_OPAQUE: &[u8] = b"trusted.overlay.opaque";
+const OVL_ORIGIN: &[u8] = b"trusted.overlay.origin";
+
 /// Where the archive comes from.
 pub enum TarInput {
     /// A file (referenced in place when it is a regular file).
@@ -647,7 +664,12 @@ fn spool_file(dir: &Path) -> Result<File> {
 
 /// Reads the archive into a tree. Data from a pipe is spooled to an
 /// unlinked file in `spool_dir`.
-pub fn scan(input: &TarInput, opts: &BuildOptions, spool_dir: &Path) -> Result<Tree> {
+pub fn scan(
+    input: &TarInput,
+    opts: &BuildOptions,
+    tar_opts: TarOptions,
+    spool_dir: &Path,
+) -> Result<Tree> {
     let (r, file, name) = open_input(input)?;
     let spool = if file.is_none() {
         Some((Arc::new(spool_file(spool_dir)?), 0))
@@ -681,6 +703,9 @@ pub fn scan(input: &TarInput, opts: &BuildOptions, spool_dir: &Path) -> Result<T
     let mut long_link: Option<Vec<u8>> = None;
     let mut h = [0u8; BLOCK];
     let mut zero_blocks = 0;
+    // Directories holding whiteouts made from aufs ones get an (empty)
+    // origin xattr, as mkfs.erofs gives them.
+    let mut whiteout_dirs: Vec<InodeId> = Vec::new();
     loop {
         if !src.block(&mut h)? {
             break;
@@ -823,6 +848,51 @@ pub fn scan(input: &TarInput, opts: &BuildOptions, spool_dir: &Path) -> Result<T
         if b.excluded(&rel) {
             skip_data(&mut src, size)?;
             continue;
+        }
+        let mut comps = comps;
+        if tar_opts.ovlfs_strip {
+            pax.xattrs
+                .retain(|(n, _)| n != OVL_OPAQUE && n != OVL_ORIGIN);
+        }
+        if tar_opts.aufs {
+            if comps.iter().any(|c| c.starts_with(b".wh..wh.")) {
+                if comps.last().is_some_and(|c| c == b".wh..wh..opq") {
+                    // The directory hides what lower layers hold.
+                    let parents = &comps[..comps.len() - 1];
+                    let dir = b.dir(parents, mtime).map_err(|e| src.err(&member, e))?;
+                    if !tar_opts.ovlfs_strip {
+                        let x = &mut b.tree.inodes[dir].xattrs;
+                        x.retain(|(n, _)| n != OVL_OPAQUE);
+                        x.push((OVL_OPAQUE.to_vec(), b"y".to_vec()));
+                        x.sort();
+                    }
+                }
+                skip_data(&mut src, size)?;
+                continue;
+            }
+            if let Some(last) = comps.last_mut() {
+                if let Some(hidden) = last.strip_prefix(b".wh.") {
+                    if hidden.is_empty() {
+                        return Err(src.err(&member, "whiteout without a name"));
+                    }
+                    *last = hidden.to_vec();
+                    skip_data(&mut src, size)?;
+                    if tar_opts.ovlfs_strip {
+                        continue;
+                    }
+                    let Some((name, parents)) = comps.split_last() else {
+                        continue;
+                    };
+                    let dir = b.dir(parents, mtime).map_err(|e| src.err(&member, e))?;
+                    let rel = comps.join(&b'/');
+                    let id = b.new_inode(Kind::CharDevice { major: 0, minor: 0 }, &rel, dir);
+                    // Mode 0, as overlayfs and mkfs.erofs make whiteouts.
+                    set_meta(&mut b.tree.inodes[id], 0, uid, gid, mtime, pax.xattrs);
+                    b.children.entry(dir).or_default().insert(name.clone(), id);
+                    whiteout_dirs.push(dir);
+                    continue;
+                }
+            }
         }
         let kind = match typeflag {
             b'0' | 0 | b'7' | b'S' => None,
@@ -1092,6 +1162,15 @@ pub fn scan(input: &TarInput, opts: &BuildOptions, spool_dir: &Path) -> Result<T
         };
         set_meta(&mut b.tree.inodes[id], mode, uid, gid, mtime, pax.xattrs);
     }
+    if !tar_opts.ovlfs_strip {
+        for dir in whiteout_dirs {
+            let x = &mut b.tree.inodes[dir].xattrs;
+            if !x.iter().any(|(n, _)| n == OVL_ORIGIN) {
+                x.push((OVL_ORIGIN.to_vec(), Vec::new()));
+                x.sort();
+            }
+        }
+    }
     Ok(b.finish())
 }
 
@@ -1145,6 +1224,11 @@ mod tests {
         assert_eq!(parse_time(b"-1.5"), Some((-2, 500_000_000)));
         assert_eq!(parse_time(b"-0.000000001"), Some((-1, 999_999_999)));
         assert_eq!(parse_time(b"-3"), Some((-3, 0)));
+        // GNU tar drops trailing zeros of the fraction.
+        assert_eq!(
+            parse_time(b"1795350172.78441241"),
+            Some((1_795_350_172, 784_412_410))
+        );
     }
 
     #[test]

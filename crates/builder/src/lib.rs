@@ -14,6 +14,7 @@ pub mod emit;
 pub mod error;
 pub mod layout;
 pub mod options;
+pub mod profile;
 pub mod plan;
 pub mod source;
 pub mod tree;

@@ -59,6 +59,8 @@ pub struct BuildOptions {
     pub workers: usize,
     /// `-E dedupe`: files with identical contents share their data.
     pub dedupe: bool,
+    /// `--profile`: lay data out for this access profile.
+    pub profile: Option<std::sync::Arc<crate::profile::Profile>>,
 }
 
 impl Default for BuildOptions {
@@ -84,6 +86,7 @@ impl Default for BuildOptions {
             compress: None,
             workers: 0,
             dedupe: false,
+            profile: None,
         }
     }
 }

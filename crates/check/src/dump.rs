@@ -257,3 +257,126 @@ pub fn statistics(image: &Image) -> Value {
         "image_bytes": image.source_len(),
     })
 }
+
+/// What a cold replay of a trace costs on this image: the reads it makes
+/// (`ferrofs_format::trace`), the pclusters and device blocks they touch
+/// (a compressed pcluster is read and decoded whole, as the kernel does),
+/// how many runs of consecutive blocks those form in first-touch order,
+/// and decoded bytes against requested bytes. Metadata blocks (inodes,
+/// directories) are not counted.
+pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead]) -> Value {
+    struct Acc {
+        seen: HashSet<u64>,
+        order: Vec<u64>,
+        pclusters: HashSet<u64>,
+        decoded: u64,
+        errors: Vec<String>,
+    }
+    impl Acc {
+        fn block(&mut self, b: u64) {
+            if self.seen.insert(b) {
+                self.order.push(b);
+            }
+        }
+    }
+    fn touch(image: &Image, file: &ferrofs::File, from: u64, to: u64, acc: &mut Acc, depth: u8) {
+        let bs = image.block_size().bytes();
+        let mut pos = from;
+        while pos < to {
+            let ext = match file.map(pos) {
+                Ok(e) => e,
+                Err(e) => {
+                    acc.errors.push(e.to_string());
+                    return;
+                }
+            };
+            let end = ext.logical.saturating_add(ext.len).min(to);
+            if end <= pos {
+                return;
+            }
+            let rel = pos - ext.logical;
+            let n = end - pos;
+            match ext.kind {
+                ExtentKind::Hole => {}
+                ExtentKind::Raw { pos: p, .. } => {
+                    for b in (p + rel) / bs..=(p + rel + n - 1) / bs {
+                        acc.block(b);
+                    }
+                    acc.decoded += n;
+                }
+                ExtentKind::Inline { .. } => acc.decoded += n,
+                ExtentKind::Fragment { offset } => match image.packed_file() {
+                    Some(packed) if depth == 0 => {
+                        touch(image, &packed, offset + rel, offset + rel + n, acc, 1)
+                    }
+                    _ => acc.errors.push("fragment without a packed inode".into()),
+                },
+                ExtentKind::Pcluster(pc) => {
+                    if acc.pclusters.insert(pc.pos) {
+                        if !pc.inline {
+                            for b in pc.pos / bs..(pc.pos + pc.len).div_ceil(bs) {
+                                acc.block(b);
+                            }
+                        }
+                        acc.decoded += match pc.format {
+                            PclusterFormat::Codec(_) => ext.len,
+                            _ => n,
+                        };
+                    }
+                }
+            }
+            pos = end;
+        }
+    }
+    let mut acc = Acc {
+        seen: HashSet::new(),
+        order: Vec::new(),
+        pclusters: HashSet::new(),
+        decoded: 0,
+        errors: Vec::new(),
+    };
+    let mut requested = 0u64;
+    let mut files = HashSet::new();
+    let mut missing = 0u64;
+    for r in reads {
+        let file = match image
+            .lookup_path(&r.path, true)
+            .and_then(|i| image.open_file(i))
+        {
+            Ok(f) => f,
+            Err(_) => {
+                missing += 1;
+                continue;
+            }
+        };
+        let size = file.size();
+        let (off, len) = r.range.unwrap_or((0, size));
+        let end = off.saturating_add(len).min(size);
+        if off >= end {
+            continue;
+        }
+        files.insert(r.path.clone());
+        requested += end - off;
+        touch(image, &file, off, end, &mut acc, 0);
+    }
+    let runs = acc
+        .order
+        .windows(2)
+        .filter(|w| w[1] != w[0] + 1)
+        .count()
+        + usize::from(!acc.order.is_empty());
+    let bs = image.block_size().bytes();
+    json!({
+        "reads": reads.len(),
+        "files": files.len(),
+        "missing_paths": missing,
+        "requested_bytes": requested,
+        "decoded_bytes": acc.decoded,
+        "decoded_per_requested": if requested > 0 { acc.decoded as f64 / requested as f64 } else { 0.0 },
+        "pclusters": acc.pclusters.len(),
+        "device_blocks": acc.order.len(),
+        "device_bytes": acc.order.len() as u64 * bs,
+        "runs": runs,
+        "errors": acc.errors,
+    })
+}

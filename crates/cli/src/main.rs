@@ -99,6 +99,10 @@ enum Command {
         /// Show the inode with this nid.
         #[arg(long)]
         nid: Option<u64>,
+        /// Report what a cold replay of this trace touches: device blocks,
+        /// pclusters, runs, decoded vs requested bytes.
+        #[arg(long, value_name = "TRACE", conflicts_with_all = ["nid", "path"])]
+        profile: Option<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -208,6 +212,12 @@ struct MkfsArgs {
     /// file contexts are not applied).
     #[arg(long, value_name = "PATH", default_value = "/")]
     mount_point: OsString,
+    /// Lay data out for a recorded start-up (`ferrofs mount --trace`, or a
+    /// list of paths): data in first-access order, pieces read in small
+    /// bits in one-block pclusters, small hot fragments first. Repeat to
+    /// merge traces (files read by at least half of them count).
+    #[arg(long, value_name = "TRACE")]
+    profile: Vec<PathBuf>,
     /// Print nothing but errors.
     #[arg(long)]
     quiet: bool,
@@ -305,6 +315,11 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         }
     }
     o.workers = a.workers;
+    if !a.profile.is_empty() {
+        o.profile = Some(std::sync::Arc::new(ferrofs_builder::profile::Profile::load(
+            &a.profile,
+        )?));
+    }
     if let Some(z) = &a.compress {
         let compressors = z
             .split(':')
@@ -573,10 +588,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             img,
             path,
             nid,
+            profile,
             json,
         } => {
             let image = open(&img)?;
-            let v = if let Some(p) = path {
+            let v = if let Some(t) = profile {
+                let text = std::fs::read_to_string(&t)
+                    .with_context(|| format!("--profile {}", t.display()))?;
+                let mut reads = Vec::new();
+                for (n, line) in text.lines().enumerate() {
+                    if let Some(r) = ferrofs::format::trace::parse_line(line)
+                        .map_err(|e| anyhow::anyhow!("{}: line {}: {e}", t.display(), n + 1))?
+                    {
+                        reads.push(r);
+                    }
+                }
+                ferrofs_check::dump::profile(&image, &reads)
+            } else if let Some(p) = path {
                 let inode = image.lookup_path(p.as_bytes(), false)?;
                 ferrofs_check::dump::inode(&image, &inode)
             } else if let Some(n) = nid {

@@ -27,6 +27,10 @@ pub struct MountArgs {
     /// Mount options: allow_other.
     #[arg(short = 'o', value_name = "OPTS")]
     options: Vec<String>,
+    /// Append every read (path, offset, length, in arrival order) to this
+    /// file, for `mkfs --profile` and `dump --profile`.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -159,7 +163,15 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
     ] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
-    let fs = ferrofs_fuse::ErofsFuse::new(image);
+    let mut fs = ferrofs_fuse::ErofsFuse::new(image);
+    if let Some(t) = &a.trace {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(t)
+            .with_context(|| format!("--trace {}", t.display()))?;
+        fs = fs.with_trace(f);
+    }
     let cfg = ferrofs_fuse::config(a.threads, allow_other);
     let session = fuser::spawn_mount(fs, &a.mountpoint, &cfg).with_context(|| {
         format!(

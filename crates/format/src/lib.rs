@@ -13,6 +13,7 @@ pub mod error;
 pub mod inode;
 mod le;
 pub mod superblock;
+pub mod trace;
 pub mod xattr;
 pub mod zmap;
 

@@ -54,11 +54,67 @@ struct Handles {
     open: HashMap<u64, Handle>,
 }
 
+/// Records every read as a trace line (`--trace`): names seen in
+/// lookups and directory listings give each nid its path.
+struct Tracer {
+    out: std::io::BufWriter<std::fs::File>,
+    /// nid -> (parent nid, name).
+    names: HashMap<u64, (u64, Vec<u8>)>,
+    pending: usize,
+}
+
+impl Tracer {
+    fn name(&mut self, parent: Nid, child: Nid, name: &[u8]) {
+        self.names
+            .entry(child.0)
+            .or_insert_with(|| (parent.0, name.to_vec()));
+    }
+
+    fn path(&self, root: Nid, nid: Nid) -> Vec<u8> {
+        let mut parts = Vec::new();
+        let mut cur = nid.0;
+        // Bounded walk: names come from the image, which may loop.
+        for _ in 0..4096 {
+            if cur == root.0 {
+                break;
+            }
+            match self.names.get(&cur) {
+                Some((p, n)) => {
+                    parts.push(n.as_slice());
+                    cur = *p;
+                }
+                None => break,
+            }
+        }
+        parts.reverse();
+        parts.join(&b'/')
+    }
+
+    fn read(&mut self, path: &[u8], offset: u64, len: u64) {
+        use std::io::Write;
+        let line = ferrofs::format::trace::format_read(path, offset, len);
+        let _ = self.out.write_all(line.as_bytes());
+        self.pending += 1;
+        if self.pending >= 64 {
+            let _ = self.out.flush();
+            self.pending = 0;
+        }
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        use std::io::Write;
+        let _ = self.out.flush();
+    }
+}
+
 /// The FUSE file system over one image.
 pub struct ErofsFuse {
     image: Image,
     root: Nid,
     handles: Mutex<Handles>,
+    trace: Option<Mutex<Tracer>>,
 }
 
 impl ErofsFuse {
@@ -68,7 +124,25 @@ impl ErofsFuse {
             image,
             root,
             handles: Mutex::new(Handles::default()),
+            trace: None,
         }
+    }
+
+    /// Appends every read to `file` as a trace (see
+    /// `ferrofs_format::trace`).
+    pub fn with_trace(mut self, file: std::fs::File) -> Self {
+        self.trace = Some(Mutex::new(Tracer {
+            out: std::io::BufWriter::new(file),
+            names: HashMap::new(),
+            pending: 0,
+        }));
+        self
+    }
+
+    fn tracer(&self) -> Option<MutexGuard<'_, Tracer>> {
+        self.trace
+            .as_ref()
+            .map(|t| t.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// FUSE ino of a nid: the root is 1, every other nid is shifted by 2
@@ -255,6 +329,9 @@ impl Filesystem for ErofsFuse {
                 .lookup(&dir, name.as_bytes())
                 .map_err(errno)?
                 .ok_or(Errno::ENOENT)?;
+            if let Some(mut t) = self.tracer() {
+                t.name(dir.nid, e.nid, name.as_bytes());
+            }
             self.image.inode(e.nid).map_err(errno)
         })();
         match r {
@@ -316,7 +393,13 @@ impl Filesystem for ErofsFuse {
                 buf.resize(want, 0);
             }
             match f.read_at(&mut buf[..want], offset) {
-                Ok(n) => reply.data(&buf[..n]),
+                Ok(n) => {
+                    if let Some(mut t) = self.tracer() {
+                        let path = t.path(self.root, f.inode().nid);
+                        t.read(&path, offset, n as u64);
+                    }
+                    reply.data(&buf[..n])
+                }
                 Err(e) => reply.error(errno(e)),
             }
             if buf.len() > MAX_READ {
@@ -385,11 +468,17 @@ impl Filesystem for ErofsFuse {
             Err(e) => return reply.error(e),
         };
         let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+        let dir_nid = self.nid(ino).ok();
         for (k, e) in entries.iter().enumerate().skip(skip) {
             let i = match self.image.inode(e.nid) {
                 Ok(i) => i,
                 Err(err) => return reply.error(errno(err)),
             };
+            if let (Some(mut t), Some(d)) = (self.tracer(), dir_nid) {
+                if e.name != b"." && e.name != b".." {
+                    t.name(d, e.nid, &e.name);
+                }
+            }
             let cookie = k as u64 + 1;
             let name = OsStr::from_bytes(&e.name);
             if reply.add(

@@ -1,0 +1,187 @@
+//! Access profiles (FPC §3.3, §4.1): which parts of which files a program
+//! reads at start-up, in what order, learned from traces (`ferrofs mount
+//! --trace`) and used to lay data out for that start.
+//!
+//! Several traces merge as FPC keeps its core set: a file stays if at
+//! least half of the traces read it; its ranges are the union over them,
+//! its rank the order of first access in the first trace that has it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use ferrofs_format::trace::parse_line;
+
+use crate::error::{BuildError, Result};
+
+/// What a profile says about one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileFile {
+    /// Order of first access (0 first).
+    pub rank: usize,
+    /// Byte ranges read, sorted and merged; `None`: the whole file.
+    pub ranges: Option<Vec<(u64, u64)>>,
+}
+
+impl ProfileFile {
+    /// The block-aligned ranges to keep in small pclusters of their own,
+    /// when the file is read in small pieces: less than half of it, in
+    /// reads averaging under 64 KiB. `None` for files read whole or in
+    /// bulk (they keep the build's pcluster size).
+    pub fn hot_pieces(&self, size: u64, bs: u64) -> Option<Vec<(u64, u64)>> {
+        let ranges = self.ranges.as_ref()?;
+        let read: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+        if ranges.is_empty() || read * 2 >= size || read / ranges.len() as u64 >= 64 << 10 {
+            return None;
+        }
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &(a, b) in ranges {
+            let a = a / bs * bs;
+            let b = b.div_ceil(bs).saturating_mul(bs).min(size);
+            if a >= b {
+                continue;
+            }
+            match out.last_mut() {
+                Some(l) if a <= l.1 => l.1 = l.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        Some(out)
+    }
+}
+
+/// A merged profile, by path relative to the image root.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    files: HashMap<Vec<u8>, ProfileFile>,
+}
+
+fn merge(mut r: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    r.sort();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(r.len());
+    for (a, b) in r {
+        match out.last_mut() {
+            Some(l) if a <= l.1 => l.1 = l.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// One trace: files in first-access order with their ranges.
+type Trace = Vec<(Vec<u8>, Option<Vec<(u64, u64)>>)>;
+
+fn read_trace(path: &Path) -> Result<Trace> {
+    let text = std::fs::read_to_string(path).map_err(BuildError::io(path))?;
+    let mut order: Vec<Vec<u8>> = Vec::new();
+    let mut ranges: HashMap<Vec<u8>, Option<Vec<(u64, u64)>>> = HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let r = parse_line(line)
+            .map_err(|e| BuildError::input(path, format!("line {}: {e}", n + 1)))?;
+        let Some(r) = r else { continue };
+        let entry = ranges.entry(r.path.clone()).or_insert_with(|| {
+            order.push(r.path.clone());
+            Some(Vec::new())
+        });
+        match (r.range, entry.as_mut()) {
+            (Some((o, l)), Some(v)) if l > 0 => v.push((o, o.saturating_add(l))),
+            (Some(_), _) => {}
+            (None, _) => *entry = None,
+        }
+    }
+    Ok(order
+        .into_iter()
+        .map(|p| {
+            let r = ranges.remove(&p).flatten().map(merge);
+            (p, r)
+        })
+        .collect())
+}
+
+impl Profile {
+    /// Loads and merges traces.
+    pub fn load(paths: &[PathBuf]) -> Result<Self> {
+        let traces: Vec<Trace> = paths.iter().map(|p| read_trace(p)).collect::<Result<_>>()?;
+        let need = traces.len().div_ceil(2);
+        let mut count: HashMap<&[u8], usize> = HashMap::new();
+        for t in &traces {
+            for (p, _) in t {
+                *count.entry(p.as_slice()).or_default() += 1;
+            }
+        }
+        let mut files: HashMap<Vec<u8>, ProfileFile> = HashMap::new();
+        let mut rank = 0;
+        for t in &traces {
+            for (p, r) in t {
+                if count[p.as_slice()] < need {
+                    continue;
+                }
+                match files.get_mut(p) {
+                    Some(f) => {
+                        f.ranges = match (f.ranges.take(), r) {
+                            (Some(mut a), Some(b)) => {
+                                a.extend_from_slice(b);
+                                Some(merge(a))
+                            }
+                            _ => None,
+                        };
+                    }
+                    None => {
+                        files.insert(
+                            p.clone(),
+                            ProfileFile {
+                                rank,
+                                ranges: r.clone(),
+                            },
+                        );
+                        rank += 1;
+                    }
+                }
+            }
+        }
+        Ok(Self { files })
+    }
+
+    /// The profile of a path relative to the root.
+    pub fn get(&self, rel: &[u8]) -> Option<&ProfileFile> {
+        self.files.get(rel)
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traces_merge_into_a_core_set() {
+        let dir = std::env::temp_dir().join(format!("ferrofs-profile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = dir.join("a");
+        let b = dir.join("b");
+        let c = dir.join("c");
+        std::fs::write(&a, "lib/x.so\t0\t4096\nbin/p\t0\t100\nlib/x.so\t65536\t4096\nrare\t0\t1\n").unwrap();
+        std::fs::write(&b, "bin/p\t0\t100\nlib/x.so\t4096\t4096\n").unwrap();
+        std::fs::write(&c, "# list\nbin/p\netc/conf\n").unwrap();
+        let p = Profile::load(&[a, b, c]).unwrap();
+        assert!(p.get(b"rare").is_none(), "read by one trace of three");
+        assert!(p.get(b"etc/conf").is_none());
+        let x = p.get(b"lib/x.so").unwrap();
+        assert_eq!(x.rank, 0);
+        assert_eq!(x.ranges, Some(vec![(0, 8192), (65536, 69632)]));
+        let bin = p.get(b"bin/p").unwrap();
+        assert_eq!((bin.rank, bin.ranges.clone()), (1, None));
+        assert_eq!(
+            x.hot_pieces(1 << 20, 4096),
+            Some(vec![(0, 8192), (65536, 69632)])
+        );
+        assert_eq!(x.hot_pieces(10_000, 4096), None, "read mostly whole");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -19,3 +19,4 @@ if [[ -z ${UPSTREAM_TOOLS_BIN:-} && -x $root/../shared/tools/upstream-tools ]]; 
   export UPSTREAM_TOOLS_BIN
 fi
 cargo test --workspace "$@"
+python3 -m pytest -q bench/tests && bash bench/e2e.sh

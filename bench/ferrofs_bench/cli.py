@@ -7,6 +7,7 @@ image, so an interrupted run still leaves CSV files for what finished.
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -75,8 +76,12 @@ def parser():
                    help="repetitions of each read measurement (default: %(default)s)")
     p.add_argument("--build-repeat", type=int, metavar="N",
                    help="repetitions of each build (default: --repeat)")
+    p.add_argument("--tests", type=list_arg(TESTS),
+                   help=f"comma-separated subset of {','.join(TESTS)} (default: all)")
     p.add_argument("--build-only", action="store_true",
                    help="only build and size images (no mounts, no root needed)")
+    p.add_argument("--report-only", action="store_true",
+                   help="rewrite report.md and the plots from OUT/raw.csv and OUT/meta.json")
     p.add_argument("--keep-images", action="store_true",
                    help="keep the images in OUT/images (default: delete after measuring)")
     p.add_argument("--upstream-bin", metavar="DIR",
@@ -173,8 +178,25 @@ def _progress(i, total, cfg, build_rows, reads):
     print(text, flush=True)
 
 
+def _report_only(out):
+    """Regenerate the report and plots of an earlier run in ``out``."""
+    rows = report.read_csv(os.path.join(out, "raw.csv"))
+    for r in rows:
+        r["cluster"] = int(r["cluster"])
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    summary = summarise(rows)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(report.markdown(summary, meta))
+    pngs = report.plots(summary, meta["corpora"], out)
+    print(f"rewrote {out}/report.md and {len(pngs)} plots")
+    return 0
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
+    if args.report_only:
+        return _report_only(args.out)
     mode = args.mode or "quick"
     matrix = dict(QUICK if mode == "quick" else FULL)
     if args.codecs:
@@ -203,7 +225,7 @@ def main(argv=None):
     if not chosen:
         print("ferrofs bench: no image builder available", file=sys.stderr)
         return 1
-    tests = () if args.build_only else TESTS
+    tests = () if args.build_only else tuple(args.tests or TESTS)
     for exe, dropped in (("fio", measure.FIO_PATTERNS), ("tar", ("tar",)),
                          ("dd", ("whole",))):
         if tests and shutil.which(exe) is None:
@@ -237,6 +259,8 @@ def main(argv=None):
         report.write_csv(summary, os.path.join(args.out, "summary.csv"), report.SUMMARY_FIELDS)
         with open(os.path.join(args.out, "report.md"), "w") as f:
             f.write(report.markdown(summary, meta))
+        with open(os.path.join(args.out, "meta.json"), "w") as f:
+            json.dump(meta, f, indent=1)
         return summary
 
     for name, src, large in corpora:

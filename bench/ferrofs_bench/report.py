@@ -123,8 +123,8 @@ def markdown(summary, meta):
             _per_config(ix, name, configs, [
                 ("build", "image_bytes", MIB, 2), ("build", "wall_s", 1, 2),
                 ("build", "cpu_s", 1, 2), ("build", "maxrss_kib", 1024, 0)])))
-        req = [ix.get((name,) + configs[0] + (p, "requested_bytes")) if configs else None
-               for p in PATTERNS]
+        req = [next((ix[k] for k in ((name,) + c + (p, "requested_bytes") for c in configs)
+                     if k in ix), None) for p in PATTERNS]
         rows = _per_config(ix, name, configs, [(p, "device_bytes", MIB, 2) for p in PATTERNS]
                            + [(p, "amplification", 1, 2) for p in PATTERNS])
         if any(req):

@@ -212,13 +212,18 @@ def plots(summary, corpora, outdir):
                                      sharey=True, squeeze=False)
             colors = {t: f"C{i}" for i, t in enumerate(TOOL_ORDER)}
             for ax, p in zip(axes[0], PATTERNS):
-                vals = [ix.get((name,) + k + (p, metric)) for k in labelled]
-                ax.barh(range(len(labelled)), [v["median"] if v else 0 for v in vals],
+                vals = [ix[k]["median"] if k in ix else 0
+                        for k in ((name,) + c + (p, metric) for c in labelled)]
+                ax.barh(range(len(labelled)), vals,
                         color=[colors.get(k[0], "C9") for k in labelled])
+                for y, v in enumerate(vals):
+                    ax.text(v, y, f" {v:.2f}" if v < 10 else f" {v:.0f}", va="center",
+                            fontsize=5)
+                if metric == "amplification":
+                    ax.axvline(1.0, color="grey", lw=0.6, ls="--")
+                ax.set_xlim(0, max(vals + [1e-9]) * 1.2)
                 ax.set_title(p, fontsize=8)
                 ax.tick_params(labelsize=6)
-                if metric == "amplification":
-                    ax.set_xscale("log")
             axes[0][0].set_yticks(range(len(labelled)), [_label(k) for k in labelled])
             axes[0][0].invert_yaxis()
             fig.suptitle(f"{name}: 4 KiB reads, {title}", fontsize=9)

@@ -19,7 +19,7 @@ from .stats import summarise
 
 QUICK = {"codecs": ["none", "lz4", "zstd"], "clusters": [4096, 131072]}
 FULL = {"codecs": list(tools.CODECS), "clusters": [4096, 8192, 16384, 65536, 131072]}
-TESTS = ("tar",) + measure.FIO_PATTERNS + ("whole",)
+TESTS = measure.TESTS
 MIN_FIO_FILE = 1024 * 1024
 
 

@@ -22,6 +22,7 @@ REQUEST = 16 * MIB
 STRIDE = 128 * KIB
 BS = 4 * KIB
 FIO_PATTERNS = ("seq", "rand", "stride")
+TESTS = ("tar",) + FIO_PATTERNS + ("whole",)
 
 
 def fio_command(path, pattern, file_size):

@@ -10,13 +10,13 @@ range (max - min) / median over the repeats.
 import csv
 import os
 
+from .measure import FIO_PATTERNS as PATTERNS, TESTS
 from .stats import KEY_FIELDS, index
 from .tools import CODECS, cluster_label
 
 MIB = 1024 * 1024
 RAW_FIELDS = KEY_FIELDS + ("repeat", "value")
 SUMMARY_FIELDS = KEY_FIELDS + ("n", "median", "min", "max", "spread_pct")
-PATTERNS = ("seq", "rand", "stride")
 TOOL_ORDER = ("ferrofs", "erofs-utils", "squashfs")
 
 
@@ -134,19 +134,16 @@ def markdown(summary, meta):
                        "device bytes / requested bytes.\n\n" + _table(
                            ["image"] + [f"{p} MiB" for p in PATTERNS]
                            + [f"{p} ×" for p in PATTERNS], rows))
-        rows = _per_config(ix, name, configs, [
-            (t, "throughput_mibs", 1, 1) for t in ("tar",) + PATTERNS + ("whole",)])
+        tests = [t for t in TESTS if any(k[0] == name and k[4] == t for k in ix)]
+        rows = _per_config(ix, name, configs, [(t, "throughput_mibs", 1, 1) for t in tests])
         if rows:
             out.append("\n### Read throughput, MiB/s (paper Fig. 7; 2022 tar test)\n\n"
                        "`tar` = `tar cf - | wc -c` of the tree; `whole` = dd of the whole "
-                       "large file.\n\n" + _table(
-                           ["image", "tar", "seq", "rand", "stride", "whole"], rows))
+                       "large file.\n\n" + _table(["image"] + tests, rows))
             out.append("\n### CPU seconds (reader process / whole machine)\n\n" + _table(
-                ["image"] + [f"{t} {k}" for t in ("tar",) + PATTERNS
-                             for k in ("proc", "all")],
+                ["image"] + [f"{t} {k}" for t in tests for k in ("proc", "all")],
                 _per_config(ix, name, configs, [
-                    (t, m, 1, 3) for t in ("tar",) + PATTERNS
-                    for m in ("cpu_s", "cpu_all_s")])))
+                    (t, m, 1, 3) for t in tests for m in ("cpu_s", "cpu_all_s")])))
         rows = _per_config(ix, name, configs, [
             ("whole", "requested_bytes", MIB, 1), ("whole", "device_bytes", MIB, 1),
             ("whole", "mem_free_drop_bytes", MIB, 1), ("whole", "cached_delta_bytes", MIB, 1),
@@ -204,14 +201,17 @@ def plots(summary, corpora, outdir):
         for metric, title, fname in (("amplification", "device bytes / requested bytes",
                                       "amplification"),
                                      ("throughput_mibs", "MiB/s", "throughput")):
+            tests = [t for t in TESTS
+                     if any((name,) + k + (t, metric) in ix for k in configs)]
             labelled = [k for k in configs
-                        if any((name,) + k + (p, metric) in ix for p in PATTERNS)]
+                        if any((name,) + k + (t, metric) in ix for t in tests)]
             if not labelled:
                 continue
-            fig, axes = plt.subplots(1, 3, figsize=(9, 0.9 + 0.17 * len(labelled)),
+            fig, axes = plt.subplots(1, len(tests), figsize=(1.2 + 2.6 * len(tests),
+                                                             0.9 + 0.17 * len(labelled)),
                                      sharey=True, squeeze=False)
             colors = {t: f"C{i}" for i, t in enumerate(TOOL_ORDER)}
-            for ax, p in zip(axes[0], PATTERNS):
+            for ax, p in zip(axes[0], tests):
                 vals = [ix[k]["median"] if k in ix else 0
                         for k in ((name,) + c + (p, metric) for c in labelled)]
                 ax.barh(range(len(labelled)), vals,
@@ -226,7 +226,7 @@ def plots(summary, corpora, outdir):
                 ax.tick_params(labelsize=6)
             axes[0][0].set_yticks(range(len(labelled)), [_label(k) for k in labelled])
             axes[0][0].invert_yaxis()
-            fig.suptitle(f"{name}: 4 KiB reads, {title}", fontsize=9)
+            fig.suptitle(f"{name}: reads, {title}", fontsize=9)
             written.append(_save(fig, plt, outdir, f"{name}-{fname}.png"))
     return written
 

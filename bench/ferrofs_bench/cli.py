@@ -15,11 +15,10 @@ import sys
 import time
 
 from . import corpus, measure, report, system, tools
-from .stats import summarise
+from .stats import median, summarise
 
 QUICK = {"codecs": ["none", "lz4", "zstd"], "clusters": [4096, 131072]}
 FULL = {"codecs": list(tools.CODECS), "clusters": [4096, 8192, 16384, 65536, 131072]}
-TESTS = measure.TESTS
 MIN_FIO_FILE = 1024 * 1024
 
 
@@ -76,8 +75,8 @@ def parser():
                    help="repetitions of each read measurement (default: %(default)s)")
     p.add_argument("--build-repeat", type=int, metavar="N",
                    help="repetitions of each build (default: --repeat)")
-    p.add_argument("--tests", type=list_arg(TESTS),
-                   help=f"comma-separated subset of {','.join(TESTS)} (default: all)")
+    p.add_argument("--tests", type=list_arg(measure.TESTS),
+                   help=f"comma-separated subset of {','.join(measure.TESTS)} (default: all)")
     p.add_argument("--build-only", action="store_true",
                    help="only build and size images (no mounts, no root needed)")
     p.add_argument("--report-only", action="store_true",
@@ -167,14 +166,14 @@ def _measure(cfg, image, mnt, tests, large, large_size, cgroup_name):
 
 
 def _progress(i, total, cfg, build_rows, reads):
-    sizes = sorted(r["image_bytes"] for _, r in build_rows)
-    walls = sorted(r["wall_s"] for _, r in build_rows)
-    text = (f"[{i}/{total}] {cfg.label}: {sizes[len(sizes) // 2] / 2**20:.2f} MiB, "
-            f"build {walls[len(walls) // 2]:.2f} s")
+    """Print one line per image: median size and build time, last repeat's reads."""
+    size = median([r["image_bytes"] for _, r in build_rows])
+    wall = median([r["wall_s"] for _, r in build_rows])
+    text = f"[{i}/{total}] {cfg.label}: {size / 2**20:.2f} MiB, build {wall:.2f} s"
     if reads:
         last = reads[-1]
-        text += "".join(f"; {t} {last[t]['throughput_mibs']:.0f} MiB/s ×{last[t]['amplification']:.2f}"
-                        for t in TESTS if t in last)
+        text += "".join(f"; {t} {last[t]['throughput_mibs']:.0f} MiB/s"
+                        f" ×{last[t]['amplification']:.2f}" for t in measure.TESTS if t in last)
     print(text, flush=True)
 
 
@@ -225,7 +224,7 @@ def main(argv=None):
     if not chosen:
         print("ferrofs bench: no image builder available", file=sys.stderr)
         return 1
-    tests = () if args.build_only else tuple(args.tests or TESTS)
+    tests = () if args.build_only else tuple(args.tests or measure.TESTS)
     for exe, dropped in (("fio", measure.FIO_PATTERNS), ("tar", ("tar",)),
                          ("dd", ("whole",))):
         if tests and shutil.which(exe) is None:

@@ -45,7 +45,8 @@ def opts(cmd):
 
 def test_fio_patterns():
     size = 512 * MIB + 1000
-    seq, rand, stride = (opts(measure.fio_command("/m/f", p, size)) for p in ("seq", "rand", "stride"))
+    seq, rand, stride = (opts(measure.fio_command("/m/f", p, size))
+                         for p in ("seq", "rand", "stride"))
     assert seq["rw"] == "read" and rand["rw"] == "randread" and stride["rw"] == "read:124k"
     assert seq["bs"] == "4096" and seq["size"] == str(512 * MIB)
     assert seq["io_size"] == rand["io_size"] == stride["io_size"] == str(16 * MIB)

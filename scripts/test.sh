@@ -7,15 +7,18 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 if [[ $(id -u) == 0 ]]; then
   need=()
-  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools time; do
+  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if ((${#need[@]})); then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
   fi
 fi
+# The benchmark runner's tests need pytest and matplotlib.
+python3 -c 'import pytest, matplotlib' 2>/dev/null || python3 -m pip install -q matplotlib pytest
 if [[ -z ${UPSTREAM_TOOLS_BIN:-} && -x $root/../shared/tools/upstream-tools ]]; then
   UPSTREAM_TOOLS_BIN=$(bash "$root/../shared/tools/upstream-tools")
   export UPSTREAM_TOOLS_BIN
 fi
 cargo test --workspace "$@"
+python3 -m pytest -q bench/tests && bash bench/e2e.sh

@@ -166,7 +166,11 @@ mod tests {
         let a = dir.join("a");
         let b = dir.join("b");
         let c = dir.join("c");
-        std::fs::write(&a, "lib/x.so\t0\t4096\nbin/p\t0\t100\nlib/x.so\t65536\t4096\nrare\t0\t1\n").unwrap();
+        std::fs::write(
+            &a,
+            "lib/x.so\t0\t4096\nbin/p\t0\t100\nlib/x.so\t65536\t4096\nrare\t0\t1\n",
+        )
+        .unwrap();
         std::fs::write(&b, "bin/p\t0\t100\nlib/x.so\t4096\t4096\n").unwrap();
         std::fs::write(&c, "# list\nbin/p\netc/conf\n").unwrap();
         let p = Profile::load(&[a, b, c]).unwrap();

@@ -359,11 +359,7 @@ pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead]) -> Va
         requested += end - off;
         touch(image, &file, off, end, &mut acc, 0);
     }
-    let runs = acc
-        .order
-        .windows(2)
-        .filter(|w| w[1] != w[0] + 1)
-        .count()
+    let runs = acc.order.windows(2).filter(|w| w[1] != w[0] + 1).count()
         + usize::from(!acc.order.is_empty());
     let bs = image.block_size().bytes();
     json!({

@@ -7,6 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod bench;
 mod dropin;
 mod mount;
 
@@ -45,6 +46,14 @@ enum Command {
     Mkfs(Box<MkfsArgs>),
     /// Mount an image read-only through FUSE.
     Mount(mount::MountArgs),
+    /// Build, mount and measure images against mkfs.erofs and mksquashfs
+    /// (runs python3 -m ferrofs_bench; `ferrofs bench --help` lists its options).
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// Arguments for the benchmark runner.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
     /// Check every inode, directory entry and pcluster of an image.
     Fsck {
         #[command(flatten)]
@@ -316,9 +325,9 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     }
     o.workers = a.workers;
     if !a.profile.is_empty() {
-        o.profile = Some(std::sync::Arc::new(ferrofs_builder::profile::Profile::load(
-            &a.profile,
-        )?));
+        o.profile = Some(std::sync::Arc::new(
+            ferrofs_builder::profile::Profile::load(&a.profile)?,
+        ));
     }
     if let Some(z) = &a.compress {
         let compressors = z
@@ -471,6 +480,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Mkfs(a) => mkfs(&a),
         Command::Mount(a) => mount::run(&a),
+        Command::Bench { args } => Ok(ExitCode::from(u8::try_from(bench::run(args)?).unwrap_or(1))),
         Command::Fsck { img, no_data, json } => {
             let image = open(&img)?;
             let pb = progress(None);

@@ -22,7 +22,9 @@ pub fn escape_path(path: &[u8]) -> String {
                 '\\' => s.push_str("\\\\"),
                 '\t' => s.push_str("\\t"),
                 '\n' => s.push_str("\\n"),
-                c if (c as u32) < 0x20 || c == '\u{7f}' => s.push_str(&format!("\\x{:02x}", c as u32)),
+                c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                    s.push_str(&format!("\\x{:02x}", c as u32))
+                }
                 c => s.push(c),
             }
         }

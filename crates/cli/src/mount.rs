@@ -188,8 +188,10 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
     }
     // Best effort: a 1 MiB readahead window (the FUSE default is 128 KiB)
     // lets sequential reads arrive as 1 MiB requests; needs root.
+    // With --trace, no readahead at all: the trace shows what was read.
     if let Some(dev) = mounted_dev(&a.mountpoint) {
-        let _ = std::fs::write(format!("/sys/class/bdi/{dev}/read_ahead_kb"), "1024");
+        let kb = if a.trace.is_some() { "0" } else { "1024" };
+        let _ = std::fs::write(format!("/sys/class/bdi/{dev}/read_ahead_kb"), kb);
     }
     loop {
         if stop.load(Ordering::Relaxed) {

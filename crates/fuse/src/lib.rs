@@ -312,7 +312,11 @@ impl Filesystem for ErofsFuse {
         ] {
             let _ = config.add_capabilities(f);
         }
-        if let Err(max) = config.set_max_readahead(u32::MAX) {
+        if self.trace.is_some() {
+            // A trace records what the program reads, not the kernel's
+            // readahead around it.
+            let _ = config.set_max_readahead(0);
+        } else if let Err(max) = config.set_max_readahead(u32::MAX) {
             let _ = config.set_max_readahead(max);
         }
         Ok(())

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Access-pattern-guided layout (issue #8): cold start of a program in a
+# root file system, from images built
+#   default:  ferrofs mkfs -zALG -CPCL
+#   profiled: ferrofs mkfs -zALG -CPCL --profile T1 --profile T2
+#   upstream: mkfs.erofs 1.8.6 -zALG -CPCL
+# The traces are recorded by running CMD in a chroot on `ferrofs mount
+# --trace` of the default image (a fresh mount per trace). Each image is
+# then loop-mounted by the kernel, caches are dropped, and CMD runs in a
+# chroot on it; we report device bytes read (/sys/block/loopN/stat), wall
+# time (medians of RUNS), `dump --profile` figures and image sizes.
+# Usage: [ALG=lz4hc] [PCL=65536] bench/profile-bench.sh RUNS ROOTFS CMD...
+set -euo pipefail
+runs=${1:?RUNS}; rootfs=${2:?ROOTFS}; shift 2
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${UPSTREAM_TOOLS_BIN:-$(bash "$here/../shared/tools/upstream-tools")}
+ferrofs=$here/target/release/ferrofs
+[[ -x $ferrofs ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
+alg=${ALG:-lz4hc}; pcl=${PCL:-65536}
+out=${OUT:-/tmp/profile-bench}; mkdir -p "$out/mnt"
+mnt=$out/mnt
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+"$ferrofs" mkfs --quiet -z$alg -C$pcl "$out/default.img" "$rootfs"
+for t in 1 2; do
+  rm -f "$out/trace$t.txt"
+  echo 3 > /proc/sys/vm/drop_caches
+  "$ferrofs" mount --trace "$out/trace$t.txt" "$out/default.img" "$mnt"
+  chroot "$mnt" "$@" >/dev/null
+  umount "$mnt"; sleep 1
+done
+"$ferrofs" mkfs --quiet -z$alg -C$pcl --profile "$out/trace1.txt" --profile "$out/trace2.txt" "$out/profiled.img" "$rootfs"
+"$bin/mkfs.erofs" --quiet -z$alg -C$pcl "$out/upstream.img" "$rootfs" >/dev/null 2>&1
+echo "trace: $(wc -l < "$out/trace1.txt") reads of $(cut -f1 "$out/trace1.txt" | sort -u | wc -l) files; command: $*"
+echo
+echo "| image | image bytes | device bytes (kernel) | wall s | dump: device bytes | pclusters | runs | decoded/requested |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+for img in default profiled upstream; do
+  devs=(); walls=()
+  for ((r = 0; r < runs; r++)); do
+    mount -o loop,ro "$out/$img.img" "$mnt"
+    dev=$(findmnt -n -o SOURCE "$mnt"); dev=${dev##*/}
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    before=$(awk '{print $3}' "/sys/block/$dev/stat")
+    start=$(date +%s.%N)
+    chroot "$mnt" "$@" >/dev/null
+    end=$(date +%s.%N)
+    after=$(awk '{print $3}' "/sys/block/$dev/stat")
+    umount "$mnt"
+    devs+=($(( (after - before) * 512 )))
+    walls+=("$(echo "$end - $start" | bc)")
+  done
+  d=$("$ferrofs" dump --json --profile "$out/trace1.txt" "$out/$img.img")
+  field() { echo "$d" | python3 -c "import json,sys; v=json.load(sys.stdin)['$1']; print(round(v,2) if isinstance(v,float) else v)"; }
+  printf '| %s | %s | %s | %.3f | %s | %s | %s | %s |\n' "$img" "$(stat -c %s "$out/$img.img")" \
+    "$(printf '%s\n' "${devs[@]}" | median)" "$(printf '%s\n' "${walls[@]}" | median)" \
+    "$(field device_bytes)" "$(field pclusters)" "$(field runs)" "$(field decoded_per_requested)"
+done

@@ -433,6 +433,7 @@ fn compress_window(
 }
 
 /// Writes one compressed file's pclusters and returns its inode state.
+#[allow(clippy::too_many_arguments)]
 fn write_compressed(
     w: &mut Writer,
     tree: &Tree,
@@ -441,6 +442,7 @@ fn write_compressed(
     extents: Vec<Extent>,
     opts: &BuildOptions,
     frags: Option<&mut Fragments>,
+    mut dedupe: Option<&mut PclusterDedupe>,
 ) -> Result<ZInode> {
     let bs = opts.block_size();
     let ino = &tree.inodes[id];
@@ -531,9 +533,21 @@ fn write_compressed(
                 if (c.len() as u64).div_ceil(bs) < e.llen.div_ceil(bs)
                     || z.blocks * bs < e.llen =>
             {
+                if let Some(d) = dedupe.as_deref_mut() {
+                    if let Some(at) = d.find(w, c, e.llen, alg, bs)? {
+                        // The same stream for the same length is stored:
+                        // point at it.
+                        z.pblk = at;
+                        continue;
+                    }
+                }
+                z.pblk = w.block(bs);
                 // Zero padding in front: the stream ends at the pcluster's end.
                 w.zeros(z.blocks * bs - c.len() as u64)?;
                 w.write(c)?;
+                if let Some(d) = dedupe.as_deref_mut() {
+                    d.insert(c, e.llen, alg, z.pblk);
+                }
             }
             Some(_) | None => {
                 // Raw (PLAIN) pcluster: the tail extent that saves no block
@@ -543,17 +557,18 @@ fn write_compressed(
                 z.plain = true;
                 z.csize = e.llen;
                 z.blocks = e.llen.div_ceil(bs);
+                z.pblk = w.block(bs);
                 w.write(&buf)?;
                 w.pad_to_block(bs)?;
             }
         }
     }
     f.finish()?;
-    // Blocks are contiguous; recompute addresses after raw fallbacks.
-    let mut c = zext.first().map_or(0, |z| z.pblk);
-    for z in zext.iter_mut() {
+    // The inline tail's block address is not used; the next free block
+    // keeps compact indexes possible.
+    let c = w.block(bs);
+    for z in zext.iter_mut().skip(n_written) {
         z.pblk = c;
-        c += z.blocks;
     }
     let blocks: u64 = zext.iter().map(|z| z.blocks).sum();
     let tail = match (&inline, fragment) {
@@ -805,6 +820,56 @@ fn add_packed_inode(
     (id, offsets)
 }
 
+/// `-E dedupe` across files: compressed pclusters already stored (same
+/// stream, same decoded length) are pointed at instead of written again.
+/// A hash match is confirmed against the stored bytes.
+#[derive(Default)]
+struct PclusterDedupe {
+    seen: HashMap<(u128, u64, u8), u64>,
+    shared: u64,
+}
+
+impl PclusterDedupe {
+    fn key(stream: &[u8], llen: u64, alg: u8) -> (u128, u64, u8) {
+        (xxhash_rust::xxh3::xxh3_128(stream), llen, alg)
+    }
+
+    fn find(
+        &mut self,
+        w: &mut Writer,
+        stream: &[u8],
+        llen: u64,
+        alg: u8,
+        bs: u64,
+    ) -> Result<Option<u64>> {
+        let Some(&pblk) = self.seen.get(&Self::key(stream, llen, alg)) else {
+            return Ok(None);
+        };
+        let err = |source| BuildError::Output {
+            path: w.output.to_path_buf(),
+            source,
+        };
+        w.data.flush().map_err(err)?;
+        let end = (pblk + (stream.len() as u64).div_ceil(bs)) * bs;
+        let mut stored = vec![0u8; stream.len()];
+        w.data
+            .get_ref()
+            .read_exact_at(&mut stored, end - stream.len() as u64)
+            .map_err(err)?;
+        if stored != stream {
+            return Ok(None);
+        }
+        self.shared += 1;
+        Ok(Some(pblk))
+    }
+
+    fn insert(&mut self, stream: &[u8], llen: u64, alg: u8, pblk: u64) {
+        self.seen
+            .entry(Self::key(stream, llen, alg))
+            .or_insert(pblk);
+    }
+}
+
 /// Records where a compressed file went.
 fn apply_z(plan: &mut Plan, id: InodeId, z: ZInode) {
     let p = &mut plan.inodes[id];
@@ -954,6 +1019,7 @@ fn write_image(
             plan.inodes[id].compress = None;
         }
     }
+    let mut pdedupe = opts.dedupe.then(PclusterDedupe::default);
     let mut buf = vec![0u8; 1 << 20];
     let mut i = 0;
     while i < files.len() {
@@ -995,7 +1061,16 @@ fn write_image(
             }
             match compressed[k].clone() {
                 Some(ex) => {
-                    let z = write_compressed(&mut w, tree, plan, id, ex, opts, frags.as_mut())?;
+                    let z = write_compressed(
+                        &mut w,
+                        tree,
+                        plan,
+                        id,
+                        ex,
+                        opts,
+                        frags.as_mut(),
+                        pdedupe.as_mut(),
+                    )?;
                     apply_z(plan, id, z);
                 }
                 None => {
@@ -1021,7 +1096,7 @@ fn write_image(
         let ex = pool.install(|| compress_window(t, plan, opts, &[pid], false, false))?;
         match ex.into_iter().next().flatten() {
             Some(ex) => {
-                let z = write_compressed(&mut w, tree, plan, pid, ex, opts, None)?;
+                let z = write_compressed(&mut w, tree, plan, pid, ex, opts, None, None)?;
                 apply_z(plan, pid, z);
             }
             None => {

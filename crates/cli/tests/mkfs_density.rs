@@ -342,3 +342,63 @@ fn fragments_and_dedupe_save_space() {
     );
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
+
+/// A real tree (this machine's /usr/share/doc: many small text files, many
+/// duplicates): `-Efragments,dedupe` from the directory and from a tar
+/// stream of it, each compared through the kernel with the source.
+#[test]
+fn real_tree_with_fragments_and_dedupe() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let src = Path::new("/usr/share/doc");
+    if !src.is_dir() {
+        println!("skipped: /usr/share/doc is missing");
+        return;
+    }
+    let work = work_dir("mkfs_density_real");
+    let img = work.join("doc.img");
+    let tar_img = work.join("doc-tar.img");
+    run(Command::new(FERROFS)
+        .args([
+            "mkfs",
+            "--quiet",
+            "-zlz4hc",
+            "-C65536",
+            "-Efragments,dedupe",
+        ])
+        .arg(&img)
+        .arg(src))
+    .expect("mkfs");
+    let script = format!(
+        "tar --numeric-owner --xattrs --xattrs-include='*' -C {} -cf - . | {FERROFS} mkfs --quiet -zlz4hc -C65536 -Efragments,dedupe --tar {} -",
+        src.display(),
+        tar_img.display()
+    );
+    run(Command::new("bash").args(["-o", "pipefail", "-c", &script])).expect("mkfs --tar");
+    let mut failures = Vec::new();
+    for i in [&img, &tar_img] {
+        match LoopMount::new(i, &[]) {
+            Ok(m) => {
+                let mut o = CompareOptions::strict();
+                // The directory itself comes from the tar's "." entry.
+                o.skip_root_mtime = true;
+                for d in compare::compare_trees(src, m.path(), &o) {
+                    failures.push(format!("{}: {d}", i.display()));
+                }
+            }
+            Err(e) => failures.push(format!("{}: mount: {e}", i.display())),
+        }
+        if let Some(fsck) = tools::fsck_upstream() {
+            if let Err(e) = run(Command::new(&fsck.path).arg(i)) {
+                failures.push(format!("{}: fsck.erofs: {e}", i.display()));
+            }
+        }
+    }
+    failures.truncate(20);
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -20,5 +20,6 @@ if [[ -z ${UPSTREAM_TOOLS_BIN:-} && -x $root/../shared/tools/upstream-tools ]]; 
   UPSTREAM_TOOLS_BIN=$(bash "$root/../shared/tools/upstream-tools")
   export UPSTREAM_TOOLS_BIN
 fi
-cargo test --workspace "$@"
-python3 -m pytest -q bench/tests && bash bench/e2e.sh
+cargo test --workspace --profile ci "$@"
+python3 -m pytest -q bench/tests
+FERROFS=$root/target/ci/ferrofs bash bench/e2e.sh

@@ -88,7 +88,36 @@ fn is_mounted(mountpoint: &Path) -> bool {
     mounted_dev(mountpoint).is_some()
 }
 
+/// Environment that bounds glibc's malloc for the daemon: one arena
+/// (per-thread arenas keep the freed buffers of each worker: 79 MB peak
+/// RSS for 16 MiB of random 4 KiB reads with a 16 MiB cache, 23 MB with
+/// these) and allocations of 64 KiB and up served by mmap, so freed
+/// pcluster buffers go back to the system.
+const MALLOC_ENV: [(&str, &str); 2] = [
+    ("MALLOC_ARENA_MAX", "1"),
+    ("MALLOC_MMAP_THRESHOLD_", "65536"),
+];
+
+/// Restarts the process with [`MALLOC_ENV`] unless it is already set
+/// (glibc reads it once, at start). Returns only if that fails.
+fn tune_malloc() {
+    use std::os::unix::process::CommandExt;
+    if std::env::var_os(MALLOC_ENV[0].0).is_some() {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let mut cmd = Command::new(exe);
+    cmd.args(std::env::args_os().skip(1));
+    for (k, v) in MALLOC_ENV {
+        cmd.env(k, v);
+    }
+    let _ = cmd.exec();
+}
+
 pub fn run(a: &MountArgs) -> Result<ExitCode> {
+    tune_malloc();
     if !a.mountpoint.is_dir() {
         bail!(
             "{}: mount point does not exist or is not a directory",

@@ -145,14 +145,45 @@ fn decode_with(
     out: &mut [u8],
     at: Location,
 ) -> Result<()> {
+    let plen = usize::try_from(pc.len).map_err(|_| Error::corrupt(at, "pcluster too large"))?;
+    RAW.with(|cell| {
+        // Reused across decodes on this thread; an unusually large
+        // pcluster's buffer is not kept.
+        let mut raw = cell.take();
+        raw.clear();
+        raw.resize(plen, 0);
+        let r = decode_raw(image, pc, alg, llen, out, at, &mut raw);
+        if raw.capacity() <= KEEP_RAW {
+            cell.replace(raw);
+        }
+        r
+    })
+}
+
+/// Largest compressed-input buffer a thread keeps between decodes.
+const KEEP_RAW: usize = 1 << 20;
+
+thread_local! {
+    static RAW: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Reads pcluster `pc` into `raw` (its length) and decodes from it.
+fn decode_raw(
+    image: &Image,
+    pc: &Pcluster,
+    alg: Algorithm,
+    llen: usize,
+    out: &mut [u8],
+    at: Location,
+    raw: &mut [u8],
+) -> Result<()> {
     let target = out.len();
     let inner = &image.inner;
-    let plen = usize::try_from(pc.len).map_err(|_| Error::corrupt(at, "pcluster too large"))?;
-    let mut raw = vec![0u8; plen];
+    let plen = raw.len();
     if pc.inline {
-        image.read_raw(&mut raw, pc.pos)?;
+        image.read_raw(raw, pc.pos)?;
     } else {
-        image.read_physical(0, pc.pos, &mut raw)?;
+        image.read_physical(0, pc.pos, raw)?;
     }
     let padded = alg != Algorithm::Lz4 || inner.sb.has_incompat(incompat::ZERO_PADDING);
     let src: &[u8] = if padded {
@@ -162,7 +193,7 @@ fn decode_with(
         })?;
         &raw[start..]
     } else {
-        &raw
+        raw
     };
     let exact = padded && !pc.partial && target == llen;
     let mode = if exact {

@@ -177,6 +177,12 @@ pub const MAX_EXTENT_BLOCKS: u64 = 2000;
 /// With `leave_tail`, compression stops once at most that many bytes are
 /// left: they become the file's fragment (the extents then end before the
 /// segment does).
+///
+/// Also returns whether the first trial saved a block, the test
+/// [`worth_compressing`] applies to a file's first pcluster. With
+/// `decide` (the segment is a whole file), a first trial that does not
+/// save a block ends the work at once: the file is stored flat.
+#[allow(clippy::too_many_arguments)]
 pub fn compress_segment(
     enc: &mut Encoder,
     input: &[u8],
@@ -185,7 +191,8 @@ pub fn compress_segment(
     bs: u64,
     big: bool,
     leave_tail: Option<u64>,
-) -> Result<Vec<Extent>> {
+    decide: bool,
+) -> Result<(Vec<Extent>, bool)> {
     let inplace = enc.config().alg == Algorithm::Lz4;
     // Segments are spread over threads: start every one from the same state.
     enc.reset();
@@ -193,6 +200,7 @@ pub fn compress_segment(
     let mut dst = vec![0u8; pcluster as usize];
     let mut out = Vec::new();
     let mut pos = 0usize;
+    let mut first_saves = None;
     while pos < input.len() {
         if leave_tail.is_some_and(|t| (input.len() - pos) as u64 <= t) {
             break;
@@ -202,6 +210,9 @@ pub fn compress_segment(
         let (mut consumed, mut written) = enc
             .compress_fixed_output(src, &mut dst)
             .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?;
+        if !*first_saves.get_or_insert_with(|| saves_a_block(consumed, written, bs)) && decide {
+            return Ok((Vec::new(), false));
+        }
         if inplace && pos + consumed < input.len() {
             // Keep the kernel's in-place margin (paper §3.3): end the extent
             // early enough in its last page that the page can hold the
@@ -248,7 +259,12 @@ pub fn compress_segment(
         });
         pos += llen as usize;
     }
-    Ok(out)
+    Ok((out, first_saves.unwrap_or(false)))
+}
+
+/// Whether `written` compressed bytes take fewer blocks than `consumed`.
+fn saves_a_block(consumed: usize, written: usize, bs: u64) -> bool {
+    consumed > 0 && written > 0 && (written as u64).div_ceil(bs) < (consumed as u64).div_ceil(bs)
 }
 
 /// Whether compressing the first pcluster of a file saves at least one
@@ -257,10 +273,8 @@ pub fn worth_compressing(enc: &mut Encoder, first: &[u8], pcluster: u64, bs: u64
     enc.reset();
     let mut dst = vec![0u8; pcluster as usize];
     match enc.compress_fixed_output(first, &mut dst) {
-        Ok((consumed, written)) if consumed > 0 && written > 0 => {
-            (written as u64).div_ceil(bs) < (consumed as u64).div_ceil(bs)
-        }
-        _ => false,
+        Ok((consumed, written)) => saves_a_block(consumed, written, bs),
+        Err(_) => false,
     }
 }
 
@@ -305,7 +319,9 @@ mod tests {
             ("zstd", 16384, true),
         ] {
             let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
-            let ex = compress_segment(&mut enc, &data, 0, pcl, bs, big, None).unwrap();
+            let (ex, saves) =
+                compress_segment(&mut enc, &data, 0, pcl, bs, big, None, false).unwrap();
+            assert!(saves, "{alg}: text start compresses");
             let mut pos = 0;
             for (k, e) in ex.iter().enumerate() {
                 assert_eq!(e.la, pos);

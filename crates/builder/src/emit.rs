@@ -302,12 +302,25 @@ struct Unit {
     compressor: usize,
 }
 
+/// Whether a file's data is compressed (decided by sampling its first
+/// pcluster, or by compressing a small file whole and looking at the result).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Worth {
+    Yes,
+    No,
+    /// A file of one segment: compressing it is the sample; its first
+    /// trial decides, and if that does not save a block the work stops and
+    /// the file is stored flat.
+    Decide,
+}
+
 /// The compression pass for one window of files: which files are worth
 /// compressing, and each segment's extents (computed in parallel; the
-/// result only depends on the input bytes).
+/// result only depends on the input bytes). `zc` is each inode's
+/// (pcluster bytes, compressor index), `None` for data stored flat.
 fn compress_window(
     tree: &Tree,
-    plan: &Plan,
+    zc: &[Option<(u64, usize)>],
     opts: &BuildOptions,
     ids: &[InodeId],
     fragments: bool,
@@ -320,52 +333,68 @@ fn compress_window(
     let comps: &[Compressor] = &c.compressors;
     let big = |pcl: u64| pcl > bs;
     // Goes whole to the packed inode, without being compressed on its own.
-    let whole_fragment = |id: InodeId| match plan.inodes[id].compress {
+    let whole_fragment = |id: InodeId| match zc[id] {
         Some((pcl, _)) if fragments => c.all_fragments || tree.inodes[id].data_size() <= pcl,
         _ => false,
     };
-    // Phase A: sample the first pcluster of every candidate.
-    let worth: Vec<bool> = ids
+    // Pieces of the file a profiled start reads in small bits.
+    let hot_pieces = |id: InodeId| {
+        opts.profile
+            .as_ref()
+            .and_then(|p| p.get(&tree.inodes[id].rel))
+            .and_then(|f| f.hot_pieces(tree.inodes[id].data_size(), bs))
+            .unwrap_or_default()
+    };
+    // Phase A: sample the first pcluster of every larger candidate.
+    let worth: Vec<Worth> = ids
         .par_iter()
-        .map(|&id| -> Result<bool> {
-            let Some((pcl, comp)) = plan.inodes[id].compress else {
-                return Ok(false);
-            };
-            if whole_fragment(id) || !sample {
-                return Ok(true);
-            }
-            let ino = &tree.inodes[id];
-            let size = ino.data_size();
-            let r = ContentReader::open(ino)?;
-            let n = size.min(pcl.max(4 * bs)) as usize;
-            let mut buf = vec![0u8; n];
-            r.read_exact_at(&mut buf, 0)?;
-            let mut enc = comps[comp].encoder(pcl)?;
-            Ok(worth_compressing(&mut enc, &buf, pcl, bs))
-        })
+        .map_init(
+            std::collections::HashMap::new,
+            |encs: &mut std::collections::HashMap<(usize, u64), ferrofs_codec::Encoder>,
+             &id|
+             -> Result<Worth> {
+                let Some((pcl, comp)) = zc[id] else {
+                    return Ok(Worth::No);
+                };
+                if whole_fragment(id) || !sample {
+                    return Ok(Worth::Yes);
+                }
+                let ino = &tree.inodes[id];
+                let size = ino.data_size();
+                // A file of one segment decides with its first trial.
+                if size <= segment_len(pcl) && hot_pieces(id).is_empty() {
+                    return Ok(Worth::Decide);
+                }
+                let n = size.min(pcl.max(4 * bs)) as usize;
+                let r = ContentReader::open(ino)?;
+                let mut buf = vec![0u8; n];
+                r.read_exact_at(&mut buf, 0)?;
+                let enc = encoder_for(encs, comps, comp, pcl)?;
+                Ok(if worth_compressing(enc, &buf, pcl, bs) {
+                    Worth::Yes
+                } else {
+                    Worth::No
+                })
+            },
+        )
         .collect::<Result<_>>()?;
     // Phase B: compress every segment of the chosen files.
     let mut units = Vec::new();
     let mut out: Vec<Option<Vec<Extent>>> = vec![None; ids.len()];
     for (k, &id) in ids.iter().enumerate() {
-        if !worth[k] {
+        if worth[k] == Worth::No {
             continue;
         }
         if whole_fragment(id) {
             out[k] = Some(Vec::new());
             continue;
         }
-        let (pcl, comp) = plan.inodes[id].compress.unwrap_or((bs, 0));
+        let (pcl, comp) = zc[id].unwrap_or((bs, 0));
         let size = tree.inodes[id].data_size();
         // With a profile, the pieces a start reads in small bits get
         // one-block pclusters of their own (FPC §4.1): a cold read of
         // them decodes no unrelated data. The rest keeps `pcl`.
-        let hot = opts
-            .profile
-            .as_ref()
-            .and_then(|p| p.get(&tree.inodes[id].rel))
-            .and_then(|f| f.hot_pieces(size, bs))
-            .unwrap_or_default();
+        let hot = hot_pieces(id);
         let mut pieces = Vec::new();
         let mut at = 0;
         for &(a, b) in &hot {
@@ -379,7 +408,7 @@ fn compress_window(
             pieces.push((at, size, pcl));
         }
         for (start, end, pcl) in pieces {
-            let seg = (pcl * 16).max(4 << 20);
+            let seg = segment_len(pcl);
             let mut off = start;
             while off < end {
                 let len = seg.min(end - off);
@@ -397,39 +426,64 @@ fn compress_window(
             }
         }
     }
-    let results: Vec<(usize, Vec<Extent>)> = units
+    let results: Vec<(usize, Option<Vec<Extent>>)> = units
         .par_iter()
         .map_init(
             std::collections::HashMap::new,
             |encs: &mut std::collections::HashMap<(usize, u64), ferrofs_codec::Encoder>,
              (k, u)|
-             -> Result<(usize, Vec<Extent>)> {
+             -> Result<(usize, Option<Vec<Extent>>)> {
                 let ino = &tree.inodes[u.id];
                 let r = ContentReader::open(ino)?;
                 let mut buf = vec![0u8; u.len as usize];
                 r.read_exact_at(&mut buf, u.offset)?;
-                if let std::collections::hash_map::Entry::Vacant(e) =
-                    encs.entry((u.compressor, u.pcluster))
-                {
-                    e.insert(comps[u.compressor].encoder(u.pcluster)?);
-                }
-                let enc = encs
-                    .get_mut(&(u.compressor, u.pcluster))
-                    .ok_or_else(|| BuildError::Option("encoder".into()))?;
+                let enc = encoder_for(encs, comps, u.compressor, u.pcluster)?;
                 // The file's last segment leaves its tail to the packed inode.
                 let last = u.offset + u.len == ino.data_size();
                 let leave = (fragments && last).then_some(u.pcluster);
-                Ok((
-                    *k,
-                    compress_segment(enc, &buf, u.offset, u.pcluster, bs, big(u.pcluster), leave)?,
-                ))
+                let decide = worth[*k] == Worth::Decide;
+                let (ex, saves) = compress_segment(
+                    enc,
+                    &buf,
+                    u.offset,
+                    u.pcluster,
+                    bs,
+                    big(u.pcluster),
+                    leave,
+                    decide,
+                )?;
+                let keep = !decide || saves;
+                Ok((*k, keep.then_some(ex)))
             },
         )
         .collect::<Result<_>>()?;
     for (k, ex) in results {
-        out[k].get_or_insert_with(Vec::new).extend(ex);
+        match ex {
+            Some(ex) => out[k].get_or_insert_with(Vec::new).extend(ex),
+            // A small file that did not compress: stored flat.
+            None => out[k] = None,
+        }
     }
     Ok(out)
+}
+
+/// Input bytes per independently compressed segment of a file (segments
+/// of one file compress on several cores at once).
+fn segment_len(pcl: u64) -> u64 {
+    (pcl * 16).max(4 << 20)
+}
+
+/// The thread's encoder for a compressor and pcluster size, made once.
+fn encoder_for<'a>(
+    encs: &'a mut std::collections::HashMap<(usize, u64), ferrofs_codec::Encoder>,
+    comps: &[Compressor],
+    comp: usize,
+    pcl: u64,
+) -> Result<&'a mut ferrofs_codec::Encoder> {
+    match encs.entry((comp, pcl)) {
+        std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
+        std::collections::hash_map::Entry::Vacant(e) => Ok(e.insert(comps[comp].encoder(pcl)?)),
+    }
 }
 
 /// Writes one compressed file's pclusters and returns its inode state.
@@ -947,7 +1001,9 @@ fn dir_block(p: &InodePlan, block: usize, lay: &MetaLayout, bs: u64) -> Vec<u8> 
 
 /// Files per window of the data pass, and input bytes per window.
 const WINDOW_FILES: usize = 1024;
-const WINDOW_BYTES: u64 = 64 << 20;
+const WINDOW_BYTES: u64 = 32 << 20;
+/// Threads that hand windows to the compression pool (taking turns).
+const PRODUCERS: usize = 2;
 
 #[allow(clippy::too_many_arguments)]
 fn write_image(
@@ -1021,6 +1077,7 @@ fn write_image(
     }
     let mut pdedupe = opts.dedupe.then(PclusterDedupe::default);
     let mut buf = vec![0u8; 1 << 20];
+    let mut windows = Vec::new();
     let mut i = 0;
     while i < files.len() {
         let mut j = i;
@@ -1029,62 +1086,102 @@ fn write_image(
             bytes += tree.inodes[files[j]].data_size();
             j += 1;
         }
-        let window = &files[i..j];
-        let t: &Tree = tree;
-        let compressed =
-            pool.install(|| compress_window(t, plan, opts, window, frag_mode, true))?;
-        for (k, &id) in window.iter().enumerate() {
-            check_stop(interrupted, output)?;
-            if let Some(orig) = dup[id] {
-                // Same bytes as an earlier file stored the same way: its
-                // data serve this one too (with an index of its own).
-                match plan.inodes[orig].z.clone() {
-                    Some(mut z) => {
-                        if z.fragment.is_none() {
-                            let p = &plan.inodes[id];
-                            let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
-                            let tail = z
-                                .inline
-                                .as_ref()
-                                .map_or(Tail::Blocks, |v| Tail::Inline(v.len() as u16));
-                            (z.index, z.compact) =
-                                encode_index(&z.extents, p.size, bs, z.alg, tail, ix);
-                        }
-                        apply_z(plan, id, z)
+        windows.push(i..j);
+        i = j;
+    }
+    // Windows are compressed by two producer threads taking turns (their
+    // jobs share the pool, so one window's last segments overlap the next
+    // window's first) while this thread writes finished windows in order.
+    let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
+    let tree_ref: &Tree = tree;
+    std::thread::scope(|s| -> Result<()> {
+        let tree = tree_ref;
+        let mut rxs = Vec::new();
+        for lane in 0..PRODUCERS {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            rxs.push(rx);
+            let (files, zc) = (&files, &zc);
+            let mine: Vec<_> = windows
+                .iter()
+                .skip(lane)
+                .step_by(PRODUCERS)
+                .cloned()
+                .collect();
+            s.spawn(move || {
+                for r in mine {
+                    if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                        break;
                     }
-                    None => start_blk[id] = start_blk[orig],
+                    let window = &files[r];
+                    let out =
+                        pool.install(|| compress_window(tree, zc, opts, window, frag_mode, true));
+                    let failed = out.is_err();
+                    if tx.send(out).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+        }
+        for (n, r) in windows.into_iter().enumerate() {
+            let window = &files[r];
+            let compressed = rxs[n % PRODUCERS]
+                .recv()
+                .map_err(|_| BuildError::Interrupted {
+                    path: output.to_path_buf(),
+                })??;
+            for (k, &id) in window.iter().enumerate() {
+                check_stop(interrupted, output)?;
+                if let Some(orig) = dup[id] {
+                    // Same bytes as an earlier file stored the same way: its
+                    // data serve this one too (with an index of its own).
+                    match plan.inodes[orig].z.clone() {
+                        Some(mut z) => {
+                            if z.fragment.is_none() {
+                                let p = &plan.inodes[id];
+                                let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+                                let tail = z
+                                    .inline
+                                    .as_ref()
+                                    .map_or(Tail::Blocks, |v| Tail::Inline(v.len() as u16));
+                                (z.index, z.compact) =
+                                    encode_index(&z.extents, p.size, bs, z.alg, tail, ix);
+                            }
+                            apply_z(plan, id, z)
+                        }
+                        None => start_blk[id] = start_blk[orig],
+                    }
+                    prog.files_done += 1;
+                    prog.bytes_done += tree.inodes[id].data_size();
+                    progress(prog);
+                    continue;
+                }
+                match compressed[k].clone() {
+                    Some(ex) => {
+                        let z = write_compressed(
+                            &mut w,
+                            tree,
+                            plan,
+                            id,
+                            ex,
+                            opts,
+                            frags.as_mut(),
+                            pdedupe.as_mut(),
+                        )?;
+                        apply_z(plan, id, z);
+                    }
+                    None => {
+                        let (s, c) = write_flat(&mut w, tree, &plan.inodes[id], id, bs, &mut buf)?;
+                        start_blk[id] = s;
+                        chunk_blk[id] = c;
+                    }
                 }
                 prog.files_done += 1;
                 prog.bytes_done += tree.inodes[id].data_size();
                 progress(prog);
-                continue;
             }
-            match compressed[k].clone() {
-                Some(ex) => {
-                    let z = write_compressed(
-                        &mut w,
-                        tree,
-                        plan,
-                        id,
-                        ex,
-                        opts,
-                        frags.as_mut(),
-                        pdedupe.as_mut(),
-                    )?;
-                    apply_z(plan, id, z);
-                }
-                None => {
-                    let (s, c) = write_flat(&mut w, tree, &plan.inodes[id], id, bs, &mut buf)?;
-                    start_blk[id] = s;
-                    chunk_blk[id] = c;
-                }
-            }
-            prog.files_done += 1;
-            prog.bytes_done += tree.inodes[id].data_size();
-            progress(prog);
         }
-        i = j;
-    }
+        Ok(())
+    })?;
     // The packed inode, then the fragment offsets in the inodes that use it.
     let mut packed = None;
     if let Some(fr) = frags.take().filter(|f| !f.entries.is_empty()) {
@@ -1093,7 +1190,8 @@ fn write_image(
         start_blk.push(0);
         chunk_blk.push(Vec::new());
         let t: &Tree = tree;
-        let ex = pool.install(|| compress_window(t, plan, opts, &[pid], false, false))?;
+        let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
+        let ex = pool.install(|| compress_window(t, &zc, opts, &[pid], false, false))?;
         match ex.into_iter().next().flatten() {
             Some(ex) => {
                 let z = write_compressed(&mut w, tree, plan, pid, ex, opts, None, None)?;

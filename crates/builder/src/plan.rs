@@ -289,10 +289,15 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
         }
         inodes.push(p);
     }
+    let bfs = tree.bfs_order();
+    let order = match &opts.profile {
+        Some(p) => p.hot_first(tree, &bfs),
+        None => bfs,
+    };
     Ok(Plan {
         inodes,
         xattrs,
-        order: tree.bfs_order(),
+        order,
         epoch,
         fixed_nsec,
         chunked,

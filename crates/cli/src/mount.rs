@@ -27,6 +27,14 @@ pub struct MountArgs {
     /// Mount options: allow_other.
     #[arg(short = 'o', value_name = "OPTS")]
     options: Vec<String>,
+    /// Do not prefetch: by default, when a file of a listed directory is
+    /// read from its start, the small files after it in that directory are
+    /// decoded in the background into the kernel's page cache.
+    #[arg(long)]
+    no_prefetch: bool,
+    /// Most file bytes prefetched per directory.
+    #[arg(long, default_value = "16M", value_parser = parse_size)]
+    prefetch_size: usize,
     /// Append every read (path, offset, length, in arrival order) to this
     /// file, for `mkfs --profile` and `dump --profile`.
     #[arg(long, value_name = "FILE")]
@@ -200,8 +208,11 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
             .open(t)
             .with_context(|| format!("--trace {}", t.display()))?;
         fs = fs.with_trace(f);
+    } else if !a.no_prefetch {
+        fs = fs.with_prefetch(a.prefetch_size as u64);
     }
     let cfg = ferrofs_fuse::config(a.threads, allow_other);
+    let notifier = fs.notifier_cell();
     let session = fuser::spawn_mount(fs, &a.mountpoint, &cfg).with_context(|| {
         format!(
             "mounting {} on {}",
@@ -209,6 +220,9 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
             a.mountpoint.display()
         )
     })?;
+    if let Some(cell) = notifier {
+        let _ = cell.set(session.notifier());
+    }
     // Wait for the kernel to show the mount, then until it goes away
     // (umount, fusermount3 -u) or a signal asks us to unmount.
     let start = Instant::now();

@@ -357,3 +357,76 @@ fn mount_errors_are_clear() {
         "{msg}"
     );
 }
+
+/// Resident bytes of `path` in the page cache (util-linux `fincore`).
+fn resident(path: &Path) -> u64 {
+    let out = Command::new("fincore")
+        .args(["--bytes", "--noheadings", "--output", "RES"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "fincore {}", path.display());
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// Tree-walk prefetch: once a program lists a directory and starts reading
+/// its first file, the small files after it are decoded into the kernel's
+/// page cache in the background (none with `--no-prefetch`), and reading
+/// them returns the source bytes.
+#[test]
+fn tree_walk_prefetch_fills_the_page_cache() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let w = work("fuse_prefetch");
+    let src = w.join("tree");
+    fs::create_dir_all(src.join("d")).unwrap();
+    for k in 0..12 {
+        let text: String = (0..3000)
+            .map(|i| format!("file {k} line {i} of a tree walk\n"))
+            .collect();
+        fs::write(src.join(format!("d/f{k:02}.txt")), text).unwrap();
+    }
+    let img = w.join("images/p.img");
+    build(&src, &img, false, &["-zlz4hc", "-C16384"]);
+    for (opts, expect) in [(&[][..], true), (&["--no-prefetch"][..], false)] {
+        let m = Mount::new(&img, &w.join("mnt"), opts);
+        let dir = m.dir.join("d");
+        let mut names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(
+            fs::read(dir.join(&names[0])).unwrap(),
+            fs::read(src.join("d").join(&names[0])).unwrap()
+        );
+        let last = dir.join(names.last().unwrap());
+        let want = fs::metadata(&last).unwrap().len();
+        let start = Instant::now();
+        let mut got = resident(&last);
+        while expect && got < want && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+            got = resident(&last);
+        }
+        if expect {
+            assert_eq!(
+                got,
+                want.div_ceil(4096) * 4096,
+                "{opts:?}: last file not prefetched"
+            );
+        } else {
+            std::thread::sleep(Duration::from_millis(300));
+            assert_eq!(resident(&last), 0, "{opts:?}: prefetched without prefetch");
+        }
+        for n in &names {
+            assert_eq!(
+                fs::read(dir.join(n)).unwrap(),
+                fs::read(src.join("d").join(n)).unwrap(),
+                "{opts:?}: {n:?}"
+            );
+        }
+        m.unmount();
+    }
+}

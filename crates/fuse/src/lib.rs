@@ -115,6 +115,84 @@ pub struct ErofsFuse {
     root: Nid,
     handles: Mutex<Handles>,
     trace: Option<Mutex<Tracer>>,
+    /// Pushes the next files of a directory into the page cache.
+    prefetch: Option<Prefetch>,
+    /// Open files by ino for reads that come without a handle (the kernel
+    /// sends no `open` once we answer it with ENOSYS).
+    files: Mutex<HashMap<u64, File>>,
+}
+
+/// Most files kept mapped for handle-less reads.
+const OPEN_FILES: usize = 64;
+/// Files larger than this are left to the kernel's readahead.
+const PREFETCH_FILE_MAX: u64 = 1 << 20;
+/// Directories and children remembered for prefetching.
+const PREFETCH_DIRS: usize = 64;
+const PREFETCH_CHILDREN: usize = 16384;
+
+/// Tree-walk prefetch: when a program reads the first bytes of a file in a
+/// directory it listed (tar, cp -r, rsync), a background thread decodes
+/// the small files that follow it in that directory and stores them in the
+/// kernel's page cache (`FUSE_NOTIFY_STORE`), so their reads need no round
+/// trip to the daemon. Once per directory, `budget` bytes at most.
+struct Prefetch {
+    tx: std::sync::mpsc::SyncSender<(Arc<[DirEntry]>, usize)>,
+    notifier: Arc<std::sync::OnceLock<fuser::Notifier>>,
+    state: Mutex<PrefetchState>,
+}
+
+#[derive(Default)]
+struct PrefetchState {
+    /// Listings of recently listed directories.
+    dirs: HashMap<u64, Arc<[DirEntry]>>,
+    /// Child nid -> directory nid.
+    parent: HashMap<u64, u64>,
+    /// Directories already prefetched.
+    done: std::collections::HashSet<u64>,
+}
+
+impl Prefetch {
+    fn listed(&self, dir: Nid, entries: &Arc<[DirEntry]>) {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if st.done.contains(&dir.0) {
+            return;
+        }
+        if st.dirs.len() >= PREFETCH_DIRS || st.parent.len() + entries.len() > PREFETCH_CHILDREN {
+            st.dirs.clear();
+            st.parent.clear();
+        }
+        if entries.len() > PREFETCH_CHILDREN {
+            return;
+        }
+        for e in entries.iter() {
+            if e.file_type() == Some(Ft::Regular) {
+                st.parent.insert(e.nid.0, dir.0);
+            }
+        }
+        st.dirs.insert(dir.0, entries.clone());
+    }
+
+    /// `nid` is being read from its start: prefetch what follows it.
+    fn started(&self, nid: Nid) {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(&dir) = st.parent.get(&nid.0) else {
+            return;
+        };
+        if st.done.len() >= PREFETCH_CHILDREN {
+            st.done.clear();
+        }
+        if !st.done.insert(dir) {
+            return;
+        }
+        let Some(entries) = st.dirs.remove(&dir) else {
+            return;
+        };
+        drop(st);
+        if let Some(k) = entries.iter().position(|e| e.nid == nid) {
+            // Dropped when the thread is behind: only a hint.
+            let _ = self.tx.try_send((entries, k + 1));
+        }
+    }
 }
 
 impl ErofsFuse {
@@ -125,7 +203,65 @@ impl ErofsFuse {
             root,
             handles: Mutex::new(Handles::default()),
             trace: None,
+            prefetch: None,
+            files: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Turns on tree-walk prefetch (see [`Prefetch`]) with `budget` bytes per
+    /// directory. Notifications go out once [`ErofsFuse::notifier_cell`]
+    /// holds the session's notifier.
+    pub fn with_prefetch(mut self, budget: u64) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(Arc<[DirEntry]>, usize)>(4);
+        let image = self.image.clone();
+        let root = self.root;
+        let notifier: Arc<std::sync::OnceLock<fuser::Notifier>> = Arc::default();
+        let cell = notifier.clone();
+        let spawned = std::thread::Builder::new()
+            .name("prefetch".into())
+            .spawn(move || {
+                let mut buf = Vec::new();
+                for (entries, from) in rx {
+                    let Some(n) = cell.get() else { continue };
+                    let mut left = budget;
+                    for e in entries.iter().skip(from) {
+                        if e.file_type() != Some(Ft::Regular) {
+                            continue;
+                        }
+                        let Ok(i) = image.inode(e.nid) else { continue };
+                        if i.size == 0 || i.size > PREFETCH_FILE_MAX || i.size > left {
+                            continue;
+                        }
+                        left -= i.size;
+                        let Ok(f) = image.open_file(i) else { continue };
+                        buf.resize(f.size() as usize, 0);
+                        if f.read_at(&mut buf, 0).ok() != Some(buf.len()) {
+                            continue;
+                        }
+                        let ino = if e.nid == root { 1 } else { e.nid.0 + 2 };
+                        // The kernel may have dropped the inode: then it is
+                        // simply not stored.
+                        let _ = n.store(INodeNo(ino), 0, &buf);
+                    }
+                    // Memory is for the cache: keep no large buffer idle.
+                    if buf.capacity() > 256 << 10 {
+                        buf = Vec::new();
+                    }
+                }
+            });
+        if spawned.is_ok() {
+            self.prefetch = Some(Prefetch {
+                tx,
+                notifier,
+                state: Mutex::default(),
+            });
+        }
+        self
+    }
+
+    /// Where the mount code puts the session's notifier (for prefetch).
+    pub fn notifier_cell(&self) -> Option<Arc<std::sync::OnceLock<fuser::Notifier>>> {
+        self.prefetch.as_ref().map(|p| p.notifier.clone())
     }
 
     /// Appends every read to `file` as a trace (see
@@ -192,10 +328,21 @@ impl ErofsFuse {
     /// The open file behind `fh`, or a fresh mapping of `ino` if the kernel
     /// sent a handle we do not know.
     fn file(&self, ino: INodeNo, fh: FileHandle) -> Result<File, Errno> {
-        match self.handle(fh) {
-            Some(Handle::File(f)) if self.ino(f.inode().nid) == ino => Ok(f),
-            _ => self.image.open_file(self.inode(ino)?).map_err(errno),
+        if let Some(Handle::File(f)) = self.handle(fh) {
+            if self.ino(f.inode().nid) == ino {
+                return Ok(f);
+            }
         }
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(f) = files.get(&ino.0) {
+            return Ok(f.clone());
+        }
+        let f = self.image.open_file(self.inode(ino)?).map_err(errno)?;
+        if files.len() >= OPEN_FILES {
+            files.clear();
+        }
+        files.insert(ino.0, f.clone());
+        Ok(f)
     }
 
     /// The entries of directory `ino` behind `fh`, or read afresh.
@@ -365,6 +512,13 @@ impl Filesystem for ErofsFuse {
         if flags.0 & libc::O_ACCMODE != libc::O_RDONLY {
             return reply.error(Errno::EROFS);
         }
+        if self.trace.is_none() {
+            // No state per open file is needed: ENOSYS tells the kernel to
+            // stop sending opens (and releases) and to keep the page cache
+            // across opens, one round trip less per file. Reads then come
+            // without a handle and use `files`.
+            return reply.error(Errno::ENOSYS);
+        }
         let r = self
             .inode(ino)
             .and_then(|i| self.image.open_file(i).map_err(errno));
@@ -389,6 +543,9 @@ impl Filesystem for ErofsFuse {
             Ok(f) => f,
             Err(e) => return reply.error(e),
         };
+        if let (0, Some(p)) = (offset, &self.prefetch) {
+            p.started(f.inode().nid);
+        }
         let left = f.size().saturating_sub(offset);
         let want = usize::try_from(left.min(u64::from(size))).unwrap_or(MAX_READ);
         SCRATCH.with(|s| {
@@ -473,6 +630,9 @@ impl Filesystem for ErofsFuse {
         };
         let skip = usize::try_from(offset).unwrap_or(usize::MAX);
         let dir_nid = self.nid(ino).ok();
+        if let (0, Some(p), Some(d)) = (offset, &self.prefetch, dir_nid) {
+            p.listed(d, &entries);
+        }
         for (k, e) in entries.iter().enumerate().skip(skip) {
             let i = match self.image.inode(e.nid) {
                 Ok(i) => i,

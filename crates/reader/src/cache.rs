@@ -1,5 +1,8 @@
 //! A byte-budgeted LRU cache of decoded pclusters, shared by all readers of
 //! an image, so neighbouring reads do not decode the same cluster again.
+//! Buffers of evicted entries go to a small free list and are decoded into
+//! again, so a stream of decodes does not allocate (and fault in) fresh
+//! memory each time.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -30,6 +33,24 @@ struct State {
     misses: u64,
     decodes: u64,
     decoded_bytes: u64,
+    /// Buffers no entry uses any more, ready to decode into.
+    free: Vec<Vec<u8>>,
+    free_bytes: usize,
+}
+
+/// Most buffers, and bytes, kept for reuse.
+const FREE_BUFFERS: usize = 4;
+const FREE_BYTES: usize = 1 << 20;
+
+impl State {
+    fn recycle(&mut self, data: Arc<Vec<u8>>) {
+        if let Ok(v) = Arc::try_unwrap(data) {
+            if self.free.len() < FREE_BUFFERS && self.free_bytes + v.capacity() <= FREE_BYTES {
+                self.free_bytes += v.capacity();
+                self.free.push(v);
+            }
+        }
+    }
 }
 
 /// Counters of the cache and the decoder, for statistics and tests.
@@ -95,7 +116,7 @@ impl PclusterCache {
     }
 
     pub fn insert(&self, key: Key, data: Arc<Vec<u8>>) {
-        if data.len() > self.budget {
+        if data.capacity() > self.budget {
             return;
         }
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -103,9 +124,10 @@ impl PclusterCache {
         let tick = st.tick;
         if let Some(old) = st.map.remove(&key) {
             st.order.remove(&old.tick);
-            st.bytes -= old.data.len();
+            st.bytes -= old.data.capacity();
+            st.recycle(old.data);
         }
-        st.bytes += data.len();
+        st.bytes += data.capacity();
         st.map.insert(key, Entry { data, tick });
         st.order.insert(tick, key);
         while st.bytes > self.budget {
@@ -114,7 +136,39 @@ impl PclusterCache {
             };
             st.order.remove(&t);
             if let Some(e) = st.map.remove(&k) {
-                st.bytes -= e.data.len();
+                st.bytes -= e.data.capacity();
+                st.recycle(e.data);
+            }
+        }
+    }
+
+    /// A zeroed buffer of `len` bytes, recycled from an evicted entry when
+    /// one is large enough. A fresh one gets room for `room` bytes (the
+    /// whole extent), so it can serve any later decode of that size.
+    /// Entries count against the budget by capacity: that is the memory
+    /// they hold.
+    pub fn buffer(&self, len: usize, room: usize) -> Vec<u8> {
+        let reused = {
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            match st.free.iter().position(|v| v.capacity() >= len) {
+                Some(i) => {
+                    let v = st.free.swap_remove(i);
+                    st.free_bytes -= v.capacity();
+                    Some(v)
+                }
+                None => None,
+            }
+        };
+        match reused {
+            Some(mut v) => {
+                v.clear();
+                v.resize(len, 0);
+                v
+            }
+            None => {
+                let mut v = Vec::with_capacity(room.max(len));
+                v.resize(len, 0);
+                v
             }
         }
     }

@@ -45,13 +45,18 @@ impl DecoderPool {
     }
 }
 
+/// Requests at least this long are taken as streaming (see [`decoded`]).
+pub(crate) const STREAMING_READ: usize = 32 << 10;
+
 /// Returns at least the first `want` decoded bytes of pcluster `pc`, whose
-/// extent is `llen` bytes long (`want <= llen`).
+/// extent is `llen` bytes long (`want <= llen`). `streaming`: the request
+/// is large ([`STREAMING_READ`]), so the whole extent is decoded at once.
 pub(crate) fn decoded(
     image: &Image,
     pc: &Pcluster,
     llen: u64,
     want: u64,
+    streaming: bool,
     at: Location,
 ) -> Result<Arc<Vec<u8>>> {
     let PclusterFormat::Codec(alg) = pc.format else {
@@ -76,9 +81,14 @@ pub(crate) fn decoded(
             // Seen before with a shorter prefix: this is a sequential
             // reader, decode the whole extent once.
             Err(Some(_)) => llen_us,
+            // A large read (readahead, a streaming reader) will want the
+            // rest next: decode it all now rather than twice. A small one
+            // (random access) gets only the prefix it needs.
+            Err(None) if streaming => llen_us,
             Err(None) => want_us,
         };
-        let out = decode_uncached(image, pc, alg, llen_us, target, at)?;
+        let mut out = inner.cache.buffer(target, llen_us);
+        decode_with(image, pc, alg, llen_us, &mut out, at)?;
         inner.cache.count_decode(out.len());
         let out = Arc::new(out);
         inner.cache.insert(key, out.clone());
@@ -118,22 +128,11 @@ pub(crate) fn decode_into(
         cache.count_decode(n);
         // A copy for the readers that come next (a memcpy is far cheaper
         // than decoding again).
-        cache.insert(key, Arc::new(out.to_vec()));
+        let mut copy = cache.buffer(n, n);
+        copy.copy_from_slice(out);
+        cache.insert(key, Arc::new(copy));
         Ok(())
     })
-}
-
-fn decode_uncached(
-    image: &Image,
-    pc: &Pcluster,
-    alg: Algorithm,
-    llen: usize,
-    target: usize,
-    at: Location,
-) -> Result<Vec<u8>> {
-    let mut out = vec![0u8; target];
-    decode_with(image, pc, alg, llen, &mut out, at)?;
-    Ok(out)
 }
 
 /// Decodes the first `out.len()` bytes of an extent of `llen` bytes.

@@ -248,7 +248,8 @@ fn fill_pcluster(
                 return decompress::decode_into(image, pc, out, at);
             }
             let want = rel + out.len() as u64;
-            let dec = decompress::decoded(image, pc, ext.len, want, at)?;
+            let streaming = out.len() >= decompress::STREAMING_READ;
+            let dec = decompress::decoded(image, pc, ext.len, want, streaming, at)?;
             let src = dec
                 .get(rel as usize..want as usize)
                 .ok_or_else(|| Error::corrupt(at, "decoded pcluster too short"))?;

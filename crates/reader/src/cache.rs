@@ -38,14 +38,20 @@ struct State {
     free_bytes: usize,
 }
 
-/// Most buffers, and bytes, kept for reuse.
-const FREE_BUFFERS: usize = 4;
-const FREE_BYTES: usize = 1 << 20;
+/// Most buffers kept for reuse, and the bytes they may hold: an eighth of
+/// the budget, at most 2 MiB (idle memory beyond the budget stays small).
+const FREE_BUFFERS: usize = 8;
+const FREE_SHARE: usize = 8;
+const FREE_MAX: usize = 2 << 20;
 
 impl State {
-    fn recycle(&mut self, data: Arc<Vec<u8>>) {
+    /// Keeps an evicted entry's buffer for the next decode if the free list
+    /// has room.
+    fn recycle(&mut self, data: Arc<Vec<u8>>, budget: usize) {
         if let Ok(v) = Arc::try_unwrap(data) {
-            if self.free.len() < FREE_BUFFERS && self.free_bytes + v.capacity() <= FREE_BYTES {
+            if self.free.len() < FREE_BUFFERS
+                && self.free_bytes + v.capacity() <= (budget / FREE_SHARE).min(FREE_MAX)
+            {
                 self.free_bytes += v.capacity();
                 self.free.push(v);
             }
@@ -125,7 +131,7 @@ impl PclusterCache {
         if let Some(old) = st.map.remove(&key) {
             st.order.remove(&old.tick);
             st.bytes -= old.data.capacity();
-            st.recycle(old.data);
+            st.recycle(old.data, self.budget);
         }
         st.bytes += data.capacity();
         st.map.insert(key, Entry { data, tick });
@@ -137,7 +143,7 @@ impl PclusterCache {
             st.order.remove(&t);
             if let Some(e) = st.map.remove(&k) {
                 st.bytes -= e.data.capacity();
-                st.recycle(e.data);
+                st.recycle(e.data, self.budget);
             }
         }
     }
@@ -150,7 +156,15 @@ impl PclusterCache {
     pub fn buffer(&self, len: usize, room: usize) -> Vec<u8> {
         let reused = {
             let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            match st.free.iter().position(|v| v.capacity() >= len) {
+            // The smallest buffer that fits.
+            let best = st
+                .free
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.capacity() >= len)
+                .min_by_key(|(_, v)| v.capacity())
+                .map(|(i, _)| i);
+            match best {
                 Some(i) => {
                     let v = st.free.swap_remove(i);
                     st.free_bytes -= v.capacity();
@@ -161,8 +175,13 @@ impl PclusterCache {
         };
         match reused {
             Some(mut v) => {
-                v.clear();
-                v.resize(len, 0);
+                // Old decoded bytes are overwritten by the decoder; only
+                // growth needs zeroing.
+                if v.len() >= len {
+                    v.truncate(len);
+                } else {
+                    v.resize(len, 0);
+                }
                 v
             }
             None => {

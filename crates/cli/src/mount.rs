@@ -27,9 +27,9 @@ pub struct MountArgs {
     /// Mount options: allow_other.
     #[arg(short = 'o', value_name = "OPTS")]
     options: Vec<String>,
-    /// Do not prefetch: by default, when a file of a listed directory is
-    /// read from its start, the small files after it in that directory are
-    /// decoded in the background into the kernel's page cache.
+    /// Do not prefetch. By default decoded data goes into the kernel's page
+    /// cache in the background: the small files after the one being read
+    /// in a listed directory, and the whole pcluster a small read decoded.
     #[arg(long)]
     no_prefetch: bool,
     /// Most file bytes prefetched per directory.
@@ -154,6 +154,9 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot open {}", a.image.display()))?;
     let opts = ferrofs::OpenOptions {
         cache_bytes: a.cache_size,
+        // Prefetch stores what was decoded in the page cache, so decoding
+        // a whole pcluster once beats decoding prefixes again and again.
+        whole_extents: a.trace.is_none() && !a.no_prefetch,
         ..Default::default()
     };
     let image = ferrofs::Image::open_with(Box::new(file), opts)

@@ -430,3 +430,49 @@ fn tree_walk_prefetch_fills_the_page_cache() {
         m.unmount();
     }
 }
+
+/// A small read in the middle of a file decodes its whole pcluster once
+/// and the mount stores all of it in the page cache, so neighbouring reads
+/// are cache hits (with `--no-prefetch` only the page read is cached).
+#[test]
+fn small_reads_store_their_decoded_pcluster() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let w = work("fuse_store");
+    let src = w.join("tree");
+    fs::create_dir_all(&src).unwrap();
+    let text: String = (0..120_000)
+        .map(|i| format!("line {i} of a file read at random\n"))
+        .collect();
+    fs::write(src.join("f.txt"), &text).unwrap();
+    let img = w.join("images/s.img");
+    build(&src, &img, false, &["-zlz4hc", "-C16384"]);
+    let want = text.as_bytes();
+    for (opts, expect) in [(&[][..], true), (&["--no-prefetch"][..], false)] {
+        let m = Mount::new(&img, &w.join("mnt"), opts);
+        let path = m.dir.join("f.txt");
+        let f = fs::File::open(&path).unwrap();
+        let off = 2 << 20;
+        let mut got = vec![0u8; 4096];
+        f.read_exact_at(&mut got, off).unwrap();
+        assert!(got == want[off as usize..off as usize + 4096], "{opts:?}");
+        drop(f);
+        let start = Instant::now();
+        let mut res = resident(&path);
+        while expect && res <= 16384 && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+            res = resident(&path);
+        }
+        if expect {
+            assert!(res > 16384, "{opts:?}: only {res} bytes resident");
+        } else {
+            std::thread::sleep(Duration::from_millis(300));
+            assert_eq!(resident(&path), 4096, "{opts:?}");
+        }
+        // Whatever was stored reads back as the source.
+        assert!(fs::read(&path).unwrap() == want, "{opts:?}: contents");
+        m.unmount();
+    }
+}

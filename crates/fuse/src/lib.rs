@@ -124,19 +124,36 @@ pub struct ErofsFuse {
 
 /// Most files kept mapped for handle-less reads.
 const OPEN_FILES: usize = 64;
+/// The kernel's page size (FUSE page cache granularity).
+const PAGE: u64 = 4096;
 /// Files larger than this are left to the kernel's readahead.
 const PREFETCH_FILE_MAX: u64 = 1 << 20;
 /// Directories and children remembered for prefetching.
 const PREFETCH_DIRS: usize = 64;
 const PREFETCH_CHILDREN: usize = 16384;
 
-/// Tree-walk prefetch: when a program reads the first bytes of a file in a
-/// directory it listed (tar, cp -r, rsync), a background thread decodes
-/// the small files that follow it in that directory and stores them in the
-/// kernel's page cache (`FUSE_NOTIFY_STORE`), so their reads need no round
-/// trip to the daemon. Once per directory, `budget` bytes at most.
+/// Reads shorter than this (random access) have the rest of their decoded
+/// pcluster stored in the page cache; longer ones are the kernel's
+/// readahead, which fills the page cache itself.
+const STORE_READS_UNDER: u32 = 32 << 10;
+/// Decoded extents remembered as stored.
+const STORED: usize = 4096;
+
+/// Background stores into the kernel's page cache (`FUSE_NOTIFY_STORE`),
+/// so reads find their data there without a round trip to the daemon:
+/// - tree walk: when a program reads the first bytes of a file in a
+///   directory it listed (tar, cp -r, rsync), the small files that follow
+///   it in that directory are decoded and stored (once per directory,
+///   `budget` bytes at most);
+/// - decoded pclusters: a small read decodes (a prefix of) a whole
+///   pcluster; all of what was decoded is stored, as the kernel's EROFS
+///   keeps what it decompressed, so the next reads in that range are page
+///   cache hits.
 struct Prefetch {
-    tx: std::sync::mpsc::SyncSender<(Arc<[DirEntry]>, usize)>,
+    /// Tree-walk jobs and store jobs go to threads of their own, so
+    /// stores never crowd out a directory.
+    dirs: std::sync::mpsc::SyncSender<Job>,
+    stores: std::sync::mpsc::SyncSender<Job>,
     notifier: Arc<std::sync::OnceLock<fuser::Notifier>>,
     state: Mutex<PrefetchState>,
 }
@@ -149,6 +166,16 @@ struct PrefetchState {
     parent: HashMap<u64, u64>,
     /// Directories already prefetched.
     done: std::collections::HashSet<u64>,
+    /// (nid, extent start) -> bytes stored.
+    stored: HashMap<(u64, u64), usize>,
+}
+
+/// Work for the prefetch thread.
+enum Job {
+    /// Small files of a listing, from an index on.
+    Dir(Arc<[DirEntry]>, usize),
+    /// Decoded bytes of a file (size) starting at an offset.
+    Store(Nid, u64, Arc<Vec<u8>>, u64),
 }
 
 impl Prefetch {
@@ -190,7 +217,31 @@ impl Prefetch {
         drop(st);
         if let Some(k) = entries.iter().position(|e| e.nid == nid) {
             // Dropped when the thread is behind: only a hint.
-            let _ = self.tx.try_send((entries, k + 1));
+            let _ = self.dirs.try_send(Job::Dir(entries, k + 1));
+        }
+    }
+
+    /// `data` is the decoded start of the extent at `start` of file `nid`
+    /// (`size` bytes): store it unless that much was stored before.
+    fn decoded(&self, nid: Nid, start: u64, data: Arc<Vec<u8>>, size: u64) {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if st
+            .stored
+            .get(&(nid.0, start))
+            .is_some_and(|&n| n >= data.len())
+        {
+            return;
+        }
+        if st.stored.len() >= STORED {
+            st.stored.clear();
+        }
+        let n = data.len();
+        if self
+            .stores
+            .try_send(Job::Store(nid, start, data, size))
+            .is_ok()
+        {
+            st.stored.insert((nid.0, start), n);
         }
     }
 }
@@ -212,46 +263,25 @@ impl ErofsFuse {
     /// directory. Notifications go out once [`ErofsFuse::notifier_cell`]
     /// holds the session's notifier.
     pub fn with_prefetch(mut self, budget: u64) -> Self {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(Arc<[DirEntry]>, usize)>(4);
-        let image = self.image.clone();
-        let root = self.root;
         let notifier: Arc<std::sync::OnceLock<fuser::Notifier>> = Arc::default();
-        let cell = notifier.clone();
-        let spawned = std::thread::Builder::new()
-            .name("prefetch".into())
-            .spawn(move || {
-                let mut buf = Vec::new();
-                for (entries, from) in rx {
-                    let Some(n) = cell.get() else { continue };
-                    let mut left = budget;
-                    for e in entries.iter().skip(from) {
-                        if e.file_type() != Some(Ft::Regular) {
-                            continue;
-                        }
-                        let Ok(i) = image.inode(e.nid) else { continue };
-                        if i.size == 0 || i.size > PREFETCH_FILE_MAX || i.size > left {
-                            continue;
-                        }
-                        left -= i.size;
-                        let Ok(f) = image.open_file(i) else { continue };
-                        buf.resize(f.size() as usize, 0);
-                        if f.read_at(&mut buf, 0).ok() != Some(buf.len()) {
-                            continue;
-                        }
-                        let ino = if e.nid == root { 1 } else { e.nid.0 + 2 };
-                        // The kernel may have dropped the inode: then it is
-                        // simply not stored.
-                        let _ = n.store(INodeNo(ino), 0, &buf);
-                    }
-                    // Memory is for the cache: keep no large buffer idle.
-                    if buf.capacity() > 256 << 10 {
-                        buf = Vec::new();
-                    }
-                }
-            });
-        if spawned.is_ok() {
+        let mut senders = Vec::new();
+        for name in ["prefetch-dirs", "prefetch-stores"] {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(4);
+            let (image, root, cell) = (self.image.clone(), self.root, notifier.clone());
+            let spawned = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || prefetch_worker(rx, &image, root, &cell, budget));
+            if spawned.is_err() {
+                return self;
+            }
+            senders.push(tx);
+        }
+        let stores = senders.pop();
+        let dirs = senders.pop();
+        if let (Some(dirs), Some(stores)) = (dirs, stores) {
             self.prefetch = Some(Prefetch {
-                tx,
+                dirs,
+                stores,
                 notifier,
                 state: Mutex::default(),
             });
@@ -449,6 +479,60 @@ fn reply_xattr(data: &[u8], size: u32, reply: ReplyXattr) {
     }
 }
 
+/// The loop of a prefetch thread: runs jobs until the mount goes away.
+fn prefetch_worker(
+    rx: std::sync::mpsc::Receiver<Job>,
+    image: &Image,
+    root: Nid,
+    cell: &std::sync::OnceLock<fuser::Notifier>,
+    budget: u64,
+) {
+    let ino = |nid: Nid| INodeNo(if nid == root { 1 } else { nid.0 + 2 });
+    let mut buf = Vec::new();
+    for job in rx {
+        let Some(n) = cell.get() else { continue };
+        match job {
+            Job::Dir(entries, from) => {
+                let mut left = budget;
+                for e in entries.iter().skip(from) {
+                    if e.file_type() != Some(Ft::Regular) {
+                        continue;
+                    }
+                    let Ok(i) = image.inode(e.nid) else { continue };
+                    if i.size == 0 || i.size > PREFETCH_FILE_MAX || i.size > left {
+                        continue;
+                    }
+                    left -= i.size;
+                    let Ok(f) = image.open_file(i) else { continue };
+                    buf.resize(f.size() as usize, 0);
+                    if f.read_at(&mut buf, 0).ok() != Some(buf.len()) {
+                        continue;
+                    }
+                    // The kernel may have dropped the inode: then
+                    // it is simply not stored.
+                    let _ = n.store(ino(e.nid), 0, &buf);
+                }
+            }
+            Job::Store(nid, start, data, size) => {
+                // Whole pages only (a partial page would not be
+                // marked up to date), except the file's last.
+                let end = start + data.len() as u64;
+                let first = start.div_ceil(PAGE) * PAGE;
+                let last = if end >= size { end } else { end / PAGE * PAGE };
+                if first < last {
+                    let a = (first - start) as usize;
+                    let b = (last - start) as usize;
+                    let _ = n.store(ino(nid), first, &data[a..b]);
+                }
+            }
+        }
+        // Memory is for the cache: keep no large buffer idle.
+        if buf.capacity() > 256 << 10 {
+            buf = Vec::new();
+        }
+    }
+}
+
 impl Filesystem for ErofsFuse {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         // Optional kernel features: each is requested only if offered.
@@ -567,6 +651,13 @@ impl Filesystem for ErofsFuse {
                 *buf = Vec::new();
             }
         });
+        // Offset 0 is where sequential readers start (the tree walk covers
+        // them); random reads land elsewhere.
+        if let (true, Some(p)) = (offset > 0 && size < STORE_READS_UNDER, &self.prefetch) {
+            if let Some((start, data)) = f.cached_extent(offset) {
+                p.decoded(f.inode().nid, start, data, f.size());
+            }
+        }
     }
 
     fn release(

@@ -115,6 +115,13 @@ impl PclusterCache {
     }
 
     /// Counts one decode of `bytes` bytes.
+    /// What the cache holds for `key`, without counting a hit or a miss
+    /// or refreshing the entry.
+    pub fn peek(&self, key: &Key) -> Option<Arc<Vec<u8>>> {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.map.get(key).map(|e| e.data.clone())
+    }
+
     pub fn count_decode(&self, bytes: usize) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         st.decodes += 1;

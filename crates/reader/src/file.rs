@@ -63,6 +63,33 @@ impl File {
         self.data.map.map(&self.image, &self.data.inode, offset)
     }
 
+    /// The decoded bytes the cache holds of the compressed extent that
+    /// contains `offset`: the file offset of the first byte and the bytes
+    /// (a prefix of the extent, or all of it). Decodes nothing; `None` when
+    /// the extent is not compressed or not cached.
+    pub fn cached_extent(&self, offset: u64) -> Option<(u64, Arc<Vec<u8>>)> {
+        let ext = self.map(offset).ok()?;
+        let ExtentKind::Pcluster(pc) = ext.kind else {
+            return None;
+        };
+        let PclusterFormat::Codec(_) = pc.format else {
+            return None;
+        };
+        let key = crate::cache::Key {
+            pos: pc.pos,
+            len: pc.len,
+            inline: pc.inline,
+            format: pc.format,
+        };
+        let data = self.image.inner.cache.peek(&key)?;
+        // A shared pcluster may decode to more than this extent uses.
+        let n = usize::try_from(ext.len).ok()?.min(data.len());
+        if n < data.len() {
+            return Some((ext.logical, Arc::new(data[..n].to_vec())));
+        }
+        Some((ext.logical, data))
+    }
+
     /// Iterates over the extents of the file in order.
     pub fn extents(&self) -> Extents<'_> {
         Extents { file: self, pos: 0 }
@@ -248,7 +275,7 @@ fn fill_pcluster(
                 return decompress::decode_into(image, pc, out, at);
             }
             let want = rel + out.len() as u64;
-            let streaming = out.len() >= decompress::STREAMING_READ;
+            let streaming = image.inner.whole_extents || out.len() >= decompress::STREAMING_READ;
             let dec = decompress::decoded(image, pc, ext.len, want, streaming, at)?;
             let src = dec
                 .get(rel as usize..want as usize)

@@ -27,6 +27,10 @@ pub struct OpenOptions {
     pub cache_bytes: usize,
     /// Verify the superblock checksum when the image has one (default on).
     pub verify_checksum: bool,
+    /// Decode whole extents even for small reads (default off: a small
+    /// read decodes only the prefix it needs). For a caller that keeps what
+    /// was decoded, like the FUSE mount storing it in the page cache.
+    pub whole_extents: bool,
 }
 
 impl Default for OpenOptions {
@@ -35,6 +39,7 @@ impl Default for OpenOptions {
             devices: Vec::new(),
             cache_bytes: 16 << 20,
             verify_checksum: true,
+            whole_extents: false,
         }
     }
 }
@@ -56,6 +61,8 @@ pub(crate) struct Inner {
     pub(crate) prefixes: Vec<(u8, Vec<u8>)>,
     pub(crate) packed: Option<Arc<FileData>>,
     pub(crate) cache: PclusterCache,
+    /// See [`OpenOptions::whole_extents`].
+    pub(crate) whole_extents: bool,
     /// Pcluster decodes in progress (single-flight).
     pub(crate) flights: Flights,
     pub(crate) blocks: BlockCache,
@@ -150,6 +157,7 @@ impl Image {
             prefixes: Vec::new(),
             packed: None,
             cache: PclusterCache::new(opts.cache_bytes),
+            whole_extents: opts.whole_extents,
             flights: Flights::default(),
             blocks: BlockCache::new(META_CACHE_BLOCKS),
             decoders: DecoderPool::new(cfg),

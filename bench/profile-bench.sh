@@ -3,6 +3,7 @@
 # root file system, from images built
 #   default:  ferrofs mkfs -zALG -CPCL
 #   profiled: ferrofs mkfs -zALG -CPCL --profile T1 --profile T2
+#   profiled-ra: the same with --profile-readahead (RA_KB, default 128 KiB)
 #   upstream: mkfs.erofs 1.8.6 -zALG -CPCL
 # The traces are recorded by running CMD in a chroot on `ferrofs mount
 # --trace` of the default image (a fresh mount per trace). Each image is
@@ -32,12 +33,14 @@ for t in 1 2; do
   umount "$mnt"; sleep 1
 done
 "$ferrofs" mkfs --quiet -z$alg -C$pcl --profile "$out/trace1.txt" --profile "$out/trace2.txt" "$out/profiled.img" "$rootfs"
+"$ferrofs" mkfs --quiet -z$alg -C$pcl --profile "$out/trace1.txt" --profile "$out/trace2.txt" \
+  --profile-readahead "${RA_KB:-128}K" "$out/profiled-ra.img" "$rootfs"
 "$bin/mkfs.erofs" --quiet -z$alg -C$pcl "$out/upstream.img" "$rootfs" >/dev/null 2>&1
 echo "trace: $(wc -l < "$out/trace1.txt") reads of $(cut -f1 "$out/trace1.txt" | sort -u | wc -l) files; command: $*"
 echo
-echo "| image | image bytes | readahead KiB | device bytes (kernel) | wall s | dump: device bytes | pclusters | runs | decoded/requested |"
+echo "| image | image bytes | readahead KiB | device bytes (kernel) | wall s | dump --readahead: device bytes | pclusters | runs | decoded/requested |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-for img in default profiled upstream; do
+for img in default profiled profiled-ra upstream; do
   devs=(); walls=()
   for ((r = 0; r < runs; r++)); do
     mount -o loop,ro "$out/$img.img" "$mnt"
@@ -54,7 +57,7 @@ for img in default profiled upstream; do
     devs+=($(( (after - before) * 512 )))
     walls+=("$(echo "$end - $start" | bc)")
   done
-  d=$("$ferrofs" dump --json --profile "$out/trace1.txt" "$out/$img.img")
+  d=$("$ferrofs" dump --json --profile "$out/trace1.txt" --readahead "${ra}K" "$out/$img.img")
   field() { echo "$d" | python3 -c "import json,sys; v=json.load(sys.stdin)['$1']; print(round(v,2) if isinstance(v,float) else v)"; }
   printf '| %s | %s | %s | %s | %.3f | %s | %s | %s | %s |\n' "$img" "$(stat -c %s "$out/$img.img")" "$ra" \
     "$(printf '%s\n' "${devs[@]}" | median)" "$(printf '%s\n' "${walls[@]}" | median)" \

@@ -342,7 +342,10 @@ fn compress_window(
         opts.profile
             .as_ref()
             .and_then(|p| p.get(&tree.inodes[id].rel))
-            .and_then(|f| f.hot_pieces(tree.inodes[id].data_size(), bs))
+            .and_then(|f| {
+                let w = opts.profile.as_ref().map_or(0, |p| p.window);
+                f.hot_pieces(tree.inodes[id].data_size(), bs, w)
+            })
             .unwrap_or_default()
     };
     // Phase A: sample the first pcluster of every larger candidate.
@@ -401,7 +404,15 @@ fn compress_window(
             if a > at {
                 pieces.push((at, a, pcl));
             }
-            pieces.push((a, b, bs));
+            // Exact pieces get one-block pclusters; pieces widened to the
+            // kernel's read-around are read whole anyway, so they keep the
+            // build's size (better ratio), cut at their edges.
+            let hot_pcl = if opts.profile.as_ref().is_some_and(|p| p.window > 0) {
+                pcl
+            } else {
+                bs
+            };
+            pieces.push((a, b, hot_pcl));
             at = b;
         }
         if at < size {

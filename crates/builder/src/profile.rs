@@ -24,11 +24,13 @@ pub struct ProfileFile {
 }
 
 impl ProfileFile {
-    /// The block-aligned ranges to keep in small pclusters of their own,
-    /// when the file is read in small pieces: less than half of it, in
-    /// reads averaging under 64 KiB. `None` for files read whole or in
-    /// bulk (they keep the build's pcluster size).
-    pub fn hot_pieces(&self, size: u64, bs: u64) -> Option<Vec<(u64, u64)>> {
+    /// The block-aligned ranges to keep in pclusters of their own, when the
+    /// file is read in small pieces: less than half of it, in reads
+    /// averaging under 64 KiB. `None` for files read whole or in bulk
+    /// (they keep the build's pcluster size). With a `window`, each range
+    /// is widened by half of it on both sides, as the kernel's read-around
+    /// widens a page fault.
+    pub fn hot_pieces(&self, size: u64, bs: u64, window: u64) -> Option<Vec<(u64, u64)>> {
         let ranges = self.ranges.as_ref()?;
         let read: u64 = ranges.iter().map(|(a, b)| b - a).sum();
         if ranges.is_empty() || read * 2 >= size || read / ranges.len() as u64 >= 64 << 10 {
@@ -36,6 +38,7 @@ impl ProfileFile {
         }
         let mut out: Vec<(u64, u64)> = Vec::new();
         for &(a, b) in ranges {
+            let (a, b) = (a.saturating_sub(window / 2), b.saturating_add(window / 2));
             let a = a / bs * bs;
             let b = b.div_ceil(bs).saturating_mul(bs).min(size);
             if a >= b {
@@ -54,6 +57,9 @@ impl ProfileFile {
 #[derive(Clone, Debug, Default)]
 pub struct Profile {
     files: HashMap<Vec<u8>, ProfileFile>,
+    /// Read-around of the kernel that will read the image (0: reads are
+    /// exactly what the traces show).
+    pub window: u64,
 }
 
 fn merge(mut r: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
@@ -139,7 +145,7 @@ impl Profile {
                 }
             }
         }
-        Ok(Self { files })
+        Ok(Self { files, window: 0 })
     }
 
     /// The profile of a path relative to the root.
@@ -222,10 +228,15 @@ mod tests {
         let bin = p.get(b"bin/p").unwrap();
         assert_eq!((bin.rank, bin.ranges.clone()), (1, None));
         assert_eq!(
-            x.hot_pieces(1 << 20, 4096),
+            x.hot_pieces(1 << 20, 4096, 0),
             Some(vec![(0, 8192), (65536, 69632)])
         );
-        assert_eq!(x.hot_pieces(10_000, 4096), None, "read mostly whole");
+        assert_eq!(x.hot_pieces(10_000, 4096, 0), None, "read mostly whole");
+        assert_eq!(
+            x.hot_pieces(1 << 20, 4096, 32768),
+            Some(vec![(0, 24576), (49152, 86016)]),
+            "widened by 16 KiB on each side"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -264,7 +264,10 @@ pub fn statistics(image: &Image) -> Value {
 /// how many runs of consecutive blocks those form in first-touch order,
 /// and decoded bytes against requested bytes. Metadata blocks (inodes,
 /// directories) are not counted.
-pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead]) -> Value {
+/// With `window` > 0 every read is widened as the kernel's read-around
+/// widens a page fault: `window / 2` bytes before and after it, within the
+/// file (what a cold start costs under that readahead).
+pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead], window: u64) -> Value {
     struct Acc {
         seen: HashSet<u64>,
         order: Vec<u64>,
@@ -357,13 +360,18 @@ pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead]) -> Va
         }
         files.insert(r.path.clone());
         requested += end - off;
-        touch(image, &file, off, end, &mut acc, 0);
+        let (from, to) = (
+            off.saturating_sub(window / 2),
+            end.saturating_add(window / 2).min(size),
+        );
+        touch(image, &file, from, to, &mut acc, 0);
     }
     let runs = acc.order.windows(2).filter(|w| w[1] != w[0] + 1).count()
         + usize::from(!acc.order.is_empty());
     let bs = image.block_size().bytes();
     json!({
         "reads": reads.len(),
+        "readahead_window": window,
         "files": files.len(),
         "missing_paths": missing,
         "requested_bytes": requested,

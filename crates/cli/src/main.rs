@@ -112,6 +112,11 @@ enum Command {
         /// pclusters, runs, decoded vs requested bytes.
         #[arg(long, value_name = "TRACE", conflicts_with_all = ["nid", "path"])]
         profile: Option<PathBuf>,
+        /// With --profile: widen every read by the kernel's read-around,
+        /// half of BYTES before and half after (e.g. 128K, the kernel's
+        /// default readahead), to count what a kernel mount reads.
+        #[arg(long, value_name = "BYTES", requires = "profile", default_value = "0", value_parser = mount::parse_size)]
+        readahead: usize,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -227,6 +232,12 @@ struct MkfsArgs {
     /// merge traces (files read by at least half of them count).
     #[arg(long, value_name = "TRACE")]
     profile: Vec<PathBuf>,
+    /// With --profile: the read-around of the kernel that will read the
+    /// image (its readahead, e.g. 128K): hot pieces are widened by half of
+    /// it on each side and keep the build's cluster size. 0: pieces are
+    /// exactly what the traces read, in one-block clusters.
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = mount::parse_size)]
+    profile_readahead: usize,
     /// Print nothing but errors.
     #[arg(long)]
     quiet: bool,
@@ -325,9 +336,9 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     }
     o.workers = a.workers;
     if !a.profile.is_empty() {
-        o.profile = Some(std::sync::Arc::new(
-            ferrofs_builder::profile::Profile::load(&a.profile)?,
-        ));
+        let mut p = ferrofs_builder::profile::Profile::load(&a.profile)?;
+        p.window = a.profile_readahead as u64;
+        o.profile = Some(std::sync::Arc::new(p));
     }
     if let Some(z) = &a.compress {
         let compressors = z
@@ -599,6 +610,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             path,
             nid,
             profile,
+            readahead,
             json,
         } => {
             let image = open(&img)?;
@@ -613,7 +625,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         reads.push(r);
                     }
                 }
-                ferrofs_check::dump::profile(&image, &reads)
+                ferrofs_check::dump::profile(&image, &reads, readahead as u64)
             } else if let Some(p) = path {
                 let inode = image.lookup_path(p.as_bytes(), false)?;
                 ferrofs_check::dump::inode(&image, &inode)

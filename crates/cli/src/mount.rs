@@ -41,7 +41,8 @@ pub struct MountArgs {
     trace: Option<PathBuf>,
 }
 
-fn parse_size(s: &str) -> Result<usize, String> {
+/// `123`, `64K`, `16M`, `1G` as bytes.
+pub(crate) fn parse_size(s: &str) -> Result<usize, String> {
     let (num, mul) = match s.chars().last() {
         Some('K' | 'k') => (&s[..s.len() - 1], 1 << 10),
         Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
@@ -49,8 +50,9 @@ fn parse_size(s: &str) -> Result<usize, String> {
         _ => (s, 1),
     };
     num.parse::<usize>()
-        .map(|n| n * mul)
-        .map_err(|_| format!("invalid size {s:?}"))
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .ok_or_else(|| format!("invalid size {s:?}"))
 }
 
 /// Undoes the octal escapes (`\040` for a space…) of a mountinfo field.

@@ -106,7 +106,11 @@ fn traced_profile_builds_match_the_source() {
     }
     let fsck = tools::fsck_upstream();
     let mut failures = Vec::new();
-    for extra in [&["--profile"][..], &["-Efragments,dedupe", "--profile"][..]] {
+    for extra in [
+        &["--profile"][..],
+        &["-Efragments,dedupe", "--profile"][..],
+        &["--profile-readahead", "128K", "--profile"][..],
+    ] {
         let img = work.join("profiled.img");
         let img1 = work.join("profiled-j1.img");
         let mut args: Vec<&str> = extra.to_vec();
@@ -224,6 +228,18 @@ fn profile_cuts_device_bytes_of_a_cold_replay() {
     );
     let d = dump_profile(&default, &trace_path);
     let p = dump_profile(&profiled, &trace_path);
+    // Under a kernel's read-around every read covers its window: more
+    // device bytes than the exact reads, and the window is reported.
+    let wide: serde_json::Value = serde_json::from_slice(&run(Command::new(FERROFS)
+        .args(["dump", "--json", "--readahead", "128K", "--profile"])
+        .arg(&trace_path)
+        .arg(&default)))
+    .unwrap();
+    assert_eq!(wide["readahead_window"].as_u64(), Some(131072));
+    assert!(
+        wide["device_bytes"].as_u64().unwrap() > d["device_bytes"].as_u64().unwrap(),
+        "read-around adds nothing: {wide} vs {d}"
+    );
     let (db, pb) = (
         d["device_bytes"].as_u64().unwrap(),
         p["device_bytes"].as_u64().unwrap(),

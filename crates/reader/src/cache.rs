@@ -317,3 +317,70 @@ impl BlockCache {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(pos: u64) -> Key {
+        Key {
+            pos,
+            len: 4096,
+            inline: false,
+            format: PclusterFormat::Shifted,
+        }
+    }
+
+    #[test]
+    fn entries_count_by_capacity_and_stay_within_the_budget() {
+        let c = PclusterCache::new(100_000);
+        // A 10-byte prefix in a 40,000-byte buffer holds 40,000 bytes.
+        let mut v = Vec::with_capacity(40_000);
+        v.resize(10, 7);
+        c.insert(key(0), Arc::new(v));
+        assert!(c.stats().bytes >= 40_000);
+        for k in 1..10 {
+            c.insert(key(k), Arc::new(vec![k as u8; 30_000]));
+        }
+        let st = c.stats();
+        assert!(st.bytes <= 100_000, "{st:?}");
+        assert_eq!(st.entries, 3, "{st:?}");
+        // The most recent entries are kept.
+        assert!(c.get(&key(9), 30_000).is_ok());
+        assert!(c.get(&key(0), 1).is_err());
+    }
+
+    fn free_list(c: &PclusterCache) -> Vec<usize> {
+        let st = c.state.lock().unwrap();
+        st.free.iter().map(|v| v.capacity()).collect()
+    }
+
+    #[test]
+    fn evicted_buffers_are_decoded_into_again() {
+        // Free list: up to an eighth of 1 MiB.
+        let c = PclusterCache::new(1 << 20);
+        for k in 0..10 {
+            c.insert(key(k), Arc::new(c.buffer(100_000, 100_000)));
+        }
+        assert!(free_list(&c).is_empty());
+        // The eleventh entry evicts the first, whose buffer is kept.
+        c.insert(key(10), Arc::new(c.buffer(100_000, 100_000)));
+        assert!(c.get(&key(0), 1).is_err(), "first entry evicted");
+        assert_eq!(free_list(&c), vec![100_000]);
+        // The next decode takes it (no new allocation), even for less.
+        let again = c.buffer(60_000, 100_000);
+        assert_eq!((again.len(), again.capacity()), (60_000, 100_000));
+        assert!(free_list(&c).is_empty());
+        // A buffer a reader still holds is not recycled when evicted.
+        let held = c.peek(&key(1)).unwrap();
+        c.insert(key(11), Arc::new(again));
+        assert!(c.get(&key(1), 1).is_err(), "evicted");
+        assert!(free_list(&c).is_empty(), "held by a reader");
+        drop(held);
+        // Never more than the free list's share of the budget.
+        for k in 12..20 {
+            c.insert(key(k), Arc::new(vec![0; 100_000]));
+        }
+        assert!(free_list(&c).iter().sum::<usize>() <= (1 << 20) / 8);
+    }
+}

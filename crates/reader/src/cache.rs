@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use crate::map::PclusterFormat;
+use crate::map::{Pcluster, PclusterFormat};
 
 /// Identity of a pcluster: where it is and how it is decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -16,6 +16,18 @@ pub(crate) struct Key {
     pub len: u64,
     pub inline: bool,
     pub format: PclusterFormat,
+}
+
+impl Key {
+    /// The key of a pcluster.
+    pub fn of(pc: &Pcluster) -> Self {
+        Self {
+            pos: pc.pos,
+            len: pc.len,
+            inline: pc.inline,
+            format: pc.format,
+        }
+    }
 }
 
 struct Entry {

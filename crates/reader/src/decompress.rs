@@ -62,12 +62,7 @@ pub(crate) fn decoded(
     let PclusterFormat::Codec(alg) = pc.format else {
         return Err(Error::corrupt(at, "raw pcluster sent to the decoder"));
     };
-    let key = Key {
-        pos: pc.pos,
-        len: pc.len,
-        inline: pc.inline,
-        format: pc.format,
-    };
+    let key = Key::of(pc);
     let inner = &image.inner;
     let want_us = usize::try_from(want).map_err(|_| Error::corrupt(at, "extent too large"))?;
     let llen_us = usize::try_from(llen).map_err(|_| Error::corrupt(at, "extent too large"))?;
@@ -110,12 +105,7 @@ pub(crate) fn decode_into(
         return Err(Error::corrupt(at, "raw pcluster sent to the decoder"));
     };
     let n = out.len();
-    let key = Key {
-        pos: pc.pos,
-        len: pc.len,
-        inline: pc.inline,
-        format: pc.format,
-    };
+    let key = Key::of(pc);
     let cache = &image.inner.cache;
     let flight = image.inner.flights.join(key);
     flight.run(|_| {

@@ -75,12 +75,7 @@ impl File {
         let PclusterFormat::Codec(_) = pc.format else {
             return None;
         };
-        let key = crate::cache::Key {
-            pos: pc.pos,
-            len: pc.len,
-            inline: pc.inline,
-            format: pc.format,
-        };
+        let key = crate::cache::Key::of(&pc);
         let data = self.image.inner.cache.peek(&key)?;
         // A shared pcluster may decode to more than this extent uses.
         let n = usize::try_from(ext.len).ok()?.min(data.len());

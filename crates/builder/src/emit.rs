@@ -17,10 +17,9 @@ use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
 use ferrofs_format::inode::{DataLayout, RawInode};
 use ferrofs_format::superblock::{checksum_len, compat, compute_checksum, incompat, Superblock};
 use ferrofs_format::{BlockSize, Nid};
-use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::compress::{compress_segment, lzma_dict, worth_compressing, Compressor, Extent};
+use crate::compress::{lzma_dict, Extent};
 use crate::content::ContentReader;
 use crate::content::{Content, Segment};
 use crate::error::{BuildError, Result};
@@ -29,6 +28,7 @@ use crate::options::BuildOptions;
 use crate::plan::{plan, InodePlan, Plan};
 use crate::tree::{InodeId, Kind, Tree};
 use crate::zinode::{encode_index, encode_whole_fragment, Tail, ZExtent, ZInode};
+use crate::zpass::compress_window;
 
 /// Progress of the data pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -291,210 +291,6 @@ fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16, bool) {
         rec(&p);
     }
     (r, bitmap, true)
-}
-
-/// One segment of a file to compress.
-struct Unit {
-    id: InodeId,
-    offset: u64,
-    len: u64,
-    pcluster: u64,
-    compressor: usize,
-}
-
-/// Whether a file's data is compressed (decided by sampling its first
-/// pcluster, or by compressing a small file whole and looking at the result).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Worth {
-    Yes,
-    No,
-    /// A file of one segment: compressing it is the sample; its first
-    /// trial decides, and if that does not save a block the work stops and
-    /// the file is stored flat.
-    Decide,
-}
-
-/// The compression pass for one window of files: which files are worth
-/// compressing, and each segment's extents (computed in parallel; the
-/// result only depends on the input bytes). `zc` is each inode's
-/// (pcluster bytes, compressor index), `None` for data stored flat.
-fn compress_window(
-    tree: &Tree,
-    zc: &[Option<(u64, usize)>],
-    opts: &BuildOptions,
-    ids: &[InodeId],
-    fragments: bool,
-    sample: bool,
-) -> Result<Vec<Option<Vec<Extent>>>> {
-    let Some(c) = &opts.compress else {
-        return Ok(vec![None; ids.len()]);
-    };
-    let bs = opts.block_size();
-    let comps: &[Compressor] = &c.compressors;
-    let big = |pcl: u64| pcl > bs;
-    // Goes whole to the packed inode, without being compressed on its own.
-    let whole_fragment = |id: InodeId| match zc[id] {
-        Some((pcl, _)) if fragments => c.all_fragments || tree.inodes[id].data_size() <= pcl,
-        _ => false,
-    };
-    // Pieces of the file a profiled start reads in small bits.
-    let hot_pieces = |id: InodeId| {
-        opts.profile
-            .as_ref()
-            .and_then(|p| p.get(&tree.inodes[id].rel))
-            .and_then(|f| {
-                let w = opts.profile.as_ref().map_or(0, |p| p.window);
-                f.hot_pieces(tree.inodes[id].data_size(), bs, w)
-            })
-            .unwrap_or_default()
-    };
-    // Phase A: sample the first pcluster of every larger candidate.
-    let worth: Vec<Worth> = ids
-        .par_iter()
-        .map_init(
-            std::collections::HashMap::new,
-            |encs: &mut std::collections::HashMap<(usize, u64), ferrofs_codec::Encoder>,
-             &id|
-             -> Result<Worth> {
-                let Some((pcl, comp)) = zc[id] else {
-                    return Ok(Worth::No);
-                };
-                if whole_fragment(id) || !sample {
-                    return Ok(Worth::Yes);
-                }
-                let ino = &tree.inodes[id];
-                let size = ino.data_size();
-                // A file of one segment decides with its first trial.
-                if size <= segment_len(pcl) && hot_pieces(id).is_empty() {
-                    return Ok(Worth::Decide);
-                }
-                let n = size.min(pcl.max(4 * bs)) as usize;
-                let r = ContentReader::open(ino)?;
-                let mut buf = vec![0u8; n];
-                r.read_exact_at(&mut buf, 0)?;
-                let enc = encoder_for(encs, comps, comp, pcl)?;
-                Ok(if worth_compressing(enc, &buf, pcl, bs) {
-                    Worth::Yes
-                } else {
-                    Worth::No
-                })
-            },
-        )
-        .collect::<Result<_>>()?;
-    // Phase B: compress every segment of the chosen files.
-    let mut units = Vec::new();
-    let mut out: Vec<Option<Vec<Extent>>> = vec![None; ids.len()];
-    for (k, &id) in ids.iter().enumerate() {
-        if worth[k] == Worth::No {
-            continue;
-        }
-        if whole_fragment(id) {
-            out[k] = Some(Vec::new());
-            continue;
-        }
-        let (pcl, comp) = zc[id].unwrap_or((bs, 0));
-        let size = tree.inodes[id].data_size();
-        // With a profile, the pieces a start reads in small bits get
-        // one-block pclusters of their own (FPC §4.1): a cold read of
-        // them decodes no unrelated data. The rest keeps `pcl`.
-        let hot = hot_pieces(id);
-        let mut pieces = Vec::new();
-        let mut at = 0;
-        for &(a, b) in &hot {
-            if a > at {
-                pieces.push((at, a, pcl));
-            }
-            // Exact pieces get one-block pclusters; pieces widened to the
-            // kernel's read-around are read whole anyway, so they keep the
-            // build's size (better ratio), cut at their edges.
-            let hot_pcl = if opts.profile.as_ref().is_some_and(|p| p.window > 0) {
-                pcl
-            } else {
-                bs
-            };
-            pieces.push((a, b, hot_pcl));
-            at = b;
-        }
-        if at < size {
-            pieces.push((at, size, pcl));
-        }
-        for (start, end, pcl) in pieces {
-            let seg = segment_len(pcl);
-            let mut off = start;
-            while off < end {
-                let len = seg.min(end - off);
-                units.push((
-                    k,
-                    Unit {
-                        id,
-                        offset: off,
-                        len,
-                        pcluster: pcl,
-                        compressor: comp,
-                    },
-                ));
-                off += len;
-            }
-        }
-    }
-    let results: Vec<(usize, Option<Vec<Extent>>)> = units
-        .par_iter()
-        .map_init(
-            std::collections::HashMap::new,
-            |encs: &mut std::collections::HashMap<(usize, u64), ferrofs_codec::Encoder>,
-             (k, u)|
-             -> Result<(usize, Option<Vec<Extent>>)> {
-                let ino = &tree.inodes[u.id];
-                let r = ContentReader::open(ino)?;
-                let mut buf = vec![0u8; u.len as usize];
-                r.read_exact_at(&mut buf, u.offset)?;
-                let enc = encoder_for(encs, comps, u.compressor, u.pcluster)?;
-                // The file's last segment leaves its tail to the packed inode.
-                let last = u.offset + u.len == ino.data_size();
-                let leave = (fragments && last).then_some(u.pcluster);
-                let decide = worth[*k] == Worth::Decide;
-                let (ex, saves) = compress_segment(
-                    enc,
-                    &buf,
-                    u.offset,
-                    u.pcluster,
-                    bs,
-                    big(u.pcluster),
-                    leave,
-                    decide,
-                )?;
-                let keep = !decide || saves;
-                Ok((*k, keep.then_some(ex)))
-            },
-        )
-        .collect::<Result<_>>()?;
-    for (k, ex) in results {
-        match ex {
-            Some(ex) => out[k].get_or_insert_with(Vec::new).extend(ex),
-            // A small file that did not compress: stored flat.
-            None => out[k] = None,
-        }
-    }
-    Ok(out)
-}
-
-/// Input bytes per independently compressed segment of a file (segments
-/// of one file compress on several cores at once).
-fn segment_len(pcl: u64) -> u64 {
-    (pcl * 16).max(4 << 20)
-}
-
-/// The thread's encoder for a compressor and pcluster size, made once.
-fn encoder_for<'a>(
-    encs: &'a mut std::collections::HashMap<(usize, u64), ferrofs_codec::Encoder>,
-    comps: &[Compressor],
-    comp: usize,
-    pcl: u64,
-) -> Result<&'a mut ferrofs_codec::Encoder> {
-    match encs.entry((comp, pcl)) {
-        std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
-        std::collections::hash_map::Entry::Vacant(e) => Ok(e.insert(comps[comp].encoder(pcl)?)),
-    }
 }
 
 /// Writes one compressed file's pclusters and returns its inode state.

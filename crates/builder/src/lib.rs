@@ -2,7 +2,8 @@
 //! kernel mounts. The pipeline reads top to bottom: `source` scans the tree
 //! into an in-memory `tree`; `plan` encodes what each inode needs
 //! (directory blocks, xattr bodies, data layout); `layout` gives every inode
-//! its nid and every data run its blocks before a byte is written; `emit`
+//! its nid and every data run its blocks before a byte is written; `zpass`
+//! compresses file data on all cores; `emit`
 //! writes a temporary file, superblock last, fsyncs and renames it.
 
 #![forbid(unsafe_code)]
@@ -20,6 +21,7 @@ pub mod source;
 pub mod tree;
 pub mod xattrs;
 pub mod zinode;
+mod zpass;
 
 pub use emit::{build, build_tree, Progress, Summary};
 pub use error::BuildError;

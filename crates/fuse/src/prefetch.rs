@@ -4,6 +4,7 @@
 //! threads do the work; the request handlers only hand them jobs.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ferrofs::format::inode::FileType as Ft;
@@ -50,18 +51,20 @@ pub(crate) struct Prefetch {
 struct PrefetchState {
     /// Listings of recently listed directories.
     dirs: HashMap<u64, Arc<[DirEntry]>>,
-    /// Child nid -> directory nid.
-    parent: HashMap<u64, u64>,
-    /// Directories already prefetched.
-    done: std::collections::HashSet<u64>,
+    /// Child nid -> directory nid and the child's index in the listing.
+    parent: HashMap<u64, (u64, usize)>,
+    /// Directories handed to the prefetch thread, each with the index of
+    /// the furthest file the program itself has started to read there.
+    done: HashMap<u64, Arc<AtomicUsize>>,
     /// (nid, extent start) -> bytes stored.
     stored: HashMap<(u64, u64), usize>,
 }
 
 /// Work for the prefetch thread.
 enum Job {
-    /// Small files of a listing, from an index on.
-    Dir(Arc<[DirEntry]>, usize),
+    /// Small files of a listing, after the index in the counter (which
+    /// the program's own reads move forward).
+    Dir(Arc<[DirEntry]>, Arc<AtomicUsize>),
     /// Decoded bytes of a file (size) starting at an offset.
     Store(Nid, u64, Arc<Vec<u8>>, u64),
 }
@@ -94,7 +97,7 @@ impl Prefetch {
 
     pub(crate) fn listed(&self, dir: Nid, entries: &Arc<[DirEntry]>) {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if st.done.contains(&dir.0) {
+        if st.done.contains_key(&dir.0) {
             return;
         }
         if st.dirs.len() >= PREFETCH_DIRS || st.parent.len() + entries.len() > PREFETCH_CHILDREN {
@@ -104,34 +107,38 @@ impl Prefetch {
         if entries.len() > PREFETCH_CHILDREN {
             return;
         }
-        for e in entries.iter() {
+        for (k, e) in entries.iter().enumerate() {
             if e.file_type() == Some(Ft::Regular) {
-                st.parent.insert(e.nid.0, dir.0);
+                st.parent.insert(e.nid.0, (dir.0, k));
             }
         }
         st.dirs.insert(dir.0, entries.clone());
     }
 
-    /// `nid` is being read from its start: prefetch what follows it.
+    /// `nid` is being read from its start: prefetch what follows it. If
+    /// its directory is being prefetched already, the program has caught
+    /// up with the prefetch thread: move that on past this file, so it
+    /// works ahead of the program instead of behind it.
     pub(crate) fn started(&self, nid: Nid) {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(&dir) = st.parent.get(&nid.0) else {
+        let Some(&(dir, k)) = st.parent.get(&nid.0) else {
             return;
         };
+        if let Some(cursor) = st.done.get(&dir) {
+            cursor.fetch_max(k, Ordering::Relaxed);
+            return;
+        }
         if st.done.len() >= PREFETCH_CHILDREN {
             st.done.clear();
-        }
-        if !st.done.insert(dir) {
-            return;
         }
         let Some(entries) = st.dirs.remove(&dir) else {
             return;
         };
+        let cursor = Arc::new(AtomicUsize::new(k));
+        st.done.insert(dir, cursor.clone());
         drop(st);
-        if let Some(k) = entries.iter().position(|e| e.nid == nid) {
-            // Dropped when the thread is behind: only a hint.
-            let _ = self.dirs.try_send(Job::Dir(entries, k + 1));
-        }
+        // Dropped when the thread is behind: only a hint.
+        let _ = self.dirs.try_send(Job::Dir(entries, cursor));
     }
 
     /// `data` is the decoded start of the extent at `start` of file `nid`
@@ -172,10 +179,11 @@ fn prefetch_worker(
     for job in rx {
         let Some(n) = cell.get() else { continue };
         match job {
-            Job::Dir(entries, from) => {
+            Job::Dir(entries, cursor) => {
                 let mut left = budget;
-                for e in entries.iter().skip(from) {
-                    if e.file_type() != Some(Ft::Regular) {
+                for (k, e) in entries.iter().enumerate() {
+                    // At or before a file the program has read itself.
+                    if k <= cursor.load(Ordering::Relaxed) || e.file_type() != Some(Ft::Regular) {
                         continue;
                     }
                     let Ok(i) = image.inode(e.nid) else { continue };

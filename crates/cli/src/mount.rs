@@ -159,6 +159,8 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
         // Prefetch stores what was decoded in the page cache, so decoding
         // a whole pcluster once beats decoding prefixes again and again.
         whole_extents: a.trace.is_none() && !a.no_prefetch,
+        // The page cache keeps what the kernel reads.
+        cache_whole_reads: false,
         ..Default::default()
     };
     let image = ferrofs::Image::open_with(Box::new(file), opts)

@@ -56,18 +56,37 @@ const FREE_BUFFERS: usize = 8;
 const FREE_SHARE: usize = 8;
 const FREE_MAX: usize = 2 << 20;
 
+/// Fresh decode buffers are sized in steps of this many bytes.
+const BUFFER_STEP: usize = 16 << 10;
+
 impl State {
     /// Keeps an evicted entry's buffer for the next decode if the free list
     /// has room.
     fn recycle(&mut self, data: Arc<Vec<u8>>, budget: usize) {
-        if let Ok(v) = Arc::try_unwrap(data) {
-            if self.free.len() < FREE_BUFFERS
-                && self.free_bytes + v.capacity() <= (budget / FREE_SHARE).min(FREE_MAX)
-            {
-                self.free_bytes += v.capacity();
-                self.free.push(v);
-            }
+        let Ok(v) = Arc::try_unwrap(data) else {
+            return;
+        };
+        let limit = (budget / FREE_SHARE).min(FREE_MAX);
+        if v.capacity() > limit {
+            return;
         }
+        // Make room by dropping smaller buffers: a large one serves any
+        // decode, a small one only small decodes.
+        while self.free.len() >= FREE_BUFFERS || self.free_bytes + v.capacity() > limit {
+            let Some((i, _)) = self
+                .free
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.capacity() < v.capacity())
+                .min_by_key(|(_, f)| f.capacity())
+            else {
+                return;
+            };
+            let dropped = self.free.swap_remove(i);
+            self.free_bytes -= dropped.capacity();
+        }
+        self.free_bytes += v.capacity();
+        self.free.push(v);
     }
 }
 
@@ -204,7 +223,10 @@ impl PclusterCache {
                 v
             }
             None => {
-                let mut v = Vec::with_capacity(room.max(len));
+                // Rounded up so that it fits the next extents of about
+                // that size too when it is recycled.
+                let cap = room.max(len).next_multiple_of(BUFFER_STEP);
+                let mut v = Vec::with_capacity(cap);
                 v.resize(len, 0);
                 v
             }
@@ -260,6 +282,12 @@ impl Flight<'_> {
     pub fn run<T>(&self, f: impl FnOnce(&Self) -> T) -> T {
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         f(self)
+    }
+
+    /// Whether other readers have joined this flight (and wait for it).
+    pub fn shared(&self) -> bool {
+        // One reference is the table's, one this member's.
+        Arc::strong_count(&self.lock) > 2
     }
 }
 
@@ -369,19 +397,20 @@ mod tests {
 
     #[test]
     fn evicted_buffers_are_decoded_into_again() {
-        // Free list: up to an eighth of 1 MiB.
+        // Free list: up to an eighth of 1 MiB. (Fresh buffers are sized in
+        // steps of 16 KiB; 98,304 is six of them.)
         let c = PclusterCache::new(1 << 20);
         for k in 0..10 {
-            c.insert(key(k), Arc::new(c.buffer(100_000, 100_000)));
+            c.insert(key(k), Arc::new(c.buffer(98_304, 98_304)));
         }
         assert!(free_list(&c).is_empty());
         // The eleventh entry evicts the first, whose buffer is kept.
-        c.insert(key(10), Arc::new(c.buffer(100_000, 100_000)));
+        c.insert(key(10), Arc::new(c.buffer(98_304, 98_304)));
         assert!(c.get(&key(0), 1).is_err(), "first entry evicted");
-        assert_eq!(free_list(&c), vec![100_000]);
+        assert_eq!(free_list(&c), vec![98_304]);
         // The next decode takes it (no new allocation), even for less.
-        let again = c.buffer(60_000, 100_000);
-        assert_eq!((again.len(), again.capacity()), (60_000, 100_000));
+        let again = c.buffer(60_000, 98_304);
+        assert_eq!((again.len(), again.capacity()), (60_000, 98_304));
         assert!(free_list(&c).is_empty());
         // A buffer a reader still holds is not recycled when evicted.
         let held = c.peek(&key(1)).unwrap();
@@ -394,5 +423,36 @@ mod tests {
             c.insert(key(k), Arc::new(vec![0; 100_000]));
         }
         assert!(free_list(&c).iter().sum::<usize>() <= (1 << 20) / 8);
+    }
+
+    #[test]
+    fn fresh_buffers_are_rounded_up_and_large_ones_displace_small_ones() {
+        let c = PclusterCache::new(1 << 20);
+        assert_eq!(c.buffer(1, 100_000).capacity(), 114_688);
+        // Eight small buffers fill the free list.
+        {
+            let mut st = c.state.lock().unwrap();
+            for _ in 0..FREE_BUFFERS {
+                st.recycle(Arc::new(Vec::with_capacity(4096)), 1 << 20);
+            }
+        }
+        assert_eq!(free_list(&c), vec![4096; FREE_BUFFERS]);
+        // A larger one takes the place of a small one; a smaller one is
+        // dropped.
+        c.state
+            .lock()
+            .unwrap()
+            .recycle(Arc::new(Vec::with_capacity(65_536)), 1 << 20);
+        c.state
+            .lock()
+            .unwrap()
+            .recycle(Arc::new(Vec::with_capacity(1024)), 1 << 20);
+        let mut got = free_list(&c);
+        got.sort_unstable();
+        let mut want = vec![4096; FREE_BUFFERS - 1];
+        want.push(65_536);
+        assert_eq!(got, want);
+        // Then it serves a decode of that size.
+        assert_eq!(c.buffer(50_000, 50_000).capacity(), 65_536);
     }
 }

@@ -108,7 +108,7 @@ pub(crate) fn decode_into(
     let key = Key::of(pc);
     let cache = &image.inner.cache;
     let flight = image.inner.flights.join(key);
-    flight.run(|_| {
+    flight.run(|flight| {
         // Someone decoded it while this reader waited, or just before.
         if let Ok(hit) = cache.get(&key, n) {
             out.copy_from_slice(&hit[..n]);
@@ -116,11 +116,14 @@ pub(crate) fn decode_into(
         }
         decode_with(image, pc, alg, n, out, at)?;
         cache.count_decode(n);
-        // A copy for the readers that come next (a memcpy is far cheaper
-        // than decoding again).
-        let mut copy = cache.buffer(n, n);
-        copy.copy_from_slice(out);
-        cache.insert(key, Arc::new(copy));
+        // A copy for the readers that come next, or at least for those
+        // waiting on this decode (a memcpy is far cheaper than decoding
+        // again).
+        if image.inner.cache_whole_reads || flight.shared() {
+            let mut copy = cache.buffer(n, n);
+            copy.copy_from_slice(out);
+            cache.insert(key, Arc::new(copy));
+        }
         Ok(())
     })
 }

@@ -31,6 +31,12 @@ pub struct OpenOptions {
     /// read decodes only the prefix it needs). For a caller that keeps what
     /// was decoded, like the FUSE mount storing it in the page cache.
     pub whole_extents: bool,
+    /// Keep a copy in the cache of an extent that a read decoded whole
+    /// into its own buffer (default on), for the readers that come next.
+    /// Off for a caller whose own cache keeps what it read, like the FUSE
+    /// mount (the kernel's page cache); readers waiting on that very
+    /// decode still get a copy.
+    pub cache_whole_reads: bool,
 }
 
 impl Default for OpenOptions {
@@ -40,6 +46,7 @@ impl Default for OpenOptions {
             cache_bytes: 16 << 20,
             verify_checksum: true,
             whole_extents: false,
+            cache_whole_reads: true,
         }
     }
 }
@@ -63,6 +70,8 @@ pub(crate) struct Inner {
     pub(crate) cache: PclusterCache,
     /// See [`OpenOptions::whole_extents`].
     pub(crate) whole_extents: bool,
+    /// See [`OpenOptions::cache_whole_reads`].
+    pub(crate) cache_whole_reads: bool,
     /// Pcluster decodes in progress (single-flight).
     pub(crate) flights: Flights,
     pub(crate) blocks: BlockCache,
@@ -158,6 +167,7 @@ impl Image {
             packed: None,
             cache: PclusterCache::new(opts.cache_bytes),
             whole_extents: opts.whole_extents,
+            cache_whole_reads: opts.cache_whole_reads,
             flights: Flights::default(),
             blocks: BlockCache::new(META_CACHE_BLOCKS),
             decoders: DecoderPool::new(cfg),

@@ -152,6 +152,41 @@ fn a_small_read_decodes_one_pcluster_prefix() {
     assert_eq!(image.cache_stats().decodes, 1);
 }
 
+/// A read that gets a whole extent decoded into its own buffer leaves a
+/// copy in the cache for the next reader, unless the caller keeps what it
+/// reads itself (`cache_whole_reads: false`, the FUSE mount).
+#[test]
+fn whole_extent_reads_leave_a_copy_only_when_asked() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/lz4hc-big.erofs");
+    let text = text();
+    for keep in [true, false] {
+        let image = Image::open_with(
+            Box::new(std::fs::File::open(&p).unwrap()),
+            OpenOptions {
+                cache_whole_reads: keep,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let f = image.open_path_file(b"text.txt").unwrap();
+        let ext = f
+            .extents()
+            .map(|e| e.unwrap())
+            .find(|e| matches!(e.kind, ferrofs::map::ExtentKind::Pcluster(_)))
+            .unwrap();
+        let mut buf = vec![0u8; ext.len as usize];
+        for round in 1..=2u64 {
+            assert_eq!(f.read_at(&mut buf, ext.logical).unwrap(), buf.len());
+            let s = ext.logical as usize;
+            assert_eq!(buf, text[s..s + buf.len()]);
+            let st = image.cache_stats();
+            assert_eq!(st.entries, usize::from(keep), "keep {keep}: {st:?}");
+            // Kept: the second read copies; not kept: it decodes again.
+            assert_eq!(st.decodes, if keep { 1 } else { round }, "keep {keep}");
+        }
+    }
+}
+
 #[test]
 fn sequential_reads_decode_each_pcluster_at_most_twice_and_respect_the_budget() {
     for p in fixture_paths() {

@@ -51,6 +51,8 @@ run_test() { # test -> prints "wall bytes readercpu"
       # warmed below too, so that read does not compete with the test).
       local rw=read extra=()
       [[ $1 == rand ]] && rw=randread extra=(--io_size=16m --randrepeat=1)
+      # fio drops the file's cached pages before a job unless told not to.
+      [[ $1 == warm ]] && extra=(--invalidate=0)
       fio --name=r --filename="$m/$fname" --readonly --rw=$rw \
         --bs=4k --ioengine=psync "${extra[@]}" --output-format=json > "$out/fio.json" 2>/dev/null
       python3 -c "import json; j = json.load(open('$out/fio.json'))['jobs'][0]; r = j['read']; \

@@ -18,7 +18,6 @@ const UNSUPPORTED: &[&str] = &[
     "--file-contexts",
     "--fs-config-file",
     "--fsalignblks",
-    "--gzip",
     "--hard-dereference",
     "--incremental",
     "--max-extent-bytes",

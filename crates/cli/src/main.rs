@@ -143,6 +143,15 @@ struct MkfsArgs {
     /// out of the image; 0 (default) keeps them.
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     ovlfs_strip: u8,
+    /// With --tar: decompress a gzip archive (one that does not start as
+    /// gzip is read as it is). =FILE also writes the decompressed archive
+    /// to FILE, and file data is read back from there instead of a spool.
+    #[arg(long, alias = "gzip", value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    ungzip: Option<String>,
+    /// With --tar: decompress an xz, lzma or lzip archive (a plain tar
+    /// archive is read as it is). =FILE as for --ungzip.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "", conflicts_with = "ungzip")]
+    unxz: Option<String>,
     /// Block size in bytes: 512, 1024, 2048 or 4096.
     #[arg(short = 'b', value_name = "BYTES", default_value_t = 4096)]
     block_size: u32,
@@ -409,7 +418,15 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(std::path::Path::new("."));
+            use ferrofs_builder::source::tar::Compressed;
+            let (compressed, raw_copy) = match (&a.ungzip, &a.unxz) {
+                (Some(c), _) => (Compressed::Gzip, c.as_str()),
+                (_, Some(c)) => (Compressed::Xz, c.as_str()),
+                (None, None) => (Compressed::No, ""),
+            };
             let topts = ferrofs_builder::source::tar::TarOptions {
+                compressed,
+                raw_copy: Some(PathBuf::from(raw_copy)).filter(|c| !c.as_os_str().is_empty()),
                 aufs: a.aufs,
                 ovlfs_strip: a.ovlfs_strip == 1,
             };
@@ -417,7 +434,9 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
             })
         }
-        (None, _) if a.aufs || a.ovlfs_strip == 1 => bail!("--aufs and --ovlfs-strip need --tar"),
+        (None, _) if a.aufs || a.ovlfs_strip == 1 || a.ungzip.is_some() || a.unxz.is_some() => {
+            bail!("--aufs, --ovlfs-strip, --ungzip and --unxz need --tar")
+        }
         (None, Some(source)) => ferrofs_builder::build(source, &a.image, &o, Some(&stop), &tick),
         (None, None) => bail!("mkfs needs a SOURCE directory (or --tar)"),
     };

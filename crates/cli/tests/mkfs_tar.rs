@@ -5,7 +5,8 @@
 //! image `ferrofs mkfs` builds from the same archive extracted by GNU tar;
 //! file and pipe input give identical images; fsck.erofs 1.8.6 passes.
 //! Broken archives fail with the member and the reason, never a panic;
-//! memory stays flat for a large archive on a pipe.
+//! memory stays flat for a large archive on a pipe. Compressed archives
+//! (`--ungzip`, `--unxz`) give the plain archive's image.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -381,5 +382,162 @@ fn overlay_metadata_like_upstream() {
         }
     }
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `--ungzip` and `--unxz` (mkfs.erofs's spellings): a gzip (also
+/// multi-member), xz, lzma or lzip archive, from a file or a pipe, gives
+/// the very image its plain archive gives; a plain archive passes through;
+/// `=FILE` writes the plain archive there; corrupt or truncated streams
+/// fail with the archive's name and leave no image; and mkfs.erofs 1.8.6's
+/// image of the same `.tar.gz` reads back equal through the kernel.
+#[test]
+fn compressed_archives_give_the_plain_archives_image() {
+    let work = work_dir("mkfs_tar_z");
+    let src = work.join("tree");
+    corpus::make_corner_tree(&src).expect("corner tree");
+    let w = work.display();
+    // GNU tar warns (exit 1) about the socket it leaves out.
+    let _ = sh(&format!(
+        "tar --format=posix --sparse --xattrs --xattrs-include='*' --numeric-owner \
+         -C {} -cf {w}/plain.tar .",
+        src.display()
+    ));
+    sh(&format!(
+        "set -e; cd {w}; gzip -c plain.tar > a.tar.gz; \
+         head -c 100000 plain.tar | gzip -c > m.tar.gz; tail -c +100001 plain.tar | gzip -c >> m.tar.gz; \
+         xz -c plain.tar > a.tar.xz; xz --format=lzma -c plain.tar > a.tar.lzma"
+    ))
+    .expect("compressed archives");
+    let mut cases = vec![
+        ("a.tar.gz", "--ungzip"),
+        ("m.tar.gz", "--ungzip"),
+        ("plain.tar", "--ungzip"),
+        ("a.tar.xz", "--unxz"),
+        ("a.tar.lzma", "--unxz"),
+        ("plain.tar", "--unxz"),
+    ];
+    if sh(&format!("cd {w}; lzip -c plain.tar > a.tar.lz")).is_ok() {
+        cases.push(("a.tar.lz", "--unxz"));
+    } else {
+        println!("lzip not installed: lzip input is not tested");
+    }
+    let reference = work.join("ref.img");
+    sh(&format!(
+        "{FERROFS} mkfs --quiet -zlz4hc --tar {} {w}/plain.tar",
+        reference.display()
+    ))
+    .expect("image of the plain archive");
+    let want = fs::read(&reference).unwrap();
+    let mut failures = Vec::new();
+    let img = work.join("z.img");
+    for (archive, flag) in &cases {
+        for pipe in [false, true] {
+            let cmd = if pipe {
+                format!(
+                    "cat {w}/{archive} | {FERROFS} mkfs --quiet -zlz4hc --tar {flag} {} -",
+                    img.display()
+                )
+            } else {
+                format!(
+                    "{FERROFS} mkfs --quiet -zlz4hc --tar {flag} {} {w}/{archive}",
+                    img.display()
+                )
+            };
+            match sh(&cmd) {
+                Ok(_) if fs::read(&img).unwrap() == want => {}
+                Ok(_) => failures.push(format!("{archive} {flag} (pipe {pipe}): other image")),
+                Err(e) => failures.push(e),
+            }
+        }
+    }
+    // The decompressed archive written out, and data read from it.
+    let copy = work.join("copy.tar");
+    match sh(&format!(
+        "cat {w}/a.tar.gz | {FERROFS} mkfs --quiet -zlz4hc --tar --ungzip={} {} -",
+        copy.display(),
+        img.display()
+    )) {
+        Ok(_) => {
+            if fs::read(&img).unwrap() != want {
+                failures.push("--ungzip=FILE: other image".into());
+            }
+            if fs::read(&copy).unwrap() != fs::read(work.join("plain.tar")).unwrap() {
+                failures.push("--ungzip=FILE: the copy is not the plain archive".into());
+            }
+        }
+        Err(e) => failures.push(e),
+    }
+    // Broken streams, and a copy that would overwrite the archive.
+    let gz = fs::read(work.join("a.tar.gz")).unwrap();
+    let mut flipped = gz.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x55;
+    fs::write(work.join("bad.tar.gz"), &flipped).unwrap();
+    let xz = fs::read(work.join("a.tar.xz")).unwrap();
+    fs::write(work.join("short.tar.xz"), &xz[..xz.len() / 2]).unwrap();
+    for (archive, flags) in [
+        ("bad.tar.gz", "--ungzip".to_string()),
+        ("short.tar.xz", "--unxz".to_string()),
+        ("a.tar.gz", format!("--ungzip={w}/a.tar.gz")),
+    ] {
+        let bad = work.join(format!("{archive}.img"));
+        let out = Command::new("bash")
+            .args([
+                "-c",
+                &format!(
+                    "{FERROFS} mkfs --quiet --tar {flags} {} {w}/{archive}",
+                    bad.display()
+                ),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() || !err.contains(archive) || bad.exists() {
+            failures.push(format!(
+                "{archive} {flags}: status {:?}, stderr {err:?}, image left: {}",
+                out.status.code(),
+                bad.exists()
+            ));
+        }
+    }
+    if fs::read(work.join("a.tar.gz")).unwrap() != gz {
+        failures.push("the archive was overwritten".into());
+    }
+    // mkfs.erofs 1.8.6 on the same .tar.gz (a tree of whole-second times:
+    // see overlay_metadata_like_upstream).
+    match (can_mount(), tools::mkfs_upstream()) {
+        (Ok(()), Some(up)) => {
+            let r = sh(&format!(
+                "set -e; cd {w}; mkdir -p s/d; echo hello > s/d/a.txt; seq 1 50000 > s/n.txt; \
+                 ln -s d/a.txt s/link; head -c 70000 /dev/urandom > s/d/r.bin; \
+                 find s -exec touch -h -d @1700000000 {{}} +; tar -C s -czf s.tar.gz .; \
+                 {FERROFS} mkfs --quiet -zlz4hc --tar --ungzip ours.img s.tar.gz; \
+                 {} --quiet -zlz4hc --tar=f --ungzip theirs.img s.tar.gz",
+                up.path.display()
+            ));
+            match r {
+                Err(e) => failures.push(e),
+                Ok(_) => match (
+                    LoopMount::new(&work.join("theirs.img"), &[]),
+                    LoopMount::new(&work.join("ours.img"), &[]),
+                ) {
+                    (Ok(a), Ok(b)) => {
+                        for d in
+                            compare::compare_trees(a.path(), b.path(), &CompareOptions::strict())
+                        {
+                            failures.push(format!("s.tar.gz: upstream vs ours: {d}"));
+                        }
+                    }
+                    (a, b) => failures.push(format!("mount {:?} {:?}", a.err(), b.err())),
+                },
+            }
+        }
+        (Err(why), _) => println!("upstream comparison skipped: {why}"),
+        (_, None) => println!("upstream comparison skipped: mkfs.erofs 1.8.6 not found"),
+    }
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -3,12 +3,15 @@
 //! modes, times and device numbers come from the headers. File data is not
 //! held in memory: a seekable archive is referenced in place, and data
 //! read from a pipe is copied to an unlinked spool file beside the image.
+//! A gzip, xz, lzma or lzip archive is decompressed on the way in (its data
+//! then spooled, or written with the whole archive to a file the caller
+//! names).
 //! Every header field is checked; a bad archive is an error naming the
 //! member and the reason.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,10 +27,17 @@ const MAX_META: u64 = 1 << 20;
 /// Most entries in one sparse map.
 const MAX_SPARSE: usize = 1 << 20;
 
-/// How overlayfs metadata in the archive is treated (mkfs.erofs's
-/// `--aufs` and `--ovlfs-strip`).
-#[derive(Clone, Copy, Debug, Default)]
+/// How the archive is read: its compression (mkfs.erofs's `--ungzip`,
+/// `--unxz`) and how overlayfs metadata in it is treated (`--aufs`,
+/// `--ovlfs-strip`).
+#[derive(Clone, Debug, Default)]
 pub struct TarOptions {
+    /// The compression the archive may have; an archive that turns out
+    /// not to be compressed is read as it is.
+    pub compressed: Compressed,
+    /// Where to write the decompressed archive too (`--ungzip=FILE`); file
+    /// data is then read from there instead of a spool file.
+    pub raw_copy: Option<PathBuf>,
     /// aufs whiteouts become overlayfs ones: `.wh.NAME` a character device
     /// 0:0 named NAME, `.wh..wh..opq` the `trusted.overlay.opaque=y` xattr
     /// of its directory; other `.wh..wh.*` entries are aufs's own and left out.
@@ -36,6 +46,18 @@ pub struct TarOptions {
     /// `trusted.overlay.opaque`/`trusted.overlay.origin` xattrs (character
     /// devices 0:0 stored in the archive stay, as with mkfs.erofs).
     pub ovlfs_strip: bool,
+}
+
+/// Compression of the archive stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compressed {
+    /// Plain tar.
+    #[default]
+    No,
+    /// gzip (one or more members).
+    Gzip,
+    /// xz, lzma ("alone") or lzip.
+    Xz,
 }
 
 const OVL_OPAQUE: &[u8] = b"trusted.overlay.opaque";
@@ -650,6 +672,99 @@ fn open_input(input: &TarInput) -> Result<Opened> {
     }
 }
 
+/// A reader that also writes what it reads to a file.
+struct Tee<R> {
+    r: R,
+    out: File,
+    path: PathBuf,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.r.read(buf)?;
+        self.out
+            .write_all(&buf[..n])
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))?;
+        Ok(n)
+    }
+}
+
+/// Whether the first bytes of a stream are a tar header.
+fn looks_like_tar(head: &[u8]) -> bool {
+    head.get(..BLOCK)
+        .and_then(|h| <&[u8; BLOCK]>::try_from(h).ok())
+        .is_some_and(|h| h.iter().any(|&b| b != 0) && checksum_ok(h))
+}
+
+/// Puts the decompressor `opts` asks for in front of the archive when its
+/// first bytes show that compression (a plain archive is read as it is,
+/// as mkfs.erofs does), and the copy to `opts.raw_copy` behind it.
+/// Returns the reader and the file data can be read from at offsets.
+fn filtered(opened: Opened, opts: &TarOptions, input: &TarInput) -> Result<Opened> {
+    let (r, file, name) = opened;
+    if opts.compressed == Compressed::No && opts.raw_copy.is_none() {
+        return Ok((r, file, name));
+    }
+    let io = |e| BuildError::Io {
+        path: PathBuf::from(&name),
+        source: e,
+    };
+    let mut r = std::io::BufReader::with_capacity(1 << 16, r);
+    let head = r.fill_buf().map_err(io)?;
+    let lzip = head.starts_with(b"LZIP");
+    let decode = match opts.compressed {
+        Compressed::No => false,
+        Compressed::Gzip => head.starts_with(&[0x1f, 0x8b]),
+        Compressed::Xz => {
+            head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) || lzip || !looks_like_tar(head)
+        }
+    };
+    let r: Box<dyn Read> = match (decode, opts.compressed) {
+        (true, Compressed::Gzip) => Box::new(flate2::bufread::MultiGzDecoder::new(r)),
+        (true, Compressed::Xz) => {
+            use liblzma::stream::{Stream, CONCATENATED};
+            // liblzma's automatic choice covers .xz and .lzma; .lz has
+            // its own decoder.
+            let stream = if lzip {
+                Stream::new_lzip_decoder(u64::MAX, CONCATENATED)
+            } else {
+                Stream::new_auto_decoder(u64::MAX, CONCATENATED)
+            }
+            .map_err(|e| BuildError::input(&name, format!("xz decoder: {e}")))?;
+            Box::new(liblzma::bufread::XzDecoder::new_stream(r, stream))
+        }
+        _ => Box::new(r),
+    };
+    let Some(copy) = &opts.raw_copy else {
+        // Decompressed data has no offsets to refer to: spool it.
+        let file = if decode { None } else { file };
+        return Ok((r, file, name));
+    };
+    if let (Ok(a), TarInput::Path(p)) = (fs::metadata(copy), input) {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(b) = fs::metadata(p) {
+            if (a.dev(), a.ino()) == (b.dev(), b.ino()) {
+                return Err(BuildError::input(
+                    copy,
+                    "is the archive itself: it would be overwritten while read",
+                ));
+            }
+        }
+    }
+    let out = fs::File::create(copy).map_err(BuildError::io(copy))?;
+    let data = fs::File::open(copy).map_err(BuildError::io(copy))?;
+    let tee = Tee {
+        r,
+        out,
+        path: copy.clone(),
+    };
+    Ok((
+        Box::new(std::io::BufReader::with_capacity(1 << 20, tee)),
+        Some(Arc::new(data)),
+        name,
+    ))
+}
+
 fn spool_file(dir: &Path) -> Result<File> {
     let path = dir.join(format!(".ferrofs-tar-{}.spool", std::process::id()));
     let f = fs::OpenOptions::new()
@@ -670,7 +785,7 @@ pub fn scan(
     tar_opts: TarOptions,
     spool_dir: &Path,
 ) -> Result<Tree> {
-    let (r, file, name) = open_input(input)?;
+    let (r, file, name) = filtered(open_input(input)?, &tar_opts, input)?;
     let spool = if file.is_none() {
         Some((Arc::new(spool_file(spool_dir)?), 0))
     } else {
@@ -1170,6 +1285,13 @@ pub fn scan(
                 x.sort();
             }
         }
+    }
+    if src.file.is_none() || tar_opts.compressed != Compressed::No {
+        // Read a stream to its end: a compressed one checks its CRC or
+        // check field there (so a corrupt stream is an error, not a
+        // tree with wrong bytes), a `=FILE` copy gets all of it, and the
+        // writer of a pipe is not cut off.
+        std::io::copy(&mut src.r, &mut std::io::sink()).map_err(src.io())?;
     }
     Ok(b.finish())
 }

@@ -424,7 +424,15 @@ fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 (_, Some(c)) => (Compressed::Xz, c.as_str()),
                 (None, None) => (Compressed::No, ""),
             };
+            use ferrofs_builder::options::TimePolicy;
+            let root_mtime = match o.time {
+                TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => t,
+                TimePolicy::Keep | TimePolicy::IgnoreMtime => std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0)),
+            };
             let topts = ferrofs_builder::source::tar::TarOptions {
+                root_mtime,
                 compressed,
                 raw_copy: Some(PathBuf::from(raw_copy)).filter(|c| !c.as_os_str().is_empty()),
                 aufs: a.aufs,

@@ -147,7 +147,10 @@ fn tar_archives_match_extracted_trees() {
         let img_file = work.join(format!("{name}-file.img"));
         let img_pipe = work.join(format!("{name}-pipe.img"));
         let img_dir = work.join(format!("{name}-dir.img"));
-        let e = extra.join(" ");
+        // A fixed build time: archives without a root entry give the root
+        // the build time (as mkfs.erofs does), and file and pipe builds
+        // must not differ by the second they ran in.
+        let e = format!("-T 1700000000 --mkfs-time {}", extra.join(" "));
         let steps = [
             format!(
                 "{FERROFS} mkfs --quiet {e} --tar {} {}",
@@ -539,5 +542,69 @@ fn compressed_archives_give_the_plain_archives_image() {
     if failures.is_empty() {
         let _ = ferrofs_testkit::tmp::remove_tree(&work);
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// An archive without a root entry and with members whose parents have no
+/// entries (as Python's tarfile and many layer tools write them): the root
+/// (0777, build time) and the implicit directories (0755 plus the parent's
+/// group/other write bits, the parent's owner and mtime) are as mkfs.erofs
+/// 1.8.6 makes them, compared through the kernel.
+#[test]
+fn implicit_directories_like_upstream() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let Some(up) = tools::mkfs_upstream() else {
+        println!("skipped: mkfs.erofs 1.8.6 not found");
+        return;
+    };
+    let work = work_dir("mkfs_tar_implicit");
+    let w = work.display();
+    let py = r#"
+import sys, tarfile, io
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    d = tarfile.TarInfo("x"); d.type = tarfile.DIRTYPE; d.mode = 0o770; d.uid = 5; d.gid = 6; d.mtime = 1000
+    t.addfile(d)
+    for name, mtime in [("x/y/z", 2000), ("a/b/c/f", 3000), ("x/w/v/u", 4000)]:
+        f = tarfile.TarInfo(name); f.size = 3; f.mtime = mtime; f.uid = 7
+        t.addfile(f, io.BytesIO(b"abc"))
+"#;
+    fs::write(work.join("mk.py"), py).unwrap();
+    let ours = work.join("ours.img");
+    let theirs = work.join("theirs.img");
+    let mut failures = Vec::new();
+    match sh(&format!(
+        "set -e; cd {w}; python3 mk.py p.tar; export SOURCE_DATE_EPOCH=1600000000; \
+         {FERROFS} mkfs --quiet --tar {} p.tar; {} --quiet --tar=f {} p.tar",
+        ours.display(),
+        up.path.display(),
+        theirs.display()
+    )) {
+        Err(e) => failures.push(e),
+        Ok(_) => match (LoopMount::new(&theirs, &[]), LoopMount::new(&ours, &[])) {
+            (Ok(a), Ok(b)) => {
+                for d in compare::compare_trees(a.path(), b.path(), &CompareOptions::strict()) {
+                    failures.push(format!("upstream vs ours: {d}"));
+                }
+                // What the comparison covers, spelled out.
+                use std::os::unix::fs::MetadataExt;
+                let m = |p: &str| fs::metadata(b.path().join(p)).unwrap();
+                let got =
+                    [m("."), m("x/y"), m("a/b")].map(|m| (m.mode() & 0o7777, m.uid(), m.mtime()));
+                let want = [
+                    (0o777, 0, 1_600_000_000),
+                    (0o775, 5, 1000),
+                    (0o777, 0, 1_600_000_000),
+                ];
+                if got != want {
+                    failures.push(format!("root, x/y, a/b: {got:?}, want {want:?}"));
+                }
+            }
+            (a, b) => failures.push(format!("mount {:?} {:?}", a.err(), b.err())),
+        },
+    }
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -38,6 +38,9 @@ pub struct TarOptions {
     /// Where to write the decompressed archive too (`--ungzip=FILE`); file
     /// data is then read from there instead of a spool file.
     pub raw_copy: Option<PathBuf>,
+    /// The root's mtime when the archive has no entry for it (the build
+    /// time, as mkfs.erofs gives it).
+    pub root_mtime: i64,
     /// aufs whiteouts become overlayfs ones: `.wh.NAME` a character device
     /// 0:0 named NAME, `.wh..wh..opq` the `trusted.overlay.opaque=y` xattr
     /// of its directory; other `.wh..wh.*` entries are aufs's own and left out.
@@ -542,13 +545,10 @@ impl Builder<'_> {
         id
     }
 
-    /// The directory at `comps`, created (mode 0755, owned by root, with
-    /// the entry's mtime) where missing.
-    fn dir(
-        &mut self,
-        comps: &[Vec<u8>],
-        mtime: (i64, u32),
-    ) -> std::result::Result<InodeId, String> {
+    /// The directory at `comps`, created where missing as mkfs.erofs
+    /// creates it: mode 0755 plus its parent's group and other write bits,
+    /// the parent's owner and mtime.
+    fn dir(&mut self, comps: &[Vec<u8>]) -> std::result::Result<InodeId, String> {
         let mut cur = self.tree.root;
         let mut rel = Vec::new();
         for c in comps {
@@ -573,8 +573,11 @@ impl Builder<'_> {
                         &rel,
                         cur,
                     );
-                    self.tree.inodes[id].mtime = mtime.0;
-                    self.tree.inodes[id].mtime_nsec = mtime.1;
+                    let p = &self.tree.inodes[cur];
+                    let (perm, uid, gid) = (0o755 | (p.perm & 0o022), p.uid, p.gid);
+                    let (mtime, nsec) = (p.mtime, p.mtime_nsec);
+                    let d = &mut self.tree.inodes[id];
+                    (d.perm, d.uid, d.gid, d.mtime, d.mtime_nsec) = (perm, uid, gid, mtime, nsec);
                     self.children.entry(cur).or_default().insert(c.clone(), id);
                     id
                 }
@@ -812,6 +815,10 @@ pub fn scan(
         0,
     );
     b.tree.root = root;
+    // Unless the archive has an entry for it, the root is as mkfs.erofs
+    // makes it: mode 0777, the build time.
+    b.tree.inodes[root].perm = 0o777;
+    b.tree.inodes[root].mtime = tar_opts.root_mtime;
     let mut global = Pax::default();
     let mut local = Pax::default();
     let mut long_name: Option<Vec<u8>> = None;
@@ -974,7 +981,7 @@ pub fn scan(
                 if comps.last().is_some_and(|c| c == b".wh..wh..opq") {
                     // The directory hides what lower layers hold.
                     let parents = &comps[..comps.len() - 1];
-                    let dir = b.dir(parents, mtime).map_err(|e| src.err(&member, e))?;
+                    let dir = b.dir(parents).map_err(|e| src.err(&member, e))?;
                     if !tar_opts.ovlfs_strip {
                         let x = &mut b.tree.inodes[dir].xattrs;
                         x.retain(|(n, _)| n != OVL_OPAQUE);
@@ -998,7 +1005,7 @@ pub fn scan(
                     let Some((name, parents)) = comps.split_last() else {
                         continue;
                     };
-                    let dir = b.dir(parents, mtime).map_err(|e| src.err(&member, e))?;
+                    let dir = b.dir(parents).map_err(|e| src.err(&member, e))?;
                     let rel = comps.join(&b'/');
                     let id = b.new_inode(Kind::CharDevice { major: 0, minor: 0 }, &rel, dir);
                     // Mode 0, as overlayfs and mkfs.erofs make whiteouts.
@@ -1051,7 +1058,7 @@ pub fn scan(
                 let Some((name, parents)) = comps.split_last() else {
                     return Err(src.err(&member, "hard link named like the root"));
                 };
-                let dir = b.dir(parents, mtime).map_err(|e| src.err(&member, e))?;
+                let dir = b.dir(parents).map_err(|e| src.err(&member, e))?;
                 b.children
                     .entry(dir)
                     .or_default()
@@ -1245,7 +1252,7 @@ pub fn scan(
                 let Some((name, parents)) = comps.split_last() else {
                     return Err(src.err(&member, "a file named like the root"));
                 };
-                let dir = b.dir(parents, mtime).map_err(|e| src.err(&member, e))?;
+                let dir = b.dir(parents).map_err(|e| src.err(&member, e))?;
                 let id = b.new_inode(kind, &rel, dir);
                 b.tree.inodes[id].content = Content::Archive {
                     archive: file,
@@ -1265,7 +1272,7 @@ pub fn scan(
             }
             return Err(src.err(&member, "only a directory can be the root"));
         };
-        let dir = b.dir(parents, mtime).map_err(|e| src.err(&member, e))?;
+        let dir = b.dir(parents).map_err(|e| src.err(&member, e))?;
         let existing = b.children.get(&dir).and_then(|m| m.get(name)).copied();
         let id = match existing {
             Some(id) if is_dir && b.tree.inodes[id].is_dir() => id,

@@ -114,30 +114,26 @@ pub(crate) fn compress_window(
         let (pcl, comp) = zc[id].unwrap_or((bs, 0));
         let size = tree.inodes[id].data_size();
         // With a profile, the pieces a start reads in small bits get
-        // one-block pclusters of their own (FPC §4.1): a cold read of
-        // them decodes no unrelated data. The rest keeps `pcl`.
+        // pclusters of their own (FPC §4.1): a cold read of them decodes
+        // no unrelated data.
         let hot = hot_pieces(id);
         let mut pieces = Vec::new();
         let mut at = 0;
         for &(a, b) in &hot {
             if a > at {
-                pieces.push((at, a, pcl));
+                pieces.push((at, a));
             }
-            // Exact pieces get one-block pclusters; pieces widened to the
-            // kernel's read-around are read whole anyway, so they keep the
-            // build's size (better ratio), cut at their edges.
-            let hot_pcl = if opts.profile.as_ref().is_some_and(|p| p.window > 0) {
-                pcl
-            } else {
-                bs
-            };
-            pieces.push((a, b, hot_pcl));
+            // Every byte of a piece is read (the trace's ranges, or them
+            // widened to the kernel's read-around), so a piece keeps the
+            // build's pcluster size for a better ratio: it is cut at its
+            // edges, and no pcluster mixes it with cold data.
+            pieces.push((a, b));
             at = b;
         }
         if at < size {
-            pieces.push((at, size, pcl));
+            pieces.push((at, size));
         }
-        for (start, end, pcl) in pieces {
+        for (start, end) in pieces {
             let seg = segment_len(pcl);
             let mut off = start;
             while off < end {

@@ -237,14 +237,13 @@ struct MkfsArgs {
     mount_point: OsString,
     /// Lay data out for a recorded start-up (`ferrofs mount --trace`, or a
     /// list of paths): data in first-access order, pieces read in small
-    /// bits in one-block pclusters, small hot fragments first. Repeat to
+    /// bits in pclusters of their own, small hot fragments first. Repeat to
     /// merge traces (files read by at least half of them count).
     #[arg(long, value_name = "TRACE")]
     profile: Vec<PathBuf>,
     /// With --profile: the read-around of the kernel that will read the
     /// image (its readahead, e.g. 128K): hot pieces are widened by half of
-    /// it on each side and keep the build's cluster size. 0: pieces are
-    /// exactly what the traces read, in one-block clusters.
+    /// it on each side. 0: pieces are exactly what the traces read.
     #[arg(long, value_name = "BYTES", default_value = "0", value_parser = mount::parse_size)]
     profile_readahead: usize,
     /// Print nothing but errors.

@@ -1,0 +1,318 @@
+//! Header fields and PAX records: numbers (octal, base-256), checksums,
+//! names, times, base64 and ACL text, and the PAX state of one member.
+
+use super::{BLOCK, MAX_SPARSE};
+
+/// Parses a numeric header field: octal text, or base-256 when the top bit
+/// of the first byte is set (negative when the first byte is 0xff).
+pub(super) fn number(field: &[u8]) -> Option<i64> {
+    let first = *field.first()?;
+    if first & 0x80 != 0 {
+        let neg = first == 0xff;
+        let mut v: i128 = i128::from(if neg { first } else { first & 0x7f });
+        if neg {
+            v -= 256;
+        }
+        for &b in &field[1..] {
+            v = v.checked_mul(256)?.checked_add(i128::from(b))?;
+        }
+        return i64::try_from(v).ok();
+    }
+    let s: Vec<u8> = field
+        .iter()
+        .copied()
+        .skip_while(|&c| c == b' ')
+        .take_while(|&c| c != 0 && c != b' ')
+        .collect();
+    if s.is_empty() {
+        return Some(0);
+    }
+    let mut v: i64 = 0;
+    for c in s {
+        if !(b'0'..=b'7').contains(&c) {
+            return None;
+        }
+        v = v.checked_mul(8)?.checked_add(i64::from(c - b'0'))?;
+    }
+    Some(v)
+}
+
+pub(super) fn cstr(field: &[u8]) -> &[u8] {
+    let end = field.iter().position(|&c| c == 0).unwrap_or(field.len());
+    &field[..end]
+}
+
+pub(super) fn checksum_ok(h: &[u8; BLOCK]) -> bool {
+    let Some(stored) = number(&h[148..156]) else {
+        return false;
+    };
+    let (mut unsigned, mut signed) = (0i64, 0i64);
+    for (i, &b) in h.iter().enumerate() {
+        let b = if (148..156).contains(&i) { b' ' } else { b };
+        unsigned += i64::from(b);
+        signed += i64::from(b as i8);
+    }
+    stored == unsigned || stored == signed
+}
+
+/// PAX records `LEN KEY=VALUE\n`.
+pub(super) fn pax_records(data: &[u8]) -> std::result::Result<Vec<(String, Vec<u8>)>, String> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        if rest.iter().all(|&c| c == 0) {
+            break;
+        }
+        let sp = rest
+            .iter()
+            .position(|&c| c == b' ')
+            .ok_or("PAX record without a length")?;
+        let len: usize = std::str::from_utf8(&rest[..sp])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or("bad PAX record length")?;
+        if len <= sp + 1 || len > rest.len() || rest[len - 1] != b'\n' {
+            return Err("bad PAX record length".into());
+        }
+        let rec = &rest[sp + 1..len - 1];
+        let eq = rec
+            .iter()
+            .position(|&c| c == b'=')
+            .ok_or("PAX record without '='")?;
+        let key = String::from_utf8_lossy(&rec[..eq]).into_owned();
+        out.push((key, rec[eq + 1..].to_vec()));
+        rest = &rest[len..];
+    }
+    Ok(out)
+}
+
+pub(super) fn base64(s: &[u8]) -> Option<Vec<u8>> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0);
+    for &c in s.iter().filter(|&&c| c != b'=' && c != b'\n') {
+        acc = (acc << 6) | val(c)?;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+pub(super) fn url_decode(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'%' && i + 2 < s.len() {
+            if let Ok(v) = u8::from_str_radix(&String::from_utf8_lossy(&s[i + 1..i + 3]), 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(s[i]);
+        i += 1;
+    }
+    out
+}
+
+pub(super) fn parse_u64(v: &[u8]) -> Option<u64> {
+    std::str::from_utf8(v).ok()?.trim().parse().ok()
+}
+
+/// `SECONDS[.FRACTION]` (possibly negative) as seconds and nanoseconds.
+pub(super) fn parse_time(v: &[u8]) -> Option<(i64, u32)> {
+    let s = std::str::from_utf8(v).ok()?.trim();
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    let (sec, frac) = s.split_once('.').unwrap_or((s, ""));
+    let sec: i64 = sec.parse().ok()?;
+    let sec = if neg { -sec } else { sec };
+    let mut ns = 0u32;
+    for (i, c) in frac.bytes().take(9).enumerate() {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        ns += u32::from(c - b'0') * 10u32.pow(8 - i as u32);
+    }
+    if neg && ns > 0 {
+        Some((sec - 1, 1_000_000_000 - ns))
+    } else {
+        Some((sec, ns))
+    }
+}
+
+/// A POSIX.1e ACL in the text form tar writes (`SCHILY.acl.access`:
+/// `user::rw-,user:1234:rwx,group::r--,mask::rwx,other::r--`, where a
+/// named entry may carry its numeric id as a fourth field) as the binary
+/// value of a `system.posix_acl_*` xattr, and the mask's permissions.
+pub(super) fn acl_xattr(text: &[u8]) -> std::result::Result<(Vec<u8>, Option<u16>), String> {
+    let text = String::from_utf8_lossy(text);
+    let mut entries: Vec<(u16, u32, u16)> = Vec::new();
+    let mut mask = None;
+    for e in text
+        .split([',', '\n'])
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
+        let f: Vec<&str> = e.split(':').collect();
+        if f.len() < 3 {
+            return Err(format!("bad ACL entry {e:?}"));
+        }
+        let perm = f[2].chars().try_fold(0u16, |p, c| match c {
+            'r' => Ok(p | 4),
+            'w' => Ok(p | 2),
+            'x' => Ok(p | 1),
+            '-' => Ok(p),
+            _ => Err(format!("bad ACL permissions in {e:?}")),
+        })?;
+        let id = if f[1].is_empty() {
+            None
+        } else {
+            let n = f.get(3).copied().unwrap_or(f[1]);
+            Some(
+                n.parse::<u32>()
+                    .map_err(|_| format!("ACL entry {e:?} has no numeric id"))?,
+            )
+        };
+        let (tag, id) = match (f[0], id) {
+            ("user" | "u", None) => (0x01, u32::MAX),
+            ("user" | "u", Some(i)) => (0x02, i),
+            ("group" | "g", None) => (0x04, u32::MAX),
+            ("group" | "g", Some(i)) => (0x08, i),
+            ("mask" | "m", None) => {
+                mask = Some(perm);
+                (0x10, u32::MAX)
+            }
+            ("other" | "o", None) => (0x20, u32::MAX),
+            _ => return Err(format!("bad ACL entry {e:?}")),
+        };
+        entries.push((tag, id, perm));
+    }
+    entries.sort();
+    entries.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for (tag, id, perm) in entries {
+        v.extend_from_slice(&tag.to_le_bytes());
+        v.extend_from_slice(&perm.to_le_bytes());
+        v.extend_from_slice(&id.to_le_bytes());
+    }
+    Ok((v, mask))
+}
+
+/// Path components, with `.` and empty ones dropped; `None` if `..` appears.
+pub(super) fn normalize(p: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    for c in p.split(|&c| c == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => return None,
+            c => out.push(c.to_vec()),
+        }
+    }
+    Some(out)
+}
+
+/// The extended header values that apply to the next entry.
+#[derive(Default, Clone)]
+pub(super) struct Pax {
+    pub(super) path: Option<Vec<u8>>,
+    pub(super) linkpath: Option<Vec<u8>>,
+    pub(super) size: Option<u64>,
+    pub(super) uid: Option<u32>,
+    pub(super) gid: Option<u32>,
+    pub(super) mtime: Option<(i64, u32)>,
+    pub(super) devmajor: Option<u32>,
+    pub(super) devminor: Option<u32>,
+    pub(super) xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    pub(super) sparse_major: Option<u64>,
+    pub(super) sparse_name: Option<Vec<u8>>,
+    pub(super) sparse_realsize: Option<u64>,
+    pub(super) sparse_map: Vec<u64>,
+    /// The access ACL's mask permissions (they are the group bits of the
+    /// mode on Linux).
+    pub(super) acl_mask: Option<u16>,
+}
+
+impl Pax {
+    pub(super) fn apply(
+        &mut self,
+        recs: Vec<(String, Vec<u8>)>,
+    ) -> std::result::Result<(), String> {
+        let bad = |k: &str| format!("bad PAX value for {k}");
+        for (k, v) in recs {
+            let u32v = |v: &[u8]| parse_u64(v).and_then(|x| u32::try_from(x).ok());
+            match k.as_str() {
+                "path" => self.path = Some(v),
+                "linkpath" => self.linkpath = Some(v),
+                "size" => self.size = Some(parse_u64(&v).ok_or_else(|| bad(&k))?),
+                "uid" => self.uid = Some(u32v(&v).ok_or_else(|| bad(&k))?),
+                "gid" => self.gid = Some(u32v(&v).ok_or_else(|| bad(&k))?),
+                "mtime" => self.mtime = Some(parse_time(&v).ok_or_else(|| bad(&k))?),
+                "SCHILY.devmajor" => self.devmajor = Some(u32v(&v).ok_or_else(|| bad(&k))?),
+                "SCHILY.devminor" => self.devminor = Some(u32v(&v).ok_or_else(|| bad(&k))?),
+                "GNU.sparse.major" => {
+                    self.sparse_major = Some(parse_u64(&v).ok_or_else(|| bad(&k))?)
+                }
+                "GNU.sparse.name" => self.sparse_name = Some(v),
+                "SCHILY.acl.access" | "SCHILY.acl.default" => {
+                    let (value, mask) = acl_xattr(&v)?;
+                    let name: &[u8] = if k.ends_with("access") {
+                        self.acl_mask = mask;
+                        b"system.posix_acl_access"
+                    } else {
+                        b"system.posix_acl_default"
+                    };
+                    if !self.xattrs.iter().any(|(n, _)| n == name) {
+                        self.xattrs.push((name.to_vec(), value));
+                    }
+                }
+                "GNU.sparse.realsize" | "GNU.sparse.size" => {
+                    self.sparse_realsize = Some(parse_u64(&v).ok_or_else(|| bad(&k))?)
+                }
+                "GNU.sparse.offset" | "GNU.sparse.numbytes" => {
+                    if self.sparse_map.len() >= 2 * MAX_SPARSE {
+                        return Err("sparse map too long".into());
+                    }
+                    self.sparse_map.push(parse_u64(&v).ok_or_else(|| bad(&k))?);
+                    self.sparse_major.get_or_insert(0);
+                }
+                "GNU.sparse.map" => {
+                    for n in v.split(|&c| c == b',') {
+                        if self.sparse_map.len() >= 2 * MAX_SPARSE {
+                            return Err("sparse map too long".into());
+                        }
+                        self.sparse_map.push(parse_u64(n).ok_or_else(|| bad(&k))?);
+                    }
+                    self.sparse_major.get_or_insert(0);
+                }
+                _ => {
+                    if let Some(name) = k.strip_prefix("SCHILY.xattr.") {
+                        self.xattrs.retain(|(n, _)| n != name.as_bytes());
+                        self.xattrs.push((name.as_bytes().to_vec(), v));
+                    } else if let Some(name) = k.strip_prefix("LIBARCHIVE.xattr.") {
+                        let name = url_decode(name.as_bytes());
+                        let val = base64(&v).ok_or_else(|| bad(&k))?;
+                        self.xattrs.retain(|(n, _)| *n != name);
+                        self.xattrs.push((name, val));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,308 @@
+//! The archive as a byte stream: opening it (a file read in place, or a
+//! pipe), decompressing it, and where member data ends up (the archive
+//! itself, a copy of it, or a spool file).
+
+use std::fs::{self, File};
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::fields::checksum_ok;
+use super::{Compressed, TarInput, TarOptions, BLOCK, MAX_META};
+use crate::error::{BuildError, Result};
+
+/// The archive being read: sequential access, plus where data ends up.
+pub(super) struct Src {
+    pub(super) r: Box<dyn Read>,
+    pub(super) pos: u64,
+    /// The archive itself when it can be read at offsets.
+    pub(super) file: Option<Arc<File>>,
+    /// Otherwise data is copied here.
+    pub(super) spool: Option<(Arc<File>, u64)>,
+    pub(super) name: String,
+}
+
+impl Src {
+    pub(super) fn err(&self, member: &str, reason: impl Into<String>) -> BuildError {
+        let path = if member.is_empty() {
+            PathBuf::from(&self.name)
+        } else {
+            PathBuf::from(format!("{}: {member}", self.name))
+        };
+        BuildError::Input {
+            path,
+            reason: reason.into(),
+        }
+    }
+
+    pub(super) fn io(&self) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
+        move |e| BuildError::Io {
+            path: PathBuf::from(&self.name),
+            source: e,
+        }
+    }
+
+    /// Reads a whole block; `false` at a clean end of input.
+    pub(super) fn block(&mut self, b: &mut [u8; BLOCK]) -> Result<bool> {
+        let mut got = 0;
+        while got < BLOCK {
+            match self.r.read(&mut b[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io()(e)),
+            }
+        }
+        self.pos += got as u64;
+        match got {
+            0 => Ok(false),
+            BLOCK => Ok(true),
+            _ => Err(self.err("", "truncated archive (partial header block)")),
+        }
+    }
+
+    pub(super) fn exact(&mut self, buf: &mut [u8], member: &str) -> Result<()> {
+        match self.r.read_exact(buf) {
+            Ok(()) => {
+                self.pos += buf.len() as u64;
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Err(self.err(member, "truncated archive (data ends early)"))
+            }
+            Err(e) => Err(self.io()(e)),
+        }
+    }
+
+    /// Skips `n` bytes.
+    pub(super) fn skip(&mut self, n: u64, member: &str) -> Result<()> {
+        let copied =
+            std::io::copy(&mut (&mut self.r).take(n), &mut std::io::sink()).map_err(|e| {
+                BuildError::Io {
+                    path: PathBuf::from(&self.name),
+                    source: e,
+                }
+            })?;
+        self.pos += copied;
+        if copied != n {
+            return Err(self.err(member, "truncated archive (data ends early)"));
+        }
+        Ok(())
+    }
+
+    pub(super) fn padding(len: u64) -> u64 {
+        len.div_ceil(BLOCK as u64) * BLOCK as u64 - len
+    }
+
+    /// Reads a small member body (long name, PAX records).
+    pub(super) fn small(&mut self, size: u64, member: &str) -> Result<Vec<u8>> {
+        if size > MAX_META {
+            return Err(self.err(
+                member,
+                format!("metadata entry of {size} bytes is too large"),
+            ));
+        }
+        let mut v = vec![0u8; size as usize];
+        self.exact(&mut v, member)?;
+        self.skip(Self::padding(size), member)?;
+        Ok(v)
+    }
+
+    /// Takes `size` bytes of file data (plus padding); returns the file
+    /// they can be read from and their offset there.
+    pub(super) fn data(&mut self, size: u64, member: &str) -> Result<(Arc<File>, u64)> {
+        let pad = Self::padding(size);
+        if let Some(f) = self.file.clone() {
+            let at = self.pos;
+            self.skip(size + pad, member)?;
+            return Ok((f, at));
+        }
+        let (spool, at) = match &self.spool {
+            Some((f, len)) => (f.clone(), *len),
+            None => return Err(self.err(member, "no place for file data")),
+        };
+        let mut buf = vec![0u8; size.min(1 << 20) as usize];
+        let mut done = 0u64;
+        while done < size {
+            let n = (size - done).min(buf.len() as u64) as usize;
+            self.exact(&mut buf[..n], member)?;
+            spool
+                .write_all_at(&buf[..n], at + done)
+                .map_err(self.io())?;
+            done += n as u64;
+        }
+        self.skip(pad, member)?;
+        if let Some(s) = self.spool.as_mut() {
+            s.1 += size;
+        }
+        Ok((spool, at))
+    }
+}
+
+/// An opened archive: its sequential reader, the file when it can be read
+/// at offsets, and its name for messages.
+pub(super) type Opened = (Box<dyn Read>, Option<Arc<File>>, String);
+
+pub(super) fn open_input(input: &TarInput) -> Result<Opened> {
+    match input {
+        TarInput::Path(p) => {
+            let f = File::open(p).map_err(BuildError::io(p))?;
+            let meta = f.metadata().map_err(BuildError::io(p))?;
+            let name = p.display().to_string();
+            if meta.is_file() {
+                let shared = Arc::new(f);
+                let r = File::open(p).map_err(BuildError::io(p))?;
+                Ok((
+                    Box::new(std::io::BufReader::with_capacity(1 << 16, r)),
+                    Some(shared),
+                    name,
+                ))
+            } else {
+                Ok((
+                    Box::new(std::io::BufReader::with_capacity(1 << 16, f)),
+                    None,
+                    name,
+                ))
+            }
+        }
+        TarInput::Stdin => {
+            use std::os::fd::AsFd;
+            let name = "standard input".to_string();
+            let fd = std::io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(BuildError::io(&name))?;
+            let f = File::from(fd);
+            let meta = f.metadata().map_err(BuildError::io(&name))?;
+            if meta.is_file() {
+                // Redirected from a file: read it at offsets from where it stands.
+                let mut r = f.try_clone().map_err(BuildError::io(&name))?;
+                let start = r.stream_position().map_err(BuildError::io(&name))?;
+                if start != 0 {
+                    return Err(BuildError::input(
+                        &name,
+                        "standard input is not at its start",
+                    ));
+                }
+                r.seek(SeekFrom::Start(0)).map_err(BuildError::io(&name))?;
+                Ok((
+                    Box::new(std::io::BufReader::with_capacity(1 << 16, r)),
+                    Some(Arc::new(f)),
+                    name,
+                ))
+            } else {
+                Ok((
+                    Box::new(std::io::BufReader::with_capacity(1 << 16, f)),
+                    None,
+                    name,
+                ))
+            }
+        }
+    }
+}
+
+/// A reader that also writes what it reads to a file.
+pub(super) struct Tee<R> {
+    pub(super) r: R,
+    pub(super) out: File,
+    pub(super) path: PathBuf,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.r.read(buf)?;
+        self.out
+            .write_all(&buf[..n])
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))?;
+        Ok(n)
+    }
+}
+
+/// Whether the first bytes of a stream are a tar header.
+pub(super) fn looks_like_tar(head: &[u8]) -> bool {
+    head.get(..BLOCK)
+        .and_then(|h| <&[u8; BLOCK]>::try_from(h).ok())
+        .is_some_and(|h| h.iter().any(|&b| b != 0) && checksum_ok(h))
+}
+
+/// Puts the decompressor `opts` asks for in front of the archive when its
+/// first bytes show that compression (a plain archive is read as it is,
+/// as mkfs.erofs does), and the copy to `opts.raw_copy` behind it.
+/// Returns the reader and the file data can be read from at offsets.
+pub(super) fn filtered(opened: Opened, opts: &TarOptions, input: &TarInput) -> Result<Opened> {
+    let (r, file, name) = opened;
+    if opts.compressed == Compressed::No && opts.raw_copy.is_none() {
+        return Ok((r, file, name));
+    }
+    let io = |e| BuildError::Io {
+        path: PathBuf::from(&name),
+        source: e,
+    };
+    let mut r = std::io::BufReader::with_capacity(1 << 16, r);
+    let head = r.fill_buf().map_err(io)?;
+    let lzip = head.starts_with(b"LZIP");
+    let decode = match opts.compressed {
+        Compressed::No => false,
+        Compressed::Gzip => head.starts_with(&[0x1f, 0x8b]),
+        Compressed::Xz => {
+            head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) || lzip || !looks_like_tar(head)
+        }
+    };
+    let r: Box<dyn Read> = match (decode, opts.compressed) {
+        (true, Compressed::Gzip) => Box::new(flate2::bufread::MultiGzDecoder::new(r)),
+        (true, Compressed::Xz) => {
+            use liblzma::stream::{Stream, CONCATENATED};
+            // liblzma's automatic choice covers .xz and .lzma; .lz has
+            // its own decoder.
+            let stream = if lzip {
+                Stream::new_lzip_decoder(u64::MAX, CONCATENATED)
+            } else {
+                Stream::new_auto_decoder(u64::MAX, CONCATENATED)
+            }
+            .map_err(|e| BuildError::input(&name, format!("xz decoder: {e}")))?;
+            Box::new(liblzma::bufread::XzDecoder::new_stream(r, stream))
+        }
+        _ => Box::new(r),
+    };
+    let Some(copy) = &opts.raw_copy else {
+        // Decompressed data has no offsets to refer to: spool it.
+        let file = if decode { None } else { file };
+        return Ok((r, file, name));
+    };
+    if let (Ok(a), TarInput::Path(p)) = (fs::metadata(copy), input) {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(b) = fs::metadata(p) {
+            if (a.dev(), a.ino()) == (b.dev(), b.ino()) {
+                return Err(BuildError::input(
+                    copy,
+                    "is the archive itself: it would be overwritten while read",
+                ));
+            }
+        }
+    }
+    let out = fs::File::create(copy).map_err(BuildError::io(copy))?;
+    let data = fs::File::open(copy).map_err(BuildError::io(copy))?;
+    let tee = Tee {
+        r,
+        out,
+        path: copy.clone(),
+    };
+    Ok((
+        Box::new(std::io::BufReader::with_capacity(1 << 20, tee)),
+        Some(Arc::new(data)),
+        name,
+    ))
+}
+
+pub(super) fn spool_file(dir: &Path) -> Result<File> {
+    let path = dir.join(format!(".ferrofs-tar-{}.spool", std::process::id()));
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(BuildError::io(&path))?;
+    fs::remove_file(&path).map_err(BuildError::io(&path))?;
+    Ok(f)
+}

@@ -144,6 +144,16 @@ impl Src {
 /// at offsets, and its name for messages.
 pub(super) type Opened = (Box<dyn Read>, Option<Arc<File>>, String);
 
+/// `r` read sequentially through a buffer; `at` the file data can be
+/// read from at offsets.
+fn buffered(r: File, at: Option<Arc<File>>, name: String) -> Opened {
+    (
+        Box::new(std::io::BufReader::with_capacity(1 << 16, r)),
+        at,
+        name,
+    )
+}
+
 pub(super) fn open_input(input: &TarInput) -> Result<Opened> {
     match input {
         TarInput::Path(p) => {
@@ -153,17 +163,9 @@ pub(super) fn open_input(input: &TarInput) -> Result<Opened> {
             if meta.is_file() {
                 let shared = Arc::new(f);
                 let r = File::open(p).map_err(BuildError::io(p))?;
-                Ok((
-                    Box::new(std::io::BufReader::with_capacity(1 << 16, r)),
-                    Some(shared),
-                    name,
-                ))
+                Ok(buffered(r, Some(shared), name))
             } else {
-                Ok((
-                    Box::new(std::io::BufReader::with_capacity(1 << 16, f)),
-                    None,
-                    name,
-                ))
+                Ok(buffered(f, None, name))
             }
         }
         TarInput::Stdin => {
@@ -186,17 +188,9 @@ pub(super) fn open_input(input: &TarInput) -> Result<Opened> {
                     ));
                 }
                 r.seek(SeekFrom::Start(0)).map_err(BuildError::io(&name))?;
-                Ok((
-                    Box::new(std::io::BufReader::with_capacity(1 << 16, r)),
-                    Some(Arc::new(f)),
-                    name,
-                ))
+                Ok(buffered(r, Some(Arc::new(f)), name))
             } else {
-                Ok((
-                    Box::new(std::io::BufReader::with_capacity(1 << 16, f)),
-                    None,
-                    name,
-                ))
+                Ok(buffered(f, None, name))
             }
         }
     }

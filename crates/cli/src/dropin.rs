@@ -43,7 +43,7 @@ const NO_OPS: &[&str] = &["--preserve-mtime"];
 )]
 struct DropIn {
     #[command(flatten)]
-    mkfs: crate::MkfsArgs,
+    mkfs: crate::mkfs::MkfsArgs,
     /// Verbosity as mkfs.erofs's: 0 prints errors only.
     #[arg(short = 'd', value_name = "LEVEL", allow_negative_numbers = true)]
     debug: Option<i32>,
@@ -89,7 +89,7 @@ pub fn main() -> ExitCode {
     if d.debug.is_some_and(|l| l <= 0) {
         m.quiet = true;
     }
-    match crate::mkfs(&m) {
+    match crate::mkfs::mkfs(&m) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("mkfs.erofs: {e:#}");

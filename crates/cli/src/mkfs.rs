@@ -1,0 +1,367 @@
+//! `ferrofs mkfs` (and the `mkfs.erofs` drop-in): its options, and the
+//! build they drive with progress and a summary.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::mount;
+
+#[derive(clap::Args)]
+pub(crate) struct MkfsArgs {
+    /// The image file to write (replaced atomically).
+    image: PathBuf,
+    /// The directory tree to pack (with --tar: the archive; `-` or none
+    /// for standard input).
+    source: Option<PathBuf>,
+    /// Read a tar archive (ustar, GNU, PAX; owners and devices from the
+    /// headers, no root needed) instead of a directory. `--tar=f` is the
+    /// same; other mkfs.erofs modes (i, headerball) are not supported.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "f")]
+    tar: Option<String>,
+    /// With --tar: turn aufs whiteouts (.wh.NAME, .wh..wh..opq) into
+    /// overlayfs ones.
+    #[arg(long)]
+    aufs: bool,
+    /// With --tar: 1 leaves overlayfs whiteouts and opaque/origin xattrs
+    /// out of the image; 0 (default) keeps them.
+    #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    ovlfs_strip: u8,
+    /// With --tar: decompress a gzip archive (one that does not start as
+    /// gzip is read as it is). =FILE also writes the decompressed archive
+    /// to FILE, and file data is read back from there instead of a spool.
+    #[arg(long, alias = "gzip", value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    ungzip: Option<String>,
+    /// With --tar: decompress an xz, lzma or lzip archive (a plain tar
+    /// archive is read as it is). =FILE as for --ungzip.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "", conflicts_with = "ungzip")]
+    unxz: Option<String>,
+    /// Block size in bytes: 512, 1024, 2048 or 4096.
+    #[arg(short = 'b', value_name = "BYTES", default_value_t = 4096)]
+    block_size: u32,
+    /// Give every file this mtime (UNIX seconds) and use it as build time.
+    /// Without -T, SOURCE_DATE_EPOCH (if set) clamps newer mtimes to it.
+    #[arg(short = 'T', value_name = "SECONDS", allow_negative_numbers = true)]
+    timestamp: Option<i64>,
+    /// With -T: use the timestamp as build time only; keep file mtimes.
+    #[arg(long)]
+    mkfs_time: bool,
+    /// Ignore file mtimes: every file gets the build time.
+    #[arg(long)]
+    ignore_mtime: bool,
+    /// Volume UUID (default: derived from the image's contents).
+    #[arg(short = 'U', value_name = "UUID")]
+    uuid: Option<String>,
+    /// Volume label (at most 15 bytes).
+    #[arg(short = 'L', value_name = "LABEL")]
+    label: Option<String>,
+    /// Make every file owned by root (uid 0, gid 0).
+    #[arg(long)]
+    all_root: bool,
+    /// Add this to every uid.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    uid_offset: u32,
+    /// Add this to every gid.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    gid_offset: u32,
+    /// Set every uid to this.
+    #[arg(long, value_name = "UID")]
+    force_uid: Option<u32>,
+    /// Set every gid to this.
+    #[arg(long, value_name = "GID")]
+    force_gid: Option<u32>,
+    /// Leave out this path (relative to SOURCE; repeatable).
+    #[arg(long, value_name = "PATH")]
+    exclude_path: Vec<OsString>,
+    /// Leave out paths (relative to SOURCE) matching this regex (repeatable).
+    #[arg(long, value_name = "REGEX")]
+    exclude_regex: Vec<String>,
+    /// Xattrs carried by at least N inodes are stored once, shared;
+    /// a negative N drops all xattrs.
+    #[arg(
+        short = 'x',
+        value_name = "N",
+        default_value_t = 2,
+        allow_negative_numbers = true
+    )]
+    xattr_tolerance: i32,
+    /// Store this long xattr name prefix once (e.g. trusted.overlay.; repeatable).
+    #[arg(long, value_name = "PREFIX")]
+    xattr_prefix: Vec<String>,
+    /// Store every regular file chunk-based with chunks of this many bytes
+    /// (sparse files are always stored chunk-based, with holes).
+    #[arg(long, value_name = "BYTES")]
+    chunksize: Option<u64>,
+    /// Extended options, comma-separated: force-inode-extended,
+    /// noinline_data (or ^inline_data), ztailpacking, fragments[=PCLUSTER]
+    /// (tails and small files compressed together in the packed inode),
+    /// all-fragments (every file there), dedupe (identical files stored once;
+    /// also done with fragments).
+    #[arg(short = 'E', value_name = "OPTS")]
+    extended: Vec<String>,
+    /// Compress file data: lz4, lz4hc[,LEVEL], lzma[,LEVEL], deflate[,LEVEL],
+    /// zstd[,LEVEL] (also `level=N`); alternatives for --compress-hints
+    /// separated by ':'.
+    #[arg(short = 'z', value_name = "ALG[,LEVEL]")]
+    compress: Option<String>,
+    /// Physical cluster size in bytes (a multiple of the block size, up to
+    /// 1 MiB); default: one block.
+    #[arg(short = 'C', value_name = "BYTES")]
+    pcluster: Option<u64>,
+    /// Per-path compression: lines of `<pcluster bytes> <compressor index> <regex>`.
+    #[arg(long, value_name = "FILE")]
+    compress_hints: Option<PathBuf>,
+    /// Compression threads (default: one per core); the image is the same
+    /// for any number.
+    #[arg(short = 'j', long = "workers", value_name = "N", default_value_t = 0)]
+    workers: usize,
+    /// Mount point the image is meant for (recorded for messages; SELinux
+    /// file contexts are not applied).
+    #[arg(long, value_name = "PATH", default_value = "/")]
+    mount_point: OsString,
+    /// Lay data out for a recorded start-up (`ferrofs mount --trace`, or a
+    /// list of paths): data in first-access order, pieces read in small
+    /// bits in pclusters of their own, small hot fragments first. Repeat to
+    /// merge traces (files read by at least half of them count).
+    #[arg(long, value_name = "TRACE")]
+    profile: Vec<PathBuf>,
+    /// With --profile: the read-around of the kernel that will read the
+    /// image (its readahead, e.g. 128K): hot pieces are widened by half of
+    /// it on each side. 0: pieces are exactly what the traces read.
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = mount::parse_size)]
+    profile_readahead: usize,
+    /// Print nothing but errors.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_uuid(s: &str) -> Result<[u8; 16]> {
+    let hex: String = s.chars().filter(|c| *c != '-').collect();
+    if hex.len() != 32 {
+        bail!("invalid UUID {s:?}");
+    }
+    let mut u = [0u8; 16];
+    for (i, b) in u.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+            .with_context(|| format!("invalid UUID {s:?}"))?;
+    }
+    Ok(u)
+}
+
+pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
+    use ferrofs_builder::{BuildOptions, TimePolicy};
+    let mut o = BuildOptions {
+        blkszbits: match a.block_size {
+            512 => 9,
+            1024 => 10,
+            2048 => 11,
+            4096 => 12,
+            b => bail!("-b {b}: block size must be 512, 1024, 2048 or 4096"),
+        },
+        ..BuildOptions::default()
+    };
+    let sde = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .filter(|v| !v.is_empty());
+    o.time = match (a.timestamp, a.mkfs_time, a.ignore_mtime, sde) {
+        (Some(t), true, _, _) => TimePolicy::BuildTimeOnly(t),
+        (Some(t), false, _, _) => TimePolicy::Fixed(t),
+        (None, _, true, _) => TimePolicy::IgnoreMtime,
+        (None, _, false, Some(v)) => TimePolicy::Clamp(
+            v.parse()
+                .with_context(|| format!("SOURCE_DATE_EPOCH={v:?}"))?,
+        ),
+        (None, _, false, None) => TimePolicy::Keep,
+    };
+    o.uuid = a.uuid.as_deref().map(parse_uuid).transpose()?;
+    o.label = a.label.clone().unwrap_or_default().into_bytes();
+    o.all_root = a.all_root;
+    o.uid_offset = a.uid_offset;
+    o.gid_offset = a.gid_offset;
+    o.force_uid = a.force_uid;
+    o.force_gid = a.force_gid;
+    o.exclude_paths = a
+        .exclude_path
+        .iter()
+        .map(|p| p.as_bytes().to_vec())
+        .collect();
+    o.exclude_regex = a
+        .exclude_regex
+        .iter()
+        .map(|r| regex::bytes::Regex::new(r).with_context(|| format!("--exclude-regex {r:?}")))
+        .collect::<Result<_>>()?;
+    o.xattr_tolerance = a.xattr_tolerance;
+    o.xattr_prefixes = a
+        .xattr_prefix
+        .iter()
+        .map(|p| p.clone().into_bytes())
+        .collect();
+    o.chunk_size = a.chunksize;
+    o.mount_point = a.mount_point.as_bytes().to_vec();
+    let mut ztailpacking = false;
+    let (mut fragments, mut all_fragments, mut packed_pcluster) = (false, false, None);
+    for e in a.extended.iter().flat_map(|s| s.split(',')) {
+        match e {
+            "ztailpacking" => ztailpacking = true,
+            "^ztailpacking" | "noztailpacking" => ztailpacking = false,
+            "fragments" => fragments = true,
+            "^fragments" | "nofragments" => fragments = false,
+            "all-fragments" => all_fragments = true,
+            "dedupe" => o.dedupe = true,
+            "^dedupe" | "nodedupe" => o.dedupe = false,
+            _ if e.starts_with("fragments=") => {
+                fragments = true;
+                let v = &e["fragments=".len()..];
+                packed_pcluster = Some(
+                    v.parse::<u64>()
+                        .with_context(|| format!("-E {e}: bad pcluster size"))?,
+                );
+            }
+            "force-inode-extended" => o.force_extended = true,
+            "noinline_data" | "^inline_data" => o.inline_data = false,
+            "inline_data" => o.inline_data = true,
+            other => bail!("-E {other}: unsupported extended option"),
+        }
+    }
+    o.workers = a.workers;
+    if !a.profile.is_empty() {
+        let mut p = ferrofs_builder::profile::Profile::load(&a.profile)?;
+        p.window = a.profile_readahead as u64;
+        o.profile = Some(std::sync::Arc::new(p));
+    }
+    if let Some(z) = &a.compress {
+        let compressors = z
+            .split(':')
+            .map(ferrofs_builder::compress::Compressor::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        let hints = match &a.compress_hints {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("--compress-hints {}", p.display()))?;
+                ferrofs_builder::compress::CompressOptions::parse_hints(&text, compressors.len())?
+            }
+            None => Vec::new(),
+        };
+        o.compress = Some(ferrofs_builder::compress::CompressOptions {
+            compressors,
+            pcluster_bytes: a.pcluster.unwrap_or(u64::from(a.block_size)),
+            ztailpacking,
+            fragments,
+            all_fragments,
+            packed_pcluster,
+            hints,
+        });
+    } else if a.pcluster.is_some()
+        || a.compress_hints.is_some()
+        || ztailpacking
+        || fragments
+        || all_fragments
+    {
+        bail!("-C, --compress-hints and -E ztailpacking/fragments/all-fragments need -z");
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let pb = ProgressBar::new(0);
+    if a.quiet {
+        pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{elapsed} [{bar:30}] {binary_bytes}/{binary_total_bytes} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let tick = |p: ferrofs_builder::Progress| {
+        pb.set_length(p.bytes_total);
+        pb.set_position(p.bytes_done);
+        pb.set_message(format!("{}/{} files", p.files_done, p.files_total));
+    };
+    let res = match (&a.tar, &a.source) {
+        (Some(mode), source) => {
+            if mode != "f" {
+                bail!("--tar={mode}: only full-data archives (--tar or --tar=f) are supported");
+            }
+            let input = match source {
+                Some(p) if p.as_os_str() != "-" => {
+                    ferrofs_builder::source::tar::TarInput::Path(p.clone())
+                }
+                _ => ferrofs_builder::source::tar::TarInput::Stdin,
+            };
+            let spool = a
+                .image
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            use ferrofs_builder::source::tar::Compressed;
+            let (compressed, raw_copy) = match (&a.ungzip, &a.unxz) {
+                (Some(c), _) => (Compressed::Gzip, c.as_str()),
+                (_, Some(c)) => (Compressed::Xz, c.as_str()),
+                (None, None) => (Compressed::No, ""),
+            };
+            use ferrofs_builder::options::TimePolicy;
+            let root_mtime = match o.time {
+                TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => t,
+                TimePolicy::Keep | TimePolicy::IgnoreMtime => std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0)),
+            };
+            let topts = ferrofs_builder::source::tar::TarOptions {
+                root_mtime,
+                compressed,
+                raw_copy: Some(PathBuf::from(raw_copy)).filter(|c| !c.as_os_str().is_empty()),
+                aufs: a.aufs,
+                ovlfs_strip: a.ovlfs_strip == 1,
+            };
+            ferrofs_builder::source::tar::scan(&input, &o, topts, spool).and_then(|tree| {
+                ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
+            })
+        }
+        (None, _) if a.aufs || a.ovlfs_strip == 1 || a.ungzip.is_some() || a.unxz.is_some() => {
+            bail!("--aufs, --ovlfs-strip, --ungzip and --unxz need --tar")
+        }
+        (None, Some(source)) => ferrofs_builder::build(source, &a.image, &o, Some(&stop), &tick),
+        (None, None) => bail!("mkfs needs a SOURCE directory (or --tar)"),
+    };
+    pb.finish_and_clear();
+    let s = match res {
+        Ok(s) => s,
+        Err(e @ ferrofs_builder::BuildError::Interrupted { .. }) => {
+            eprintln!("ferrofs mkfs: {e}");
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"image": a.image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes, "compressed_files": s.compressed_files, "pclusters": s.pclusters})
+        );
+    } else if !a.quiet {
+        println!(
+            "{}: {} inodes ({} compact), {} compressed files in {} pclusters, {} blocks of {} bytes ({} metadata), {} bytes",
+            a.image.display(),
+            s.inodes,
+            s.compact_inodes,
+            s.compressed_files,
+            s.pclusters,
+            s.blocks,
+            a.block_size,
+            s.meta_blocks,
+            s.bytes
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

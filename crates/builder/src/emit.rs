@@ -1200,10 +1200,10 @@ fn write_image(
     // Like mkfs.erofs: no checksum with blocks below 2 KiB (fsck.erofs
     // 1.8.6 crashes on such images).
     sb.feature_compat = compat::MTIME;
-    if bs >= 2048 {
+    if bs >= 2048 && opts.sb_checksum {
         sb.feature_compat |= compat::SB_CHKSUM;
     }
-    if plan.xattrs.any {
+    if plan.xattrs.any && opts.xattr_filter {
         sb.feature_compat |= compat::XATTR_FILTER;
     }
     if plan.chunked {

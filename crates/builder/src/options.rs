@@ -61,6 +61,14 @@ pub struct BuildOptions {
     pub dedupe: bool,
     /// `--profile`: lay data out for this access profile.
     pub profile: Option<std::sync::Arc<crate::profile::Profile>>,
+    /// Write the xattr name bloom filters (`-E ^xattr-name-filter` turns
+    /// them off).
+    pub xattr_filter: bool,
+    /// Checksum the superblock (blocks of 2 KiB and more; `-E nosbcrc`
+    /// turns it off).
+    pub sb_checksum: bool,
+    /// `--hard-dereference`: every hard link becomes an inode of its own.
+    pub hard_dereference: bool,
 }
 
 impl Default for BuildOptions {
@@ -87,6 +95,9 @@ impl Default for BuildOptions {
             workers: 0,
             dedupe: false,
             profile: None,
+            xattr_filter: true,
+            sb_checksum: true,
+            hard_dereference: false,
         }
     }
 }

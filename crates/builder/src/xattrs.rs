@@ -152,7 +152,10 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
                 _ => encode_entry(&mut inline, e.index, &e.suffix, v),
             }
         }
-        let mut body = encode_body_header(!filter, shared_ids.len() as u8).to_vec();
+        // Without the filter feature the field is zero, as mkfs.erofs
+        // leaves it.
+        let filter = if opts.xattr_filter { !filter } else { 0 };
+        let mut body = encode_body_header(filter, shared_ids.len() as u8).to_vec();
         for off in &shared_ids {
             // Ids are filled in by the layout (the area's start is not known
             // yet); store the offset inside the area for now.

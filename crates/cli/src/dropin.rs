@@ -18,7 +18,6 @@ const UNSUPPORTED: &[&str] = &[
     "--file-contexts",
     "--fs-config-file",
     "--fsalignblks",
-    "--hard-dereference",
     "--incremental",
     "--max-extent-bytes",
     "--offset",
@@ -32,8 +31,10 @@ const UNSUPPORTED: &[&str] = &[
     "-M",
 ];
 
-/// Options mkfs.erofs accepts that only restate ferrofs's default.
-const NO_OPS: &[&str] = &["--preserve-mtime"];
+/// Options mkfs.erofs accepts that only restate ferrofs's default
+/// (`--sort=path` is upstream's default order for tar data; `--sort=none`
+/// stays refused).
+const NO_OPS: &[&str] = &["--preserve-mtime", "--all-time", "--sort=path"];
 
 #[derive(Parser)]
 #[command(
@@ -61,6 +62,7 @@ pub fn invoked_as_mkfs() -> bool {
 /// Runs mkfs with mkfs.erofs's command line.
 pub fn main() -> ExitCode {
     let mut args: Vec<OsString> = std::env::args_os().collect();
+    args.retain(|a| !NO_OPS.contains(&a.to_string_lossy().as_ref()));
     for a in args.iter().skip(1) {
         let s = a.to_string_lossy();
         if s == "--" {
@@ -77,7 +79,6 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    args.retain(|a| !NO_OPS.contains(&a.to_string_lossy().as_ref()));
     let d = match DropIn::try_parse_from(args) {
         Ok(d) => d,
         Err(e) => {

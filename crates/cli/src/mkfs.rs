@@ -53,7 +53,8 @@ pub(crate) struct MkfsArgs {
     /// Ignore file mtimes: every file gets the build time.
     #[arg(long)]
     ignore_mtime: bool,
-    /// Volume UUID (default: derived from the image's contents).
+    /// Volume UUID, `clear` (all zeros) or `random` (default: derived from
+    /// the image's contents, so equal inputs give equal images).
     #[arg(short = 'U', value_name = "UUID")]
     uuid: Option<String>,
     /// Volume label (at most 15 bytes).
@@ -100,7 +101,8 @@ pub(crate) struct MkfsArgs {
     /// noinline_data (or ^inline_data), ztailpacking, fragments[=PCLUSTER]
     /// (tails and small files compressed together in the packed inode),
     /// all-fragments (every file there), dedupe (identical files stored once;
-    /// also done with fragments).
+    /// also done with fragments), nosbcrc (no superblock checksum),
+    /// ^xattr-name-filter (no xattr name bloom filters).
     #[arg(short = 'E', value_name = "OPTS")]
     extended: Vec<String>,
     /// Compress file data: lz4, lz4hc[,LEVEL], lzma[,LEVEL], deflate[,LEVEL],
@@ -134,8 +136,11 @@ pub(crate) struct MkfsArgs {
     /// it on each side. 0: pieces are exactly what the traces read.
     #[arg(long, value_name = "BYTES", default_value = "0", value_parser = mount::parse_size)]
     profile_readahead: usize,
-    /// Print nothing but errors.
+    /// Store every hard link as an inode of its own.
     #[arg(long)]
+    hard_dereference: bool,
+    /// Print nothing but errors.
+    #[arg(long, overrides_with = "quiet")]
     pub(crate) quiet: bool,
     /// Print the summary as JSON.
     #[arg(long)]
@@ -143,11 +148,25 @@ pub(crate) struct MkfsArgs {
 }
 
 fn parse_uuid(s: &str) -> Result<[u8; 16]> {
+    let mut u = [0u8; 16];
+    match s {
+        "clear" => return Ok(u),
+        "random" => {
+            use std::io::Read;
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut f| f.read_exact(&mut u))
+                .context("reading /dev/urandom for a random UUID")?;
+            // A version 4, variant 1 UUID.
+            u[6] = (u[6] & 0x0f) | 0x40;
+            u[8] = (u[8] & 0x3f) | 0x80;
+            return Ok(u);
+        }
+        _ => {}
+    }
     let hex: String = s.chars().filter(|c| *c != '-').collect();
     if hex.len() != 32 {
         bail!("invalid UUID {s:?}");
     }
-    let mut u = [0u8; 16];
     for (i, b) in u.iter_mut().enumerate() {
         *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
             .with_context(|| format!("invalid UUID {s:?}"))?;
@@ -225,12 +244,16 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 );
             }
             "force-inode-extended" => o.force_extended = true,
+            "nosbcrc" => o.sb_checksum = false,
+            "xattr-name-filter" => o.xattr_filter = true,
+            "^xattr-name-filter" | "noxattr-name-filter" => o.xattr_filter = false,
             "noinline_data" | "^inline_data" => o.inline_data = false,
             "inline_data" => o.inline_data = true,
             other => bail!("-E {other}: unsupported extended option"),
         }
     }
     o.workers = a.workers;
+    o.hard_dereference = a.hard_dereference;
     if !a.profile.is_empty() {
         let mut p = ferrofs_builder::profile::Profile::load(&a.profile)?;
         p.window = a.profile_readahead as u64;

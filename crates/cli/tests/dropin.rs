@@ -76,6 +76,17 @@ fn dropin_takes_upstream_command_lines() {
             "--quiet",
         ],
         vec!["-b2048", "-Eforce-inode-extended,noinline_data", "--quiet"],
+        vec![
+            "-zlz4",
+            "--hard-dereference",
+            "-Enosbcrc,^xattr-name-filter",
+            "-Uclear",
+            "-T1000000000",
+            "--all-time",
+            "--sort=path",
+            "--quiet",
+            "--quiet",
+        ],
     ]
     .into_iter()
     .map(|l| l.into_iter().map(String::from).collect())
@@ -94,7 +105,11 @@ fn dropin_takes_upstream_command_lines() {
         }
         let flags_direct: Vec<&String> = flags
             .iter()
-            .filter(|f| !f.starts_with("-d") && *f != "--preserve-mtime" && *f != "--quiet")
+            .filter(|f| {
+                !f.starts_with("-d")
+                    && !["--preserve-mtime", "--quiet", "--all-time", "--sort=path"]
+                        .contains(&f.as_str())
+            })
             .collect();
         match run(Command::new(FERROFS)
             .arg("mkfs")
@@ -113,6 +128,30 @@ fn dropin_takes_upstream_command_lines() {
             failures.push(format!("{flags:?}: mkfs.erofs {}: {e}", up.version));
             continue;
         }
+        // What the superblocks say: features (checksum, xattr filter) and
+        // the uuid when one was given.
+        let sb = |img: &Path| -> Option<serde_json::Value> {
+            let out = Command::new(FERROFS)
+                .args(["dump", "--json"])
+                .arg(img)
+                .output()
+                .ok()?;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+            Some(v["superblock"].clone())
+        };
+        if let (Some(a), Some(b)) = (sb(&ours), sb(&theirs)) {
+            let mut keys = vec!["feature_compat"];
+            if flags.iter().any(|f| f.starts_with("-U")) {
+                keys.push("uuid");
+            }
+            for k in keys {
+                if a[k] != b[k] {
+                    failures.push(format!("{flags:?}: {k}: ours {} upstream {}", a[k], b[k]));
+                }
+            }
+        } else {
+            failures.push(format!("{flags:?}: dump --json failed"));
+        }
         match (LoopMount::new(&ours, &[]), LoopMount::new(&theirs, &[])) {
             (Ok(a), Ok(b)) => {
                 let diffs = compare::compare_trees(b.path(), a.path(), &CompareOptions::strict());
@@ -124,7 +163,31 @@ fn dropin_takes_upstream_command_lines() {
         }
     }
     // Refused by name, nothing written.
-    for bad in ["--blobdev=x.blob", "--sort=path", "-Mjunk", "-Ebogus"] {
+    // -U random: a fresh version-4 uuid each time.
+    let uuids: Vec<String> = (0..2)
+        .map(|k| {
+            let img = work.join(format!("r{k}.img"));
+            run(Command::new(&link)
+                .args(["-Urandom", "--quiet"])
+                .arg(&img)
+                .arg(&src))
+            .unwrap();
+            let out = Command::new(FERROFS)
+                .args(["dump", "--json"])
+                .arg(&img)
+                .output()
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            v["superblock"]["uuid"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    if uuids[0] == uuids[1] || uuids[0].chars().nth(14) != Some('4') {
+        failures.push(format!("-Urandom gave {uuids:?}"));
+    }
+    for bad in ["--blobdev=x.blob", "--sort=none", "-Mjunk", "-Ebogus"] {
         let img = work.join("bad.img");
         let out = Command::new(&link)
             .arg(bad)

@@ -175,7 +175,8 @@ pub fn scan(root: &Path, opts: &BuildOptions) -> Result<Tree> {
             let path = dir_path.join(OsStr::from_bytes(&name));
             let meta = fs::symlink_metadata(&path).map_err(BuildError::io(&path))?;
             let key = (meta.dev(), meta.ino());
-            if !meta.is_dir() && meta.nlink() > 1 {
+            let linked = !meta.is_dir() && meta.nlink() > 1 && !opts.hard_dereference;
+            if linked {
                 if let Some(&id) = links.get(&key) {
                     entries.push((name, id));
                     continue;
@@ -186,7 +187,7 @@ pub fn scan(root: &Path, opts: &BuildOptions) -> Result<Tree> {
                 .push(make_inode(&path, &child_rel, &meta, opts, dir_id)?);
             if meta.is_dir() {
                 stack.push((id, child_rel));
-            } else if meta.nlink() > 1 {
+            } else if linked {
                 links.insert(key, id);
             }
             entries.push((name, id));

@@ -87,6 +87,7 @@ pub fn main() -> ExitCode {
         }
     };
     let mut m = d.mkfs;
+    m.dropin = true;
     if d.debug.is_some_and(|l| l <= 0) {
         m.quiet = true;
     }

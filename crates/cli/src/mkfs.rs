@@ -142,6 +142,11 @@ pub(crate) struct MkfsArgs {
     /// Print nothing but errors.
     #[arg(long, overrides_with = "quiet")]
     pub(crate) quiet: bool,
+    /// Run as the mkfs.erofs drop-in: options that mean nothing without
+    /// -z are ignored with a warning, as mkfs.erofs ignores them, instead
+    /// of refused.
+    #[arg(skip)]
+    pub(crate) dropin: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -287,7 +292,11 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         || fragments
         || all_fragments
     {
-        bail!("-C, --compress-hints and -E ztailpacking/fragments/all-fragments need -z");
+        let what = "-C, --compress-hints and -E ztailpacking/fragments/all-fragments need -z";
+        if !a.dropin {
+            bail!("{what}");
+        }
+        eprintln!("mkfs.erofs: warning: {what}; ignored (the image is not compressed)");
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [

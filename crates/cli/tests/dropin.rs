@@ -163,6 +163,30 @@ fn dropin_takes_upstream_command_lines() {
         }
     }
     // Refused by name, nothing written.
+    // Compression options without -z: mkfs.erofs ignores them, so the
+    // drop-in warns and builds the plain image; `ferrofs mkfs` refuses.
+    let plain = work.join("plain.img");
+    let ignored = work.join("ignored.img");
+    let fixed = ["-T0", "-Uclear", "--quiet"];
+    match (
+        run(Command::new(&link).args(fixed).arg(&plain).arg(&src)),
+        run(Command::new(&link)
+            .args(fixed)
+            .args(["-C16384", "-Eztailpacking,fragments"])
+            .arg(&ignored)
+            .arg(&src)),
+    ) {
+        (Ok(()), Ok(())) if fs::read(&plain).ok() == fs::read(&ignored).ok() => {}
+        (a, b) => failures.push(format!("-C without -z in the drop-in: {a:?} {b:?}")),
+    }
+    if run(Command::new(FERROFS)
+        .args(["mkfs", "--quiet", "-C16384"])
+        .arg(work.join("refused.img"))
+        .arg(&src))
+    .is_ok()
+    {
+        failures.push("ferrofs mkfs -C without -z was accepted".into());
+    }
     // -U random: a fresh version-4 uuid each time.
     let uuids: Vec<String> = (0..2)
         .map(|k| {

@@ -225,7 +225,8 @@ impl PclusterCache {
             None => {
                 // Rounded up so that it fits the next extents of about
                 // that size too when it is recycled.
-                let cap = room.max(len).next_multiple_of(BUFFER_STEP);
+                let want = room.max(len);
+                let cap = want.checked_next_multiple_of(BUFFER_STEP).unwrap_or(want);
                 let mut v = Vec::with_capacity(cap);
                 v.resize(len, 0);
                 v

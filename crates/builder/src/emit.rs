@@ -681,6 +681,9 @@ fn add_packed_inode(
     (id, offsets)
 }
 
+/// The "algorithm" under which [`PclusterDedupe`] keeps raw data chunks.
+const CHUNK_KEY: u8 = u8::MAX;
+
 /// `-E dedupe` across files: compressed pclusters already stored (same
 /// stream, same decoded length) are pointed at instead of written again.
 /// A hash match is confirmed against the stored bytes.
@@ -744,7 +747,9 @@ fn apply_z(plan: &mut Plan, id: InodeId, z: ZInode) {
     p.z = Some(z);
 }
 
-/// Copies a flat or chunk-based file into the data area.
+/// Copies a flat or chunk-based file into the data area. With `dedupe`,
+/// a chunk whose (zero-padded) blocks are already stored points at them
+/// instead (confirmed against the stored bytes).
 fn write_flat(
     w: &mut Writer,
     tree: &Tree,
@@ -752,11 +757,12 @@ fn write_flat(
     id: InodeId,
     bs: u64,
     buf: &mut [u8],
+    mut dedupe: Option<&mut PclusterDedupe>,
 ) -> Result<(u64, Vec<Option<u64>>)> {
     let ino = &tree.inodes[id];
     let size = ino.data_size();
     let f = ContentReader::open(ino)?;
-    let mut copy = |w: &mut Writer, from: u64, len: u64| -> Result<()> {
+    let copy = |w: &mut Writer, buf: &mut [u8], from: u64, len: u64| -> Result<()> {
         let mut done = 0u64;
         while done < len {
             let n = (len - done).min(buf.len() as u64) as usize;
@@ -771,16 +777,38 @@ fn write_flat(
     if let Some(c) = &p.chunks {
         let cs = bs << c.bits_extra;
         for (k, ch) in c.chunks.iter().enumerate() {
-            if ch.is_some() {
-                let from = k as u64 * cs;
-                chunks.push(Some(w.block(bs)));
-                copy(w, from, cs.min(size - from))?;
-            } else {
+            if ch.is_none() {
                 chunks.push(None);
+                continue;
+            }
+            let from = k as u64 * cs;
+            let len = cs.min(size - from);
+            let padded = len.div_ceil(bs) * bs;
+            match dedupe.as_deref_mut() {
+                Some(d) if padded as usize <= buf.len() => {
+                    let chunk = &mut buf[..padded as usize];
+                    f.read_exact_at(&mut chunk[..len as usize], from)?;
+                    chunk[len as usize..].fill(0);
+                    // Keyed like a pcluster of its own "algorithm", by the
+                    // stored blocks (a file's last chunk may share blocks
+                    // with any chunk of the same bytes and zeros).
+                    if let Some(blk) = d.find(w, chunk, padded, CHUNK_KEY, bs)? {
+                        chunks.push(Some(blk));
+                        continue;
+                    }
+                    let blk = w.block(bs);
+                    w.write(chunk)?;
+                    d.insert(chunk, padded, CHUNK_KEY, blk);
+                    chunks.push(Some(blk));
+                }
+                _ => {
+                    chunks.push(Some(w.block(bs)));
+                    copy(w, buf, from, len)?;
+                }
             }
         }
     } else {
-        copy(w, 0, (size - p.tail).min(p.blocks * bs))?;
+        copy(w, buf, 0, (size - p.tail).min(p.blocks * bs))?;
     }
     f.finish()?;
     Ok((start, chunks))
@@ -977,7 +1005,15 @@ fn write_image(
                         apply_z(plan, id, z);
                     }
                     None => {
-                        let (s, c) = write_flat(&mut w, tree, &plan.inodes[id], id, bs, &mut buf)?;
+                        let (s, c) = write_flat(
+                            &mut w,
+                            tree,
+                            &plan.inodes[id],
+                            id,
+                            bs,
+                            &mut buf,
+                            pdedupe.as_mut(),
+                        )?;
                         start_blk[id] = s;
                         chunk_blk[id] = c;
                     }
@@ -1005,7 +1041,7 @@ fn write_image(
                 apply_z(plan, pid, z);
             }
             None => {
-                let (s, _) = write_flat(&mut w, tree, &plan.inodes[pid], pid, bs, &mut buf)?;
+                let (s, _) = write_flat(&mut w, tree, &plan.inodes[pid], pid, bs, &mut buf, None)?;
                 start_blk[pid] = s;
             }
         }

@@ -100,8 +100,9 @@ pub(crate) struct MkfsArgs {
     /// Extended options, comma-separated: force-inode-extended,
     /// noinline_data (or ^inline_data), ztailpacking, fragments[=PCLUSTER]
     /// (tails and small files compressed together in the packed inode),
-    /// all-fragments (every file there), dedupe (identical files stored once;
-    /// also done with fragments), nosbcrc (no superblock checksum),
+    /// all-fragments (every file there), dedupe (identical files stored once,
+    /// also done with fragments; without -z, identical blocks: files become
+    /// chunk-based with one-block chunks unless --chunksize says otherwise), nosbcrc (no superblock checksum),
     /// ^xattr-name-filter (no xattr name bloom filters).
     #[arg(short = 'E', value_name = "OPTS")]
     extended: Vec<String>,
@@ -297,6 +298,11 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             bail!("{what}");
         }
         eprintln!("mkfs.erofs: warning: {what}; ignored (the image is not compressed)");
+    }
+    if o.dedupe && o.compress.is_none() && o.chunk_size.is_none() {
+        // As mkfs.erofs: without compression, dedupe works on chunks of one
+        // block (every regular file chunk-based, equal blocks stored once).
+        o.chunk_size = Some(u64::from(a.block_size));
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [

@@ -402,3 +402,92 @@ fn real_tree_with_fragments_and_dedupe() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `-E dedupe` without compression, as mkfs.erofs does it: files become
+/// chunk-based with one-block chunks and equal blocks are stored once
+/// (whole copies, shared prefixes, and a last partial block equal to a
+/// full one with zeros). The image is about the unique blocks, reads back
+/// equal through the kernel, passes both fscks, and is no larger than
+/// mkfs.erofs 1.8.6's.
+#[test]
+fn uncompressed_dedupe_shares_blocks() {
+    let work = work_dir("mkfs_density_chunks");
+    let src = work.join("tree");
+    fs::create_dir_all(src.join("d")).unwrap();
+    let a = corpus::random_bytes(40 * 4096, 21);
+    let fresh = corpus::random_bytes(10 * 4096 + 100, 22);
+    let mut c = a[..20 * 4096].to_vec();
+    c.extend_from_slice(&fresh);
+    let mut tail_block = fresh[10 * 4096..].to_vec();
+    tail_block.resize(4096, 0);
+    fs::write(src.join("a.bin"), &a).unwrap();
+    fs::write(src.join("d/b.bin"), &a).unwrap();
+    fs::write(src.join("d/c.bin"), &c).unwrap();
+    // A full block of c's last 100 bytes and zeros.
+    fs::write(src.join("d/z.bin"), &tail_block).unwrap();
+    let img = work.join("dd.img");
+    let plain = work.join("plain.img");
+    let mut failures = Vec::new();
+    for (out, extra) in [(&img, &["-Ededupe"][..]), (&plain, &[][..])] {
+        if let Err(e) = run(Command::new(FERROFS)
+            .args(["mkfs", "--quiet", "-T0"])
+            .args(extra)
+            .arg(out)
+            .arg(&src))
+        {
+            failures.push(format!("mkfs {extra:?}: {e}"));
+        }
+    }
+    let len = |p: &Path| fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    println!("dedupe {} B, plain {} B", len(&img), len(&plain));
+    // 40 + 10 + 1 unique data blocks, a few of metadata.
+    let unique = 51 * 4096;
+    if len(&img) > unique + 4 * 4096 || len(&img) + 40 * 4096 > len(&plain) {
+        failures.push(format!(
+            "dedupe image {} B, plain {} B, unique data {unique} B",
+            len(&img),
+            len(&plain)
+        ));
+    }
+    if let Err(e) = run(Command::new(FERROFS).arg("fsck").arg(&img)) {
+        failures.push(format!("ferrofs fsck: {e}"));
+    }
+    if let Some(f) = tools::fsck_upstream() {
+        if let Err(e) = run(Command::new(&f.path).arg(&img)) {
+            failures.push(format!("fsck.erofs: {e}"));
+        }
+    }
+    if let Some(up) = tools::mkfs_upstream() {
+        let theirs = work.join("up.img");
+        match run(Command::new(&up.path)
+            .args(["--quiet", "-T0", "-Ededupe"])
+            .arg(&theirs)
+            .arg(&src))
+        {
+            Ok(_) if len(&img) <= len(&theirs) => {}
+            Ok(_) => failures.push(format!(
+                "dedupe image {} B, mkfs.erofs 1.8.6 {} B",
+                len(&img),
+                len(&theirs)
+            )),
+            Err(e) => failures.push(format!("mkfs.erofs: {e}")),
+        }
+    }
+    match can_mount() {
+        Ok(()) => match LoopMount::new(&img, &[]) {
+            Ok(m) => {
+                let mut opts = CompareOptions::strict();
+                opts.compare_mtime = false;
+                for d in compare::compare_trees(&src, m.path(), &opts) {
+                    failures.push(format!("source vs image: {d}"));
+                }
+            }
+            Err(e) => failures.push(format!("mount: {e}")),
+        },
+        Err(why) => println!("kernel comparison skipped: {why}"),
+    }
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -3,8 +3,9 @@
 //! into an in-memory `tree`; `plan` encodes what each inode needs
 //! (directory blocks, xattr bodies, data layout); `layout` gives every inode
 //! its nid and every data run its blocks before a byte is written; `zpass`
-//! compresses file data on all cores; `emit`
-//! writes a temporary file, superblock last, fsyncs and renames it.
+//! compresses file data on all cores; `fragments` packs tails and small
+//! files into the packed inode; `emit` writes a temporary file, superblock
+//! last, fsyncs and renames it.
 
 #![forbid(unsafe_code)]
 
@@ -13,6 +14,7 @@ pub mod content;
 pub mod dedupe;
 pub mod emit;
 pub mod error;
+mod fragments;
 pub mod layout;
 pub mod options;
 pub mod plan;

@@ -1,0 +1,243 @@
+//! Fragments (`-E fragments`, `-E all-fragments`): file tails and small
+//! files spooled on their way to the packed inode, identical ones kept
+//! once, ordered so that alike content shares a pcluster, and the packed
+//! inode that holds them.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use ferrofs_format::inode::DataLayout;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::content::{Content, ContentReader, Segment};
+use crate::error::{BuildError, Result};
+use crate::options::BuildOptions;
+use crate::plan::{InodePlan, Plan};
+use crate::tree::{InodeId, Kind, Tree};
+
+/// File tails and small files on their way to the packed inode: their bytes
+/// in an unlinked spool file beside the output, identical ones kept once.
+pub(crate) struct Fragments {
+    pub(crate) spool: File,
+    pub(crate) output: PathBuf,
+    pub(crate) len: u64,
+    pub(crate) entries: Vec<FragEntry>,
+    pub(crate) by_hash: HashMap<(u128, u64), usize>,
+}
+
+/// One distinct fragment: the inode it came from first and its bytes' place
+/// in the spool.
+pub(crate) struct FragEntry {
+    pub(crate) owner: InodeId,
+    pub(crate) at: u64,
+    pub(crate) len: u64,
+}
+
+impl Fragments {
+    pub(crate) fn new(output: &Path) -> Result<Self> {
+        let err = |source| BuildError::Output {
+            path: output.to_path_buf(),
+            source,
+        };
+        let dir = output
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = output.file_name().unwrap_or_default().to_string_lossy();
+        let path = dir.join(format!(".{name}.ferrofs-{}.frag", std::process::id()));
+        let spool = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(err)?;
+        // Unlinked at once: nothing is left behind whatever happens next.
+        fs::remove_file(&path).map_err(err)?;
+        Ok(Self {
+            spool,
+            output: output.to_path_buf(),
+            len: 0,
+            entries: Vec::new(),
+            by_hash: HashMap::new(),
+        })
+    }
+
+    pub(crate) fn io(&self) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
+        |source| BuildError::Output {
+            path: self.output.clone(),
+            source,
+        }
+    }
+
+    /// Adds bytes `[from, to)` of a file; returns the fragment's index
+    /// (an existing one when the same bytes were added before).
+    pub(crate) fn add(
+        &mut self,
+        owner: InodeId,
+        r: &ContentReader,
+        from: u64,
+        to: u64,
+    ) -> Result<usize> {
+        let len = to - from;
+        let mut buf = vec![0u8; len.min(1 << 20) as usize];
+        let mut h = Xxh3::new();
+        let mut off = from;
+        while off < to {
+            let n = (to - off).min(buf.len() as u64) as usize;
+            r.read_exact_at(&mut buf[..n], off)?;
+            h.update(&buf[..n]);
+            self.spool
+                .write_all_at(&buf[..n], self.len + (off - from))
+                .map_err(self.io())?;
+            off += n as u64;
+        }
+        let key = (h.digest128(), len);
+        if let Some(&i) = self.by_hash.get(&key) {
+            if self.same(i, self.len, len)? {
+                return Ok(i);
+            }
+        }
+        let i = self.entries.len();
+        self.entries.push(FragEntry {
+            owner,
+            at: self.len,
+            len,
+        });
+        self.by_hash.entry(key).or_insert(i);
+        self.len += len;
+        Ok(i)
+    }
+
+    /// Whether entry `i` holds the same bytes as the spool at `at`.
+    pub(crate) fn same(&self, i: usize, at: u64, len: u64) -> Result<bool> {
+        let e = &self.entries[i];
+        let mut a = vec![0u8; len.min(1 << 20) as usize];
+        let mut b = a.clone();
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(a.len() as u64) as usize;
+            self.spool
+                .read_exact_at(&mut a[..n], e.at + done)
+                .map_err(self.io())?;
+            self.spool
+                .read_exact_at(&mut b[..n], at + done)
+                .map_err(self.io())?;
+            if a[..n] != b[..n] {
+                return Ok(false);
+            }
+            done += n as u64;
+        }
+        Ok(true)
+    }
+}
+
+/// The order fragments take in the packed inode: alike content together
+/// (by file name extension, then by name: the `copyright` files of many
+/// packages sit side by side), then by path. Returns the order and each
+/// fragment's offset. (Measured on /usr/share/doc, lz4hc -C65536: 0.9 %
+/// smaller than path order.)
+pub(crate) fn fragment_offsets(
+    tree: &Tree,
+    entries: &[FragEntry],
+    profile: Option<&crate::profile::Profile>,
+) -> (Vec<usize>, Vec<u64>) {
+    let rank = |id: InodeId| {
+        profile
+            .and_then(|p| p.get(&tree.inodes[id].rel))
+            .map_or(usize::MAX, |f| f.rank)
+    };
+    let ext = |id: InodeId| -> &[u8] {
+        let rel = &tree.inodes[id].rel;
+        let name = rel.rsplit(|&c| c == b'/').next().unwrap_or(rel);
+        match name.iter().rposition(|&c| c == b'.') {
+            Some(p) if p > 0 => &name[p + 1..],
+            _ => b"",
+        }
+    };
+    let base = |id: InodeId| -> &[u8] {
+        let rel = &tree.inodes[id].rel;
+        rel.rsplit(|&c| c == b'/').next().unwrap_or(rel)
+    };
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ia, ib) = (entries[a].owner, entries[b].owner);
+        // What a profiled start reads comes first, in access order.
+        rank(ia)
+            .cmp(&rank(ib))
+            .then_with(|| ext(ia).cmp(ext(ib)))
+            .then_with(|| base(ia).cmp(base(ib)))
+            .then_with(|| tree.inodes[ia].rel.cmp(&tree.inodes[ib].rel))
+            .then(a.cmp(&b))
+    });
+    let mut offsets = vec![0u64; entries.len()];
+    let mut pos = 0;
+    for &i in &order {
+        offsets[i] = pos;
+        pos += entries[i].len;
+    }
+    (order, offsets)
+}
+
+/// Adds the packed inode to the tree and the plan: a regular file no
+/// directory names, whose bytes are the fragments in their order.
+pub(crate) fn add_packed_inode(
+    tree: &mut Tree,
+    plan: &mut Plan,
+    frags: Fragments,
+    opts: &BuildOptions,
+) -> (InodeId, Vec<u64>) {
+    let bs = opts.block_size();
+    let (order, offsets) = fragment_offsets(tree, &frags.entries, opts.profile.as_deref());
+    let segments: Vec<Segment> = order
+        .iter()
+        .map(|&i| Segment {
+            logical: offsets[i],
+            len: frags.entries[i].len,
+            physical: frags.entries[i].at,
+        })
+        .collect();
+    let size = frags.len;
+    let id = tree.inodes.len();
+    tree.inodes.push(crate::tree::Inode {
+        kind: Kind::File { size, data: None },
+        perm: 0o644,
+        uid: 0,
+        gid: 0,
+        mtime: plan.epoch,
+        mtime_nsec: plan.fixed_nsec,
+        xattrs: Vec::new(),
+        source: frags.output.clone(),
+        content: Content::Archive {
+            archive: std::sync::Arc::new(frags.spool),
+            segments: segments.into(),
+        },
+        rel: Vec::new(),
+        parent: tree.root,
+    });
+    let pcl = opts
+        .compress
+        .as_ref()
+        .map_or(bs, |c| c.packed_pcluster.unwrap_or(c.pcluster_bytes));
+    plan.xattrs.bodies.push(Vec::new());
+    plan.inodes.push(InodePlan {
+        extended: size > u64::from(u32::MAX),
+        layout: DataLayout::FlatPlain,
+        mode: 0o100644,
+        uid: 0,
+        gid: 0,
+        nlink: 1,
+        size,
+        mtime: plan.epoch,
+        mtime_nsec: plan.fixed_nsec,
+        rdev: None,
+        tail: 0,
+        blocks: size.div_ceil(bs),
+        chunks: None,
+        dir_blocks: Vec::new(),
+        compress: Some((pcl, 0)),
+        z: None,
+    });
+    (id, offsets)
+}

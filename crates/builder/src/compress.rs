@@ -91,6 +91,10 @@ pub struct CompressOptions {
     /// `-E fragments=SIZE`: the packed inode's pcluster size (default `-C`).
     pub packed_pcluster: Option<u64>,
     pub hints: Vec<Hint>,
+    /// `--max-extent-bytes`: no pcluster decodes to more than this many
+    /// bytes (a multiple of the block size), bounding what a small read of
+    /// very compressible data decodes.
+    pub max_extent_bytes: Option<u64>,
 }
 
 impl CompressOptions {
@@ -181,7 +185,8 @@ pub const MAX_EXTENT_BLOCKS: u64 = 2000;
 /// Also returns whether the first trial saved a block, the test
 /// [`worth_compressing`] applies to a file's first pcluster. With
 /// `decide` (the segment is a whole file), a first trial that does not
-/// save a block ends the work at once: the file is stored flat.
+/// save a block ends the work at once: the file is stored flat. No extent
+/// is longer than `max_extent` bytes (when given).
 #[allow(clippy::too_many_arguments)]
 pub fn compress_segment(
     enc: &mut Encoder,
@@ -192,11 +197,14 @@ pub fn compress_segment(
     big: bool,
     leave_tail: Option<u64>,
     decide: bool,
+    max_extent: Option<u64>,
 ) -> Result<(Vec<Extent>, bool)> {
     let inplace = enc.config().alg == Algorithm::Lz4;
     // Segments are spread over threads: start every one from the same state.
     enc.reset();
-    let cap = (MAX_EXTENT_BLOCKS * bs).min(12 << 20) as usize;
+    let cap = (MAX_EXTENT_BLOCKS * bs)
+        .min(12 << 20)
+        .min(max_extent.unwrap_or(u64::MAX).max(bs)) as usize;
     let mut dst = vec![0u8; pcluster as usize];
     let mut out = Vec::new();
     let mut pos = 0usize;
@@ -210,8 +218,21 @@ pub fn compress_segment(
         let (mut consumed, mut written) = enc
             .compress_fixed_output(src, &mut dst)
             .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?;
-        if !*first_saves.get_or_insert_with(|| saves_a_block(consumed, written, bs)) && decide {
-            return Ok((Vec::new(), false));
+        if first_saves.is_none() {
+            let mut saves = saves_a_block(consumed, written, bs);
+            if !saves && decide && input.len() as u64 >= 2 * pcluster.max(2 * bs) {
+                // A start that does not compress (a header, short lines)
+                // does not condemn the file: ask its middle too.
+                let mid = (input.len() as u64 / 2 / bs * bs) as usize;
+                let mut probe = vec![0u8; pcluster as usize];
+                let end = input.len().min(mid + cap);
+                saves = matches!(enc.compress_fixed_output(&input[mid..end], &mut probe),
+                    Ok((c, w)) if saves_a_block(c, w, bs));
+            }
+            first_saves = Some(saves);
+            if !saves && decide {
+                return Ok((Vec::new(), false));
+            }
         }
         if inplace && pos + consumed < input.len() {
             // Keep the kernel's in-place margin (paper §3.3): end the extent
@@ -267,15 +288,16 @@ fn saves_a_block(consumed: usize, written: usize, bs: u64) -> bool {
     consumed > 0 && written > 0 && (written as u64).div_ceil(bs) < (consumed as u64).div_ceil(bs)
 }
 
-/// Whether compressing the first pcluster of a file saves at least one
-/// block (files that do not, like media and archives, are stored flat).
-pub fn worth_compressing(enc: &mut Encoder, first: &[u8], pcluster: u64, bs: u64) -> bool {
+/// Whether compressing a pcluster from any of the `samples` of a file (its
+/// start, its middle) saves at least one block; files where none does,
+/// like media and archives, are stored flat.
+pub fn worth_compressing(enc: &mut Encoder, samples: &[&[u8]], pcluster: u64, bs: u64) -> bool {
     enc.reset();
     let mut dst = vec![0u8; pcluster as usize];
-    match enc.compress_fixed_output(first, &mut dst) {
-        Ok((consumed, written)) => saves_a_block(consumed, written, bs),
-        Err(_) => false,
-    }
+    samples.iter().any(|s| {
+        matches!(enc.compress_fixed_output(s, &mut dst),
+            Ok((consumed, written)) if saves_a_block(consumed, written, bs))
+    })
 }
 
 #[cfg(test)]
@@ -320,7 +342,7 @@ mod tests {
         ] {
             let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
             let (ex, saves) =
-                compress_segment(&mut enc, &data, 0, pcl, bs, big, None, false).unwrap();
+                compress_segment(&mut enc, &data, 0, pcl, bs, big, None, false, None).unwrap();
             assert!(saves, "{alg}: text start compresses");
             let mut pos = 0;
             for (k, e) in ex.iter().enumerate() {

@@ -53,6 +53,7 @@ pub(crate) fn compress_window(
     let bs = opts.block_size();
     let comps: &[Compressor] = &c.compressors;
     let big = |pcl: u64| pcl > bs;
+    let max_extent = c.max_extent_bytes;
     // Goes whole to the packed inode, without being compressed on its own.
     let whole_fragment = |id: InodeId| match zc[id] {
         Some((pcl, _)) if fragments => c.all_fragments || tree.inodes[id].data_size() <= pcl,
@@ -83,16 +84,22 @@ pub(crate) fn compress_window(
                 }
                 let ino = &tree.inodes[id];
                 let size = ino.data_size();
-                // A file of one segment decides with its first trial.
+                // A file of one segment decides with its first trial (and a
+                // probe of its middle).
                 if size <= segment_len(pcl) && hot_pieces(id).is_empty() {
                     return Ok(Worth::Decide);
                 }
+                // Samples of the start and of the middle.
                 let n = size.min(pcl.max(4 * bs)) as usize;
+                let mid = size / 2 / bs * bs;
                 let r = ContentReader::open(ino)?;
-                let mut buf = vec![0u8; n];
-                r.read_exact_at(&mut buf, 0)?;
+                let mut buf = vec![0u8; 2 * n];
+                let (head, middle) = buf.split_at_mut(n);
+                r.read_exact_at(head, 0)?;
+                let m = (size - mid).min(n as u64) as usize;
+                r.read_exact_at(&mut middle[..m], mid)?;
                 let enc = encoder_for(encs, comps, comp, pcl)?;
-                Ok(if worth_compressing(enc, &buf, pcl, bs) {
+                Ok(if worth_compressing(enc, &[head, &middle[..m]], pcl, bs) {
                     Worth::Yes
                 } else {
                     Worth::No
@@ -177,6 +184,7 @@ pub(crate) fn compress_window(
                     big(u.pcluster),
                     leave,
                     decide,
+                    max_extent,
                 )?;
                 let keep = !decide || saves;
                 Ok((*k, keep.then_some(ex)))

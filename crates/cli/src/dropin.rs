@@ -19,7 +19,6 @@ const UNSUPPORTED: &[&str] = &[
     "--fs-config-file",
     "--fsalignblks",
     "--incremental",
-    "--max-extent-bytes",
     "--offset",
     "--product-out",
     "--random-algorithms",

@@ -137,6 +137,11 @@ pub(crate) struct MkfsArgs {
     /// it on each side. 0: pieces are exactly what the traces read.
     #[arg(long, value_name = "BYTES", default_value = "0", value_parser = mount::parse_size)]
     profile_readahead: usize,
+    /// With -z: no pcluster decodes to more than this many bytes (rounded
+    /// down to whole blocks), so a small read of very compressible data
+    /// decodes little.
+    #[arg(long, value_name = "BYTES", value_parser = mount::parse_size)]
+    max_extent_bytes: Option<usize>,
     /// Store every hard link as an inode of its own.
     #[arg(long)]
     hard_dereference: bool,
@@ -286,14 +291,20 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             all_fragments,
             packed_pcluster,
             hints,
+            max_extent_bytes: a.max_extent_bytes.map(|n| {
+                let bs = u64::from(a.block_size);
+                (n as u64 / bs * bs).max(bs)
+            }),
         });
     } else if a.pcluster.is_some()
         || a.compress_hints.is_some()
+        || a.max_extent_bytes.is_some()
         || ztailpacking
         || fragments
         || all_fragments
     {
-        let what = "-C, --compress-hints and -E ztailpacking/fragments/all-fragments need -z";
+        let what = "-C, --compress-hints, --max-extent-bytes and -E \
+                    ztailpacking/fragments/all-fragments need -z";
         if !a.dropin {
             bail!("{what}");
         }

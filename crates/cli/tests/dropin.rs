@@ -76,6 +76,7 @@ fn dropin_takes_upstream_command_lines() {
             "--quiet",
         ],
         vec!["-b2048", "-Eforce-inode-extended,noinline_data", "--quiet"],
+        vec!["-zlz4", "-C4096", "--max-extent-bytes=16384", "--quiet"],
         vec![
             "-zlz4",
             "--hard-dereference",

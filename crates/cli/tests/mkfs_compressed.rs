@@ -285,3 +285,99 @@ fn hints_pick_algorithms_and_incompressible_files_stay_flat() {
     }
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
+
+/// `--max-extent-bytes` bounds what any pcluster decodes to (3 MB of zeros
+/// would otherwise fit in one block); and a file whose start does not
+/// compress but whose middle does (short lines, then long ones) is still
+/// compressed, as mkfs.erofs compresses it: the sample asks the middle too.
+#[test]
+fn extent_cap_and_a_slow_start() {
+    let work = work_dir("mkfs_compressed_cap");
+    let src = work.join("tree");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("zeros"), vec![0u8; 3_000_000]).unwrap();
+    let nums: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
+    fs::write(src.join("nums"), nums.as_bytes()).unwrap();
+    let mut failures = Vec::new();
+    let capped = work.join("capped.img");
+    let plain = work.join("plain.img");
+    for (img, extra) in [
+        (&capped, &["--max-extent-bytes=16384"][..]),
+        (&plain, &[][..]),
+    ] {
+        if let Err(e) = run(Command::new(FERROFS)
+            .args(["mkfs", "--quiet", "-zlz4", "-C4096"])
+            .args(extra)
+            .arg(img)
+            .arg(&src))
+        {
+            failures.push(e);
+        }
+    }
+    let extents = |img: &Path, path: &str| -> Vec<(u64, String)> {
+        dump_json(&["--path", path, img.to_str().unwrap()])
+            .ok()
+            .and_then(|v| v["extents"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|e| {
+                let len = e["len"].as_u64().unwrap_or(0);
+                (len, e["map"]["type"].as_str().unwrap_or("").to_string())
+            })
+            .collect()
+    };
+    let capped_zeros = extents(&capped, "/zeros");
+    let plain_zeros = extents(&plain, "/zeros");
+    if capped_zeros.is_empty() || capped_zeros.iter().any(|(len, _)| *len > 16384) {
+        failures.push(format!("capped extents of /zeros: {capped_zeros:?}"));
+    }
+    if !plain_zeros.iter().any(|(len, _)| *len > 512 << 10) {
+        failures.push(format!(
+            "uncapped /zeros has no long extent: {plain_zeros:?}"
+        ));
+    }
+    let nums_ext = extents(&plain, "/nums");
+    if !nums_ext.iter().any(|(_, t)| t == "pcluster") {
+        failures.push(format!(
+            "/nums stored flat: {:?}",
+            &nums_ext[..nums_ext.len().min(3)]
+        ));
+    }
+    if let Some(up) = tools::mkfs_upstream() {
+        let theirs = work.join("up.img");
+        let len = |p: &Path| fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        match run(Command::new(&up.path)
+            .args(["--quiet", "-zlz4", "-C4096"])
+            .arg(&theirs)
+            .arg(&src))
+        {
+            Ok(_) if len(&plain) * 100 <= len(&theirs) * 102 => {}
+            Ok(_) => failures.push(format!(
+                "{} B vs mkfs.erofs 1.8.6 {} B",
+                len(&plain),
+                len(&theirs)
+            )),
+            Err(e) => failures.push(e),
+        }
+    }
+    if let Some(f) = tools::fsck_upstream() {
+        if let Err(e) = run(Command::new(&f.path).arg(&capped)) {
+            failures.push(format!("fsck.erofs: {e}"));
+        }
+    }
+    match can_mount() {
+        Ok(()) => match LoopMount::new(&capped, &[]) {
+            Ok(m) => {
+                for d in compare::compare_trees(&src, m.path(), &CompareOptions::strict()) {
+                    failures.push(format!("source vs capped image: {d}"));
+                }
+            }
+            Err(e) => failures.push(format!("mount: {e}")),
+        },
+        Err(why) => println!("kernel comparison skipped: {why}"),
+    }
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

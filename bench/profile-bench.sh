@@ -13,7 +13,9 @@
 # RA_KB sets the loop device's readahead (read_ahead_kb) for the replays;
 # by default the loop device keeps what the kernel gave it (on this VM 2560,
 # inherited from the virtio disk; the kernel's own default is 128).
-# Usage: [ALG=lz4hc] [PCL=65536] [RA_KB=128] bench/profile-bench.sh RUNS ROOTFS CMD...
+# EXTRA adds mkfs options to every build (e.g. EXTRA=-Efragments; the same
+# for all four images, upstream's included).
+# Usage: [ALG=lz4hc] [PCL=65536] [RA_KB=128] [EXTRA=...] bench/profile-bench.sh RUNS ROOTFS CMD...
 set -euo pipefail
 runs=${1:?RUNS}; rootfs=${2:?ROOTFS}; shift 2
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,10 +23,11 @@ bin=${UPSTREAM_TOOLS_BIN:-$(bash "$here/../shared/tools/upstream-tools")}
 ferrofs=$here/target/release/ferrofs
 [[ -x $ferrofs ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
 alg=${ALG:-lz4hc}; pcl=${PCL:-65536}
+read -r -a extra <<<"${EXTRA:-}"
 out=${OUT:-/tmp/profile-bench}; mkdir -p "$out/mnt"
 mnt=$out/mnt
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-"$ferrofs" mkfs --quiet -z$alg -C$pcl "$out/default.img" "$rootfs"
+"$ferrofs" mkfs --quiet -z$alg -C$pcl "${extra[@]}" "$out/default.img" "$rootfs"
 for t in 1 2; do
   rm -f "$out/trace$t.txt"
   echo 3 > /proc/sys/vm/drop_caches
@@ -32,10 +35,11 @@ for t in 1 2; do
   chroot "$mnt" "$@" >/dev/null
   umount "$mnt"; sleep 1
 done
-"$ferrofs" mkfs --quiet -z$alg -C$pcl --profile "$out/trace1.txt" --profile "$out/trace2.txt" "$out/profiled.img" "$rootfs"
-"$ferrofs" mkfs --quiet -z$alg -C$pcl --profile "$out/trace1.txt" --profile "$out/trace2.txt" \
+"$ferrofs" mkfs --quiet -z$alg -C$pcl "${extra[@]}" --profile "$out/trace1.txt" --profile "$out/trace2.txt" "$out/profiled.img" "$rootfs"
+"$ferrofs" mkfs --quiet -z$alg -C$pcl "${extra[@]}" --profile "$out/trace1.txt" --profile "$out/trace2.txt" \
   --profile-readahead "${RA_KB:-128}K" "$out/profiled-ra.img" "$rootfs"
-"$bin/mkfs.erofs" --quiet -z$alg -C$pcl "$out/upstream.img" "$rootfs" >/dev/null 2>&1
+"$bin/mkfs.erofs" --quiet -z$alg -C$pcl "${extra[@]}" "$out/upstream.img" "$rootfs" >/dev/null 2>&1
+echo "options: -z$alg -C$pcl ${EXTRA:-}"
 echo "trace: $(wc -l < "$out/trace1.txt") reads of $(cut -f1 "$out/trace1.txt" | sort -u | wc -l) files; command: $*"
 echo
 echo "| image | image bytes | readahead KiB | device bytes (kernel) | wall s | dump --readahead: device bytes | pclusters | runs | decoded/requested |"

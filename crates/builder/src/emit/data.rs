@@ -1,0 +1,626 @@
+//! The data pass: every regular file's data, in the plan's order (or a
+//! profile's), compressed in windows on the worker pool and written in
+//! order, so the image does not depend on the thread count; then the
+//! packed inode that holds the fragments, and symlink targets too long to
+//! be inline.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+
+use ferrofs_format::inode::DataLayout;
+
+use super::{check_stop, Progress, Writer};
+use crate::compress::Extent;
+use crate::content::ContentReader;
+use crate::error::{BuildError, Result};
+use crate::fragments::{add_packed_inode, Fragments};
+use crate::options::BuildOptions;
+use crate::plan::{InodePlan, Plan};
+use crate::tree::{InodeId, Kind, Tree};
+use crate::zinode::{encode_index, encode_whole_fragment, Tail, ZExtent, ZInode};
+use crate::zpass::compress_window;
+
+/// Where the data pass put each inode's data (indexed by inode id).
+pub(super) struct Placed {
+    /// First block of a flat file's, a long symlink's or (set by the
+    /// metadata pass) a directory's data.
+    pub(super) start_blk: Vec<u64>,
+    /// Block of each chunk of a chunk-based file (`None`: a hole).
+    pub(super) chunk_blk: Vec<Vec<Option<u64>>>,
+    /// The packed inode, when fragments went into one.
+    pub(super) packed: Option<InodeId>,
+}
+
+/// Files per window of the data pass, and input bytes per window.
+const WINDOW_FILES: usize = 1024;
+const WINDOW_BYTES: u64 = 32 << 20;
+/// Threads that hand windows to the compression pool (taking turns).
+const PRODUCERS: usize = 2;
+
+/// Writes every file's data, the packed inode and long symlink targets.
+pub(super) fn write_data(
+    w: &mut Writer,
+    tree: &mut Tree,
+    plan: &mut Plan,
+    opts: &BuildOptions,
+    progress: &dyn Fn(Progress),
+    pool: &rayon::ThreadPool,
+) -> Result<Placed> {
+    let bs = opts.block_size();
+    let (interrupted, output) = (w.stop, w.output);
+    let files = data_order(tree, plan, opts);
+    let mut prog = Progress {
+        files_total: files.len() as u64,
+        bytes_total: files.iter().map(|&id| tree.inodes[id].data_size()).sum(),
+        ..Default::default()
+    };
+    let mut start_blk = vec![0u64; tree.inodes.len()];
+    let mut chunk_blk: Vec<Vec<Option<u64>>> = vec![Vec::new(); tree.inodes.len()];
+    let frag_mode = opts
+        .compress
+        .as_ref()
+        .is_some_and(|c| c.fragments || c.all_fragments);
+    let mut frags = if frag_mode {
+        Some(Fragments::new(output)?)
+    } else {
+        None
+    };
+    let dup = duplicates(tree, plan, opts, frag_mode, pool)?;
+    let mut pdedupe = opts.dedupe.then(PclusterDedupe::default);
+    let mut buf = vec![0u8; 1 << 20];
+    let windows = windows(tree, &files);
+    // Windows are compressed by two producer threads taking turns (their
+    // jobs share the pool, so one window's last segments overlap the next
+    // window's first) while this thread writes finished windows in order.
+    let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
+    let tree_ref: &Tree = tree;
+    std::thread::scope(|s| -> Result<()> {
+        let tree = tree_ref;
+        let mut rxs = Vec::new();
+        for lane in 0..PRODUCERS {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            rxs.push(rx);
+            let (files, zc) = (&files, &zc);
+            let mine: Vec<_> = windows
+                .iter()
+                .skip(lane)
+                .step_by(PRODUCERS)
+                .cloned()
+                .collect();
+            s.spawn(move || {
+                for r in mine {
+                    if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                        break;
+                    }
+                    let window = &files[r];
+                    let out =
+                        pool.install(|| compress_window(tree, zc, opts, window, frag_mode, true));
+                    let failed = out.is_err();
+                    if tx.send(out).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+        }
+        for (n, r) in windows.into_iter().enumerate() {
+            let window = &files[r];
+            let compressed = rxs[n % PRODUCERS]
+                .recv()
+                .map_err(|_| BuildError::Interrupted {
+                    path: output.to_path_buf(),
+                })??;
+            for (k, &id) in window.iter().enumerate() {
+                check_stop(interrupted, output)?;
+                match (dup[id], compressed[k].clone()) {
+                    // Same bytes as an earlier file stored the same way:
+                    // its data serve this one too.
+                    (Some(orig), _) => share_data(plan, &mut start_blk, id, orig, bs),
+                    (None, Some(ex)) => {
+                        let z = write_compressed(
+                            w,
+                            tree,
+                            plan,
+                            id,
+                            ex,
+                            opts,
+                            frags.as_mut(),
+                            pdedupe.as_mut(),
+                        )?;
+                        apply_z(plan, id, z);
+                    }
+                    (None, None) => {
+                        let (s, c) = write_flat(
+                            w,
+                            tree,
+                            &plan.inodes[id],
+                            id,
+                            bs,
+                            &mut buf,
+                            pdedupe.as_mut(),
+                        )?;
+                        start_blk[id] = s;
+                        chunk_blk[id] = c;
+                    }
+                }
+                prog.files_done += 1;
+                prog.bytes_done += tree.inodes[id].data_size();
+                progress(prog);
+            }
+        }
+        Ok(())
+    })?;
+    let mut placed = Placed {
+        start_blk,
+        chunk_blk,
+        packed: None,
+    };
+    if let Some(fr) = frags.take().filter(|f| !f.entries.is_empty()) {
+        check_stop(interrupted, output)?;
+        placed.packed = Some(write_packed(w, tree, plan, opts, fr, &mut placed, pool)?);
+    }
+    write_symlinks(w, tree, plan, &mut placed.start_blk, bs)?;
+    Ok(placed)
+}
+
+/// The regular files with data, in the order their data is written.
+fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<InodeId> {
+    let mut files: Vec<InodeId> = plan
+        .order
+        .iter()
+        .copied()
+        .filter(|&id| matches!(tree.inodes[id].kind, Kind::File { size, .. } if size > 0))
+        .collect();
+    if let Some(p) = &opts.profile {
+        // Data in first-access order, so a start reads few, mostly
+        // sequential runs; files it does not read follow in nid order.
+        files.sort_by_key(|&id| p.get(&tree.inodes[id].rel).map_or(usize::MAX, |f| f.rank));
+    }
+    files
+}
+
+/// Whole-file dedupe (`-E dedupe`, and with fragments, as mkfs.erofs
+/// does): for each file, an earlier file with the same bytes stored the
+/// same way, whose data it shares (such a file is not compressed again).
+fn duplicates(
+    tree: &Tree,
+    plan: &mut Plan,
+    opts: &BuildOptions,
+    frag_mode: bool,
+    pool: &rayon::ThreadPool,
+) -> Result<Vec<Option<InodeId>>> {
+    let dup = if opts.dedupe || frag_mode {
+        let p: &Plan = plan;
+        let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking);
+        pool.install(|| crate::dedupe::find_duplicates(tree, p, ztail))?
+    } else {
+        vec![None; tree.inodes.len()]
+    };
+    for (id, d) in dup.iter().enumerate() {
+        if d.is_some() {
+            plan.inodes[id].compress = None;
+        }
+    }
+    Ok(dup)
+}
+
+/// Cuts `files` into windows of at most [`WINDOW_FILES`] files and about
+/// [`WINDOW_BYTES`] of data.
+fn windows(tree: &Tree, files: &[InodeId]) -> Vec<Range<usize>> {
+    let mut windows = Vec::new();
+    let mut i = 0;
+    while i < files.len() {
+        let mut j = i;
+        let mut bytes = 0;
+        while j < files.len() && j - i < WINDOW_FILES && (j == i || bytes < WINDOW_BYTES) {
+            bytes += tree.inodes[files[j]].data_size();
+            j += 1;
+        }
+        windows.push(i..j);
+        i = j;
+    }
+    windows
+}
+
+/// File `id` has the same bytes as `orig`, stored the same way: `orig`'s
+/// data serve it too (a compressed one gets an index of its own).
+fn share_data(plan: &mut Plan, start_blk: &mut [u64], id: InodeId, orig: InodeId, bs: u64) {
+    match plan.inodes[orig].z.clone() {
+        Some(mut z) => {
+            if z.fragment.is_none() {
+                let p = &plan.inodes[id];
+                let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+                let tail = z
+                    .inline
+                    .as_ref()
+                    .map_or(Tail::Blocks, |v| Tail::Inline(v.len() as u16));
+                (z.index, z.compact) = encode_index(&z.extents, p.size, bs, z.alg, tail, ix);
+            }
+            apply_z(plan, id, z)
+        }
+        None => start_blk[id] = start_blk[orig],
+    }
+}
+
+/// Writes the packed inode (the fragments) and sets the fragment offsets
+/// in the inodes that use it; returns its id.
+fn write_packed(
+    w: &mut Writer,
+    tree: &mut Tree,
+    plan: &mut Plan,
+    opts: &BuildOptions,
+    fr: Fragments,
+    placed: &mut Placed,
+    pool: &rayon::ThreadPool,
+) -> Result<InodeId> {
+    let bs = opts.block_size();
+    let (pid, offsets) = add_packed_inode(tree, plan, fr, opts);
+    placed.start_blk.push(0);
+    placed.chunk_blk.push(Vec::new());
+    let t: &Tree = tree;
+    let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
+    let ex = pool.install(|| compress_window(t, &zc, opts, &[pid], false, false))?;
+    match ex.into_iter().next().flatten() {
+        Some(ex) => {
+            let z = write_compressed(w, tree, plan, pid, ex, opts, None, None)?;
+            apply_z(plan, pid, z);
+        }
+        None => {
+            let mut buf = vec![0u8; 1 << 20];
+            let (s, _) = write_flat(w, tree, &plan.inodes[pid], pid, bs, &mut buf, None)?;
+            placed.start_blk[pid] = s;
+        }
+    }
+    for id in 0..plan.inodes.len() {
+        let ix = plan.inodes[id].inode_size() + plan.xattrs.bodies[id].len() as u64;
+        let size = plan.inodes[id].size;
+        if let Some(z) = plan.inodes[id].z.as_mut() {
+            let Some((fid, from)) = z.fragment else {
+                continue;
+            };
+            let off = offsets[fid];
+            if from == 0 {
+                z.index = encode_whole_fragment(off);
+            } else {
+                let (index, compact) =
+                    encode_index(&z.extents, size, bs, z.alg, Tail::Fragment(off), ix);
+                z.index = index;
+                z.compact = compact;
+            }
+            plan.inodes[id].layout = if plan.inodes[id].z.as_ref().is_some_and(|z| z.compact) {
+                DataLayout::CompressedCompact
+            } else {
+                DataLayout::CompressedFull
+            };
+        }
+    }
+    plan.order.push(pid);
+    Ok(pid)
+}
+
+/// Writes symlink targets that need blocks (longer than an inline tail
+/// allows).
+fn write_symlinks(
+    w: &mut Writer,
+    tree: &Tree,
+    plan: &Plan,
+    start_blk: &mut [u64],
+    bs: u64,
+) -> Result<()> {
+    for &id in &plan.order {
+        if let Kind::Symlink { target } = &tree.inodes[id].kind {
+            let p = &plan.inodes[id];
+            if p.blocks > 0 {
+                start_blk[id] = w.block(bs);
+                let split = (p.blocks * bs).min(target.len() as u64) as usize;
+                w.write(&target[..split])?;
+                w.pad_to_block(bs)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes one compressed file's pclusters and returns its inode state.
+#[allow(clippy::too_many_arguments)]
+fn write_compressed(
+    w: &mut Writer,
+    tree: &Tree,
+    plan: &Plan,
+    id: InodeId,
+    extents: Vec<Extent>,
+    opts: &BuildOptions,
+    frags: Option<&mut Fragments>,
+    mut dedupe: Option<&mut PclusterDedupe>,
+) -> Result<ZInode> {
+    let bs = opts.block_size();
+    let ino = &tree.inodes[id];
+    let p = &plan.inodes[id];
+    let size = ino.data_size();
+    let comp = opts
+        .compress
+        .as_ref()
+        .map(|c| c.compressors[p.compress.map_or(0, |x| x.1)]);
+    let alg = comp.map_or(0, |c| c.alg.id());
+    let f = ContentReader::open(ino)?;
+    let inode_and_xattrs = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+    // Extents stop short of the end when the rest is the file's fragment.
+    let covered = extents.last().map_or(0, |e| e.la + e.llen);
+    let fragment = match frags {
+        Some(fr) if covered < size => Some((fr.add(id, &f, covered, size)?, covered)),
+        _ => None,
+    };
+    if let Some((fid, 0)) = fragment {
+        f.finish()?;
+        return Ok(ZInode {
+            alg,
+            extents: Vec::new(),
+            inline: None,
+            index: encode_whole_fragment(0),
+            compact: false,
+            blocks: 0,
+            fragment: Some((fid, 0)),
+        });
+    }
+    let mut zext: Vec<ZExtent> = Vec::with_capacity(extents.len());
+    let mut cursor = w.block(bs);
+    for e in &extents {
+        let blocks = e.blocks(bs);
+        zext.push(ZExtent {
+            la: e.la,
+            llen: e.llen,
+            plain: e.compressed.is_none(),
+            pblk: cursor,
+            blocks,
+            csize: e.compressed.as_ref().map_or(e.llen, |c| c.len() as u64),
+        });
+        cursor += blocks;
+    }
+    // ztailpacking: the last pcluster inline, when it fits in the inode's block.
+    let mut inline: Option<Vec<u8>> = None;
+    let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking) && fragment.is_none();
+    if let (true, Some(last)) = (ztail, extents.last()) {
+        let bytes = match &last.compressed {
+            Some(c) => c.clone(),
+            None => {
+                let mut raw = vec![0u8; last.llen as usize];
+                f.read_exact_at(&mut raw, last.la)?;
+                raw
+            }
+        };
+        if bytes.len() < bs as usize {
+            let mut trial = zext.clone();
+            let t = trial.len() - 1;
+            trial[t].blocks = 0;
+            let (index, _) = encode_index(
+                &trial,
+                size,
+                bs,
+                alg,
+                Tail::Inline(bytes.len() as u16),
+                inode_and_xattrs,
+            );
+            let pad = inode_and_xattrs.div_ceil(8) * 8 - inode_and_xattrs;
+            if inode_and_xattrs + pad + index.len() as u64 + bytes.len() as u64 <= bs {
+                zext = trial;
+                inline = Some(bytes);
+            }
+        }
+    }
+    // An extent that is not the tail never crosses... every extent's
+    // compressed stream must save a block unless it is stored inline.
+    let n_written = if inline.is_some() {
+        extents.len() - 1
+    } else {
+        extents.len()
+    };
+    let mut buf = Vec::new();
+    for (k, e) in extents.iter().enumerate().take(n_written) {
+        let z = &mut zext[k];
+        match &e.compressed {
+            Some(c)
+                if (c.len() as u64).div_ceil(bs) < e.llen.div_ceil(bs)
+                    || z.blocks * bs < e.llen =>
+            {
+                if let Some(d) = dedupe.as_deref_mut() {
+                    if let Some(at) = d.find(w, c, e.llen, alg, bs)? {
+                        // The same stream for the same length is stored:
+                        // point at it.
+                        z.pblk = at;
+                        continue;
+                    }
+                }
+                z.pblk = w.block(bs);
+                // Zero padding in front: the stream ends at the pcluster's end.
+                w.zeros(z.blocks * bs - c.len() as u64)?;
+                w.write(c)?;
+                if let Some(d) = dedupe.as_deref_mut() {
+                    d.insert(c, e.llen, alg, z.pblk);
+                }
+            }
+            Some(_) | None => {
+                // Raw (PLAIN) pcluster: the tail extent that saves no block
+                // is stored raw too.
+                buf.resize(e.llen as usize, 0);
+                f.read_exact_at(&mut buf, e.la)?;
+                z.plain = true;
+                z.csize = e.llen;
+                z.blocks = e.llen.div_ceil(bs);
+                z.pblk = w.block(bs);
+                w.write(&buf)?;
+                w.pad_to_block(bs)?;
+            }
+        }
+    }
+    f.finish()?;
+    // The inline tail's block address is not used; the next free block
+    // keeps compact indexes possible.
+    let c = w.block(bs);
+    for z in zext.iter_mut().skip(n_written) {
+        z.pblk = c;
+    }
+    let blocks: u64 = zext.iter().map(|z| z.blocks).sum();
+    let tail = match (&inline, fragment) {
+        (Some(v), _) => Tail::Inline(v.len() as u16),
+        (None, Some((_, from))) => {
+            // The fragment is the last extent; its head's block address is
+            // not used (the next free block keeps compact indexes possible).
+            zext.push(ZExtent {
+                la: from,
+                llen: size - from,
+                plain: false,
+                pblk: c,
+                blocks: 0,
+                csize: 0,
+            });
+            // Placeholder offset: set once the packed inode is laid out.
+            Tail::Fragment(0)
+        }
+        (None, None) => Tail::Blocks,
+    };
+    let (index, compact) = encode_index(&zext, size, bs, alg, tail, inode_and_xattrs);
+    Ok(ZInode {
+        alg,
+        extents: zext,
+        inline,
+        index,
+        compact,
+        blocks,
+        fragment,
+    })
+}
+
+/// The "algorithm" under which [`PclusterDedupe`] keeps raw data chunks.
+const CHUNK_KEY: u8 = u8::MAX;
+
+/// `-E dedupe` across files: compressed pclusters already stored (same
+/// stream, same decoded length) are pointed at instead of written again.
+/// A hash match is confirmed against the stored bytes.
+#[derive(Default)]
+struct PclusterDedupe {
+    seen: HashMap<(u128, u64, u8), u64>,
+    shared: u64,
+}
+
+impl PclusterDedupe {
+    fn key(stream: &[u8], llen: u64, alg: u8) -> (u128, u64, u8) {
+        (xxhash_rust::xxh3::xxh3_128(stream), llen, alg)
+    }
+
+    fn find(
+        &mut self,
+        w: &mut Writer,
+        stream: &[u8],
+        llen: u64,
+        alg: u8,
+        bs: u64,
+    ) -> Result<Option<u64>> {
+        let Some(&pblk) = self.seen.get(&Self::key(stream, llen, alg)) else {
+            return Ok(None);
+        };
+        let err = |source| BuildError::Output {
+            path: w.output.to_path_buf(),
+            source,
+        };
+        w.data.flush().map_err(err)?;
+        let end = (pblk + (stream.len() as u64).div_ceil(bs)) * bs;
+        let mut stored = vec![0u8; stream.len()];
+        w.data
+            .get_ref()
+            .read_exact_at(&mut stored, end - stream.len() as u64)
+            .map_err(err)?;
+        if stored != stream {
+            return Ok(None);
+        }
+        self.shared += 1;
+        Ok(Some(pblk))
+    }
+
+    fn insert(&mut self, stream: &[u8], llen: u64, alg: u8, pblk: u64) {
+        self.seen
+            .entry(Self::key(stream, llen, alg))
+            .or_insert(pblk);
+    }
+}
+
+/// Records where a compressed file went.
+fn apply_z(plan: &mut Plan, id: InodeId, z: ZInode) {
+    let p = &mut plan.inodes[id];
+    p.layout = if z.compact {
+        DataLayout::CompressedCompact
+    } else {
+        DataLayout::CompressedFull
+    };
+    p.tail = 0;
+    p.blocks = 0;
+    p.z = Some(z);
+}
+
+/// Copies a flat or chunk-based file into the data area. With `dedupe`,
+/// a chunk whose (zero-padded) blocks are already stored points at them
+/// instead (confirmed against the stored bytes).
+fn write_flat(
+    w: &mut Writer,
+    tree: &Tree,
+    p: &InodePlan,
+    id: InodeId,
+    bs: u64,
+    buf: &mut [u8],
+    mut dedupe: Option<&mut PclusterDedupe>,
+) -> Result<(u64, Vec<Option<u64>>)> {
+    let ino = &tree.inodes[id];
+    let size = ino.data_size();
+    let f = ContentReader::open(ino)?;
+    let copy = |w: &mut Writer, buf: &mut [u8], from: u64, len: u64| -> Result<()> {
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(buf.len() as u64) as usize;
+            f.read_exact_at(&mut buf[..n], from + done)?;
+            w.write(&buf[..n])?;
+            done += n as u64;
+        }
+        w.pad_to_block(bs)
+    };
+    let start = w.block(bs);
+    let mut chunks = Vec::new();
+    if let Some(c) = &p.chunks {
+        let cs = bs << c.bits_extra;
+        for (k, ch) in c.chunks.iter().enumerate() {
+            if ch.is_none() {
+                chunks.push(None);
+                continue;
+            }
+            let from = k as u64 * cs;
+            let len = cs.min(size - from);
+            let padded = len.div_ceil(bs) * bs;
+            match dedupe.as_deref_mut() {
+                Some(d) if padded as usize <= buf.len() => {
+                    let chunk = &mut buf[..padded as usize];
+                    f.read_exact_at(&mut chunk[..len as usize], from)?;
+                    chunk[len as usize..].fill(0);
+                    // Keyed like a pcluster of its own "algorithm", by the
+                    // stored blocks (a file's last chunk may share blocks
+                    // with any chunk of the same bytes and zeros).
+                    if let Some(blk) = d.find(w, chunk, padded, CHUNK_KEY, bs)? {
+                        chunks.push(Some(blk));
+                        continue;
+                    }
+                    let blk = w.block(bs);
+                    w.write(chunk)?;
+                    d.insert(chunk, padded, CHUNK_KEY, blk);
+                    chunks.push(Some(blk));
+                }
+                _ => {
+                    chunks.push(Some(w.block(bs)));
+                    copy(w, buf, from, len)?;
+                }
+            }
+        }
+    } else {
+        copy(w, buf, 0, (size - p.tail).min(p.blocks * bs))?;
+    }
+    f.finish()?;
+    Ok((start, chunks))
+}

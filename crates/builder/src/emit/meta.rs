@@ -1,0 +1,202 @@
+//! The metadata area (long xattr prefixes, shared xattrs, then every
+//! inode with its xattrs, chunk table or compression index and inline
+//! tail, in nid order) and the directory blocks after it.
+
+use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
+use ferrofs_format::inode::{DataLayout, RawInode};
+use ferrofs_format::Nid;
+
+use super::data::Placed;
+use super::Writer;
+use crate::content::ContentReader;
+use crate::error::{BuildError, Result};
+use crate::layout::{layout_meta, MetaLayout};
+use crate::plan::{InodePlan, Plan};
+use crate::tree::{InodeId, Kind, Tree};
+
+/// Where the metadata went, and the image's size.
+pub(super) struct Meta {
+    pub(super) lay: MetaLayout,
+    pub(super) total_blocks: u64,
+}
+
+/// Writes the metadata area and the directory blocks after the data.
+pub(super) fn write_meta(
+    w: &mut Writer,
+    tree: &Tree,
+    plan: &mut Plan,
+    placed: &mut Placed,
+    bs: u64,
+) -> Result<Meta> {
+    let data_end = w.block(bs);
+    let item_len: Vec<u64> = (0..tree.inodes.len())
+        .map(|id| {
+            let p = &plan.inodes[id];
+            let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+            match &p.z {
+                Some(z) => ix + z.tail_len(ix),
+                None => ix + p.table_len() + p.tail,
+            }
+        })
+        .collect();
+    let prefixes = plan.xattrs.prefix_table();
+    let lay = layout_meta(
+        &plan.order,
+        &item_len,
+        prefixes.len() as u64,
+        plan.xattrs.shared.len() as u64,
+        bs,
+        data_end,
+    )?;
+    let mut meta = vec![0u8; (lay.meta_blocks * bs) as usize];
+    meta[..prefixes.len()].copy_from_slice(&prefixes);
+    let ss = lay.shared_start as usize;
+    meta[ss..ss + plan.xattrs.shared.len()].copy_from_slice(&plan.xattrs.shared);
+
+    // Directory blocks go after the metadata area.
+    let mut dir_cursor = lay.meta_blkaddr + lay.meta_blocks;
+    for &id in &plan.order {
+        if tree.inodes[id].is_dir() && plan.inodes[id].blocks > 0 {
+            placed.start_blk[id] = dir_cursor;
+            dir_cursor += plan.inodes[id].blocks;
+        }
+    }
+    let total_blocks = dir_cursor.max(4096u64.div_ceil(bs));
+    if total_blocks > u64::from(u32::MAX) {
+        return Err(BuildError::TooLarge(format!("{total_blocks} blocks")));
+    }
+
+    for (serial, &id) in plan.order.iter().enumerate() {
+        put_inode(&mut meta, tree, plan, placed, &lay, id, serial, bs)?;
+    }
+    w.write(&meta)?;
+    // Directory blocks.
+    for &id in &plan.order {
+        let p = &plan.inodes[id];
+        if !tree.inodes[id].is_dir() || p.blocks == 0 {
+            continue;
+        }
+        debug_assert_eq!(w.block(bs), placed.start_blk[id]);
+        for b in 0..p.blocks as usize {
+            let bytes = dir_block(p, b, &lay, bs);
+            w.write(&bytes)?;
+            w.pad_to_block(bs)?;
+        }
+    }
+    Ok(Meta { lay, total_blocks })
+}
+
+/// Encodes inode `id` (the `serial`-th in nid order) with its xattrs and
+/// what follows them into its place in `meta`.
+#[allow(clippy::too_many_arguments)]
+fn put_inode(
+    meta: &mut [u8],
+    tree: &Tree,
+    plan: &Plan,
+    placed: &Placed,
+    lay: &MetaLayout,
+    id: InodeId,
+    serial: usize,
+    bs: u64,
+) -> Result<()> {
+    let p = &plan.inodes[id];
+    let ino = &tree.inodes[id];
+    let mut body = plan.xattrs.bodies[id].clone();
+    plan.xattrs.finish_body(&mut body, lay.shared_start);
+    let xattr_icount = if body.is_empty() {
+        0
+    } else {
+        ((body.len() - 12) / 4 + 1) as u16
+    };
+    let i_u = if let Some(z) = &p.z {
+        z.blocks as u32
+    } else {
+        match p.layout {
+            DataLayout::ChunkBased => u32::from(p.chunks.as_ref().map_or(0, |c| c.bits_extra)),
+            _ if p.rdev.is_some() => p.rdev.unwrap_or(0),
+            _ if p.blocks > 0 => placed.start_blk[id] as u32,
+            DataLayout::FlatInline => u32::MAX,
+            _ => 0,
+        }
+    };
+    let raw = RawInode {
+        format: p.layout.bits() << 1,
+        extended: p.extended,
+        xattr_icount,
+        mode: p.mode,
+        nb: 0,
+        size: p.size,
+        mtime: if p.extended { p.mtime } else { 0 },
+        mtime_nsec: p.mtime_nsec,
+        i_u,
+        ino: (serial + 1) as u32,
+        uid: p.uid,
+        gid: p.gid,
+        nlink: p.nlink,
+    };
+    let mut at = (lay.pos[id] - lay.meta_blkaddr * bs) as usize;
+    if p.extended {
+        meta[at..at + 64].copy_from_slice(&raw.to_extended_bytes());
+        at += 64;
+    } else {
+        meta[at..at + 32].copy_from_slice(&raw.to_compact_bytes());
+        at += 32;
+    }
+    meta[at..at + body.len()].copy_from_slice(&body);
+    at += body.len();
+    if let Some(z) = &p.z {
+        at = at.div_ceil(8) * 8;
+        meta[at..at + z.index.len()].copy_from_slice(&z.index);
+        at += z.index.len();
+        if let Some(idata) = &z.inline {
+            meta[at..at + idata.len()].copy_from_slice(idata);
+        }
+        return Ok(());
+    }
+    for blk in &placed.chunk_blk[id] {
+        let v = blk.map_or(u32::MAX, |b| b as u32);
+        meta[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        at += 4;
+    }
+    if p.tail > 0 {
+        let t = p.tail as usize;
+        match &ino.kind {
+            Kind::File { size, .. } => {
+                let f = ContentReader::open(ino)?;
+                f.read_exact_at(&mut meta[at..at + t], size - p.tail)?;
+                f.finish()?;
+            }
+            Kind::Symlink { target } => {
+                let s = target.len() - t;
+                meta[at..at + t].copy_from_slice(&target[s..]);
+            }
+            Kind::Dir { .. } => {
+                let last = p.dir_blocks.len() - 1;
+                let b = dir_block(p, last, lay, bs);
+                meta[at..at + b.len()].copy_from_slice(&b);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Encodes a directory block (entries, then names).
+fn dir_block(p: &InodePlan, block: usize, lay: &MetaLayout, bs: u64) -> Vec<u8> {
+    let entries = &p.dir_blocks[block];
+    let mut b = Vec::new();
+    let mut nameoff = (entries.len() * DIRENT_SIZE) as u16;
+    for e in entries {
+        let d = RawDirent {
+            nid: Nid(lay.nid(e.target, bs)),
+            nameoff,
+            file_type: e.file_type,
+        };
+        b.extend_from_slice(&d.to_bytes());
+        nameoff += e.name.len() as u16;
+    }
+    for e in entries {
+        b.extend_from_slice(&e.name);
+    }
+    b
+}

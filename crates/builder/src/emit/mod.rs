@@ -1,0 +1,282 @@
+//! Writing the image: file data first ([`data`]: flat, chunk-based or
+//! compressed), then the metadata area and directory blocks ([`meta`]),
+//! and the superblock last ([`superblock`]), into a temporary file beside
+//! the target that is fsynced and renamed only when everything succeeded.
+//! Any failure or an interrupt removes the temporary file.
+
+mod data;
+mod meta;
+mod superblock;
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ferrofs_format::BlockSize;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::error::{BuildError, Result};
+use crate::options::BuildOptions;
+use crate::plan::{plan, Plan};
+use crate::tree::Tree;
+
+/// Progress of the data pass.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    pub files_done: u64,
+    pub files_total: u64,
+    pub bytes_done: u64,
+    pub bytes_total: u64,
+}
+
+/// What was built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub inodes: u64,
+    pub blocks: u64,
+    pub meta_blocks: u64,
+    pub bytes: u64,
+    pub compact_inodes: u64,
+    pub compressed_files: u64,
+    pub pclusters: u64,
+}
+
+/// Removes the temporary file unless the build committed it.
+struct TempGuard {
+    path: PathBuf,
+    done: bool,
+}
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn check_options(opts: &BuildOptions) -> Result<()> {
+    BlockSize::from_bits(opts.blkszbits).map_err(|_| {
+        BuildError::Option(format!("block size 2^{} (use 512..4096)", opts.blkszbits))
+    })?;
+    let bs = opts.block_size();
+    if opts.label.len() > 15 {
+        return Err(BuildError::Option(
+            "volume label longer than 15 bytes".into(),
+        ));
+    }
+    if let Some(cs) = opts.chunk_size {
+        if !cs.is_power_of_two() || cs < bs {
+            return Err(BuildError::Option(format!(
+                "chunk size {cs} is not a power of two >= the block size"
+            )));
+        }
+    }
+    if let Some(c) = &opts.compress {
+        if c.compressors.is_empty() {
+            return Err(BuildError::Option("no compressor given".into()));
+        }
+        for p in std::iter::once(c.pcluster_bytes)
+            .chain(c.packed_pcluster)
+            .chain(c.hints.iter().map(|h| h.pcluster_bytes))
+        {
+            if p < bs || !p.is_multiple_of(bs) || p > 1 << 20 {
+                return Err(BuildError::Option(format!(
+                    "pcluster size {p} must be a multiple of the block size ({bs}) up to 1 MiB"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Builds an image of the directory `source` at `output`.
+pub fn build(
+    source: &Path,
+    output: &Path,
+    opts: &BuildOptions,
+    interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(Progress),
+) -> Result<Summary> {
+    check_options(opts)?;
+    let tree = crate::source::dir::scan(source, opts)?;
+    build_tree(tree, output, opts, interrupted, progress)
+}
+
+/// Builds an image of an already scanned tree (a directory or an archive)
+/// at `output`.
+pub fn build_tree(
+    mut tree: Tree,
+    output: &Path,
+    opts: &BuildOptions,
+    interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(Progress),
+) -> Result<Summary> {
+    check_options(opts)?;
+    let mut plan = plan(&tree, opts)?;
+
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = output
+        .file_name()
+        .ok_or_else(|| BuildError::Option(format!("{} is not a file path", output.display())))?;
+    let tmp = dir.join(format!(
+        ".{}.ferrofs-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .read(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|source| BuildError::Output {
+            path: tmp.clone(),
+            source,
+        })?;
+    let mut guard = TempGuard {
+        path: tmp.clone(),
+        done: false,
+    };
+    let out_err = |source| BuildError::Output {
+        path: output.to_path_buf(),
+        source,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.workers)
+        .build()
+        .map_err(|e| BuildError::Option(format!("worker threads: {e}")))?;
+    let summary = write_image(
+        &mut tree,
+        &mut plan,
+        opts,
+        &file,
+        output,
+        interrupted,
+        progress,
+        &pool,
+    )?;
+    file.sync_all().map_err(out_err)?;
+    drop(file);
+    // The last moment an interrupt can still cancel the build.
+    check_stop(interrupted, output)?;
+    fs::rename(&tmp, output).map_err(out_err)?;
+    guard.done = true;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(summary)
+}
+
+struct Writer<'a> {
+    data: BufWriter<&'a File>,
+    hash: Xxh3,
+    pos: u64,
+    output: &'a Path,
+    stop: Option<&'a AtomicBool>,
+}
+
+impl Writer<'_> {
+    fn write(&mut self, b: &[u8]) -> Result<()> {
+        let out = self.output;
+        if b.len() >= 65536 {
+            check_stop(self.stop, out)?;
+        }
+        self.data
+            .write_all(b)
+            .map_err(|source| BuildError::Output {
+                path: out.to_path_buf(),
+                source,
+            })?;
+        self.hash.update(b);
+        self.pos += b.len() as u64;
+        Ok(())
+    }
+    fn zeros(&mut self, n: u64) -> Result<()> {
+        const Z: [u8; 4096] = [0; 4096];
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(4096) as usize;
+            self.write(&Z[..k])?;
+            left -= k as u64;
+        }
+        Ok(())
+    }
+    fn pad_to_block(&mut self, bs: u64) -> Result<()> {
+        let rem = self.pos % bs;
+        if rem != 0 {
+            self.zeros(bs - rem)?;
+        }
+        Ok(())
+    }
+    fn block(&self, bs: u64) -> u64 {
+        self.pos / bs
+    }
+}
+
+fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
+    if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
+        return Err(BuildError::Interrupted {
+            path: output.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_image(
+    tree: &mut Tree,
+    plan: &mut Plan,
+    opts: &BuildOptions,
+    file: &File,
+    output: &Path,
+    interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(Progress),
+    pool: &rayon::ThreadPool,
+) -> Result<Summary> {
+    let bs = opts.block_size();
+    let records = superblock::compression_records(opts, bs);
+    let sb_end = 1024 + 128 + records.0.len() as u64;
+    let data_start = sb_end.div_ceil(bs).max(1);
+    let mut w = Writer {
+        data: BufWriter::with_capacity(1 << 20, file),
+        hash: Xxh3::new(),
+        pos: data_start * bs,
+        output,
+        stop: interrupted,
+    };
+    w.data
+        .seek(SeekFrom::Start(data_start * bs))
+        .map_err(|source| BuildError::Output {
+            path: output.to_path_buf(),
+            source,
+        })?;
+    let mut placed = data::write_data(&mut w, tree, plan, opts, progress, pool)?;
+    let meta = meta::write_meta(&mut w, tree, plan, &mut placed, bs)?;
+    w.data.flush().map_err(|source| BuildError::Output {
+        path: output.to_path_buf(),
+        source,
+    })?;
+    superblock::write_head(file, &w, opts, plan, &meta, placed.packed, records, sb_end)?;
+    let zinodes = || {
+        plan.order
+            .iter()
+            .filter_map(|&id| plan.inodes[id].z.as_ref())
+    };
+    Ok(Summary {
+        inodes: plan.order.len() as u64,
+        blocks: meta.total_blocks,
+        meta_blocks: meta.lay.meta_blocks,
+        bytes: meta.total_blocks * bs,
+        compact_inodes: plan
+            .order
+            .iter()
+            .filter(|&&id| !plan.inodes[id].extended)
+            .count() as u64,
+        compressed_files: zinodes().count() as u64,
+        pclusters: zinodes().map(|z| z.extents.len() as u64).sum(),
+    })
+}

@@ -1,0 +1,170 @@
+//! The superblock and the compression configuration records after it,
+//! written last: the default uuid is derived from everything else.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use ferrofs_format::compress::{ALG_DEFLATE, ALG_LZ4, ALG_LZMA, ALG_ZSTD};
+use ferrofs_format::superblock::{checksum_len, compat, compute_checksum, incompat, Superblock};
+use ferrofs_format::BlockSize;
+
+use super::meta::Meta;
+use super::Writer;
+use crate::compress::lzma_dict;
+use crate::error::{BuildError, Result};
+use crate::options::BuildOptions;
+use crate::plan::Plan;
+use crate::tree::InodeId;
+
+/// Compression records that follow the superblock, and the SB fields they
+/// imply: (records, available bitmap, use COMPR_CFGS).
+pub(super) fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16, bool) {
+    let Some(c) = &opts.compress else {
+        return (Vec::new(), 0, false);
+    };
+    let max_pcl = c
+        .hints
+        .iter()
+        .map(|h| h.pcluster_bytes)
+        .chain([c.pcluster_bytes])
+        .chain(c.packed_pcluster)
+        .max()
+        .unwrap_or(bs);
+    let mut bitmap = 0u16;
+    for comp in &c.compressors {
+        bitmap |= 1 << comp.alg.id();
+    }
+    let cfgs = bitmap != 1 << ALG_LZ4 || max_pcl > bs;
+    if !cfgs {
+        return (Vec::new(), bitmap, false);
+    }
+    let mut r = Vec::new();
+    let mut rec = |payload: &[u8]| {
+        r.resize(r.len().div_ceil(4) * 4, 0);
+        r.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+        r.extend_from_slice(payload);
+    };
+    for alg in [ALG_LZ4, ALG_LZMA, ALG_DEFLATE, ALG_ZSTD] {
+        if bitmap & (1 << alg) == 0 {
+            continue;
+        }
+        let mut p = Vec::new();
+        match alg {
+            ALG_LZ4 => {
+                p.extend_from_slice(&65535u16.to_le_bytes());
+                p.extend_from_slice(&((max_pcl / bs) as u16).to_le_bytes());
+                p.resize(14, 0);
+            }
+            ALG_LZMA => {
+                p.extend_from_slice(&lzma_dict(max_pcl).to_le_bytes());
+                p.resize(14, 0);
+            }
+            ALG_DEFLATE => {
+                p.push(15);
+                p.resize(6, 0);
+            }
+            _ => {
+                p.push(0);
+                p.push((ferrofs_codec::ZSTD_ENCODER_WINDOW_LOG - 10) as u8);
+                p.resize(6, 0);
+            }
+        }
+        rec(&p);
+    }
+    (r, bitmap, true)
+}
+
+/// Writes the superblock (and the compression `records`, which end at
+/// `sb_end`) at the start of `file`, and sets the image's length.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn write_head(
+    file: &File,
+    w: &Writer,
+    opts: &BuildOptions,
+    plan: &Plan,
+    meta: &Meta,
+    packed: Option<InodeId>,
+    (records, algs, cfgs): (Vec<u8>, u16, bool),
+    sb_end: u64,
+) -> Result<()> {
+    let bs = opts.block_size();
+    let (lay, total_blocks) = (&meta.lay, meta.total_blocks);
+    let output = w.output;
+    let mut sb = Superblock::empty();
+    sb.blkszbits = opts.blkszbits;
+    // Like mkfs.erofs: no checksum with blocks below 2 KiB (fsck.erofs
+    // 1.8.6 crashes on such images).
+    sb.feature_compat = compat::MTIME;
+    if bs >= 2048 && opts.sb_checksum {
+        sb.feature_compat |= compat::SB_CHKSUM;
+    }
+    if plan.xattrs.any && opts.xattr_filter {
+        sb.feature_compat |= compat::XATTR_FILTER;
+    }
+    if plan.chunked {
+        sb.feature_incompat |= incompat::CHUNKED_FILE;
+    }
+    if opts.compress.is_some() || plan.inodes.iter().any(|p| p.z.is_some()) {
+        sb.feature_incompat |= incompat::ZERO_PADDING;
+        if cfgs {
+            sb.feature_incompat |= incompat::COMPR_CFGS;
+            sb.u1 = algs;
+        } else {
+            sb.u1 = 65535;
+        }
+        if plan
+            .inodes
+            .iter()
+            .any(|p| p.z.as_ref().is_some_and(|z| z.inline.is_some()))
+        {
+            sb.feature_incompat |= incompat::ZTAILPACKING;
+        }
+    }
+    if !plan.xattrs.prefixes.is_empty() {
+        sb.feature_incompat |= incompat::XATTR_PREFIXES;
+        sb.xattr_prefix_count = plan.xattrs.prefixes.len() as u8;
+        sb.xattr_prefix_start = (lay.prefix_start / 4) as u32;
+    }
+    sb.root_nid_16 = lay.nid(plan.order[0], bs) as u16;
+    if let Some(pid) = packed {
+        sb.feature_incompat |= incompat::FRAGMENTS;
+        sb.packed_nid = lay.nid(pid, bs);
+    }
+    sb.inos = plan.order.len() as u64;
+    sb.epoch = plan.epoch as u64;
+    sb.fixed_nsec = plan.fixed_nsec;
+    sb.blocks = total_blocks as u32;
+    sb.meta_blkaddr = lay.meta_blkaddr as u32;
+    sb.xattr_blkaddr = lay.meta_blkaddr as u32;
+    sb.volume_name[..opts.label.len()].copy_from_slice(&opts.label);
+    let bsz =
+        BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
+    let head_len = (1024 + checksum_len(bsz)).max(sb_end as usize);
+    let mut head = vec![0u8; head_len];
+    head[1152..1152 + records.len()].copy_from_slice(&records);
+    head[1024..1152].copy_from_slice(&sb.to_bytes());
+    sb.uuid = match opts.uuid {
+        Some(u) => u,
+        None => {
+            // Content-derived: equal inputs and options give equal images.
+            let mut h = w.hash.clone();
+            h.update(&head);
+            let mut u = h.digest128().to_le_bytes();
+            u[6] = (u[6] & 0x0f) | 0x40;
+            u[8] = (u[8] & 0x3f) | 0x80;
+            u
+        }
+    };
+    head[1024..1152].copy_from_slice(&sb.to_bytes());
+    if sb.has_compat(compat::SB_CHKSUM) {
+        sb.checksum = compute_checksum(&head[1024..1024 + checksum_len(bsz)]);
+    }
+    head[1024..1152].copy_from_slice(&sb.to_bytes());
+    let out_err = |source| BuildError::Output {
+        path: output.to_path_buf(),
+        source,
+    };
+    file.write_all_at(&head, 0).map_err(out_err)?;
+    file.set_len(total_blocks * bs).map_err(out_err)?;
+    Ok(())
+}

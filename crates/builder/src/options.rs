@@ -51,6 +51,12 @@ pub struct BuildOptions {
     pub inline_data: bool,
     /// Always write 64-byte inodes.
     pub force_extended: bool,
+    /// `-E force-inode-compact`: every inode must be a 32-byte one; an
+    /// inode that needs the extended form is an error.
+    pub force_compact: bool,
+    /// `-E force-chunk-indexes`: chunk tables of 8-byte chunk indexes
+    /// instead of the 4-byte block map.
+    pub chunk_indexes: bool,
     /// Target mount point; used as the prefix of the paths mkfs reports.
     pub mount_point: Vec<u8>,
     /// Compress regular files (`-z`); `None` builds an uncompressed image.
@@ -90,6 +96,8 @@ impl Default for BuildOptions {
             chunk_size: None,
             inline_data: true,
             force_extended: false,
+            force_compact: false,
+            chunk_indexes: false,
             mount_point: b"/".to_vec(),
             compress: None,
             workers: 0,

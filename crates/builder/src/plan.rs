@@ -20,6 +20,28 @@ pub struct ChunkPlan {
     /// log2(chunk size) - log2(block size).
     pub bits_extra: u8,
     pub chunks: Vec<Option<u64>>,
+    /// 8-byte chunk indexes rather than the 4-byte block map.
+    pub indexes: bool,
+}
+
+impl ChunkPlan {
+    /// Bytes per table entry.
+    pub fn entry_size(&self) -> u64 {
+        if self.indexes {
+            8
+        } else {
+            4
+        }
+    }
+    /// The inode's chunk format word (`i_u`).
+    pub fn format(&self) -> u32 {
+        let indexes = if self.indexes {
+            ferrofs_format::chunk::CHUNK_FORMAT_INDEXES
+        } else {
+            0
+        };
+        u32::from(self.bits_extra) | indexes
+    }
 }
 
 /// One directory entry as written (the nid is filled in by the layout).
@@ -61,11 +83,14 @@ impl InodePlan {
     pub fn inode_size(&self) -> u64 {
         ferrofs_format::inode::inode_size(self.extended)
     }
-    /// Bytes of the chunk table.
-    pub fn table_len(&self) -> u64 {
-        self.chunks
-            .as_ref()
-            .map_or(0, |c| 4 * c.chunks.len() as u64)
+    /// Bytes from `ix` (the end of the inode and its xattrs, counted from
+    /// the inode's start) to the end of its chunk table: the table starts
+    /// aligned to its entry size.
+    pub fn table_len(&self, ix: u64) -> u64 {
+        self.chunks.as_ref().map_or(0, |c| {
+            let unit = c.entry_size();
+            ix.next_multiple_of(unit) - ix + unit * c.chunks.len() as u64
+        })
     }
 }
 
@@ -146,7 +171,11 @@ fn chunk_plan(size: u64, data: Option<&[(u64, u64)]>, opts: &BuildOptions) -> Re
         let has_data = data.is_none_or(|ranges| ranges.iter().any(|&(a, b)| a < end && b > start));
         chunks.push(has_data.then(|| (end - start).div_ceil(bs)));
     }
-    Ok(ChunkPlan { bits_extra, chunks })
+    Ok(ChunkPlan {
+        bits_extra,
+        chunks,
+        indexes: opts.chunk_indexes,
+    })
 }
 
 /// Plans every inode of `tree`.
@@ -224,12 +253,26 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             }
             _ => ino.data_size(),
         };
-        let extended = opts.force_extended
-            || size > u64::from(u32::MAX)
-            || uid > 0xFFFF
-            || gid > 0xFFFF
-            || nlink > 0xFFFF
-            || (mtime, mtime_nsec) != (epoch, fixed_nsec);
+        // Why a compact inode cannot hold this one, if it cannot.
+        let needs_extended = [
+            (size > u64::from(u32::MAX), "its size is 4 GiB or more"),
+            (uid > 0xFFFF, "its uid is above 65535"),
+            (gid > 0xFFFF, "its gid is above 65535"),
+            (nlink > 0xFFFF, "it has more than 65535 links"),
+            (
+                (mtime, mtime_nsec) != (epoch, fixed_nsec),
+                "its mtime is not the image's build time (-T or --ignore-mtime give every file that time)",
+            ),
+        ]
+        .into_iter()
+        .find_map(|(yes, why)| yes.then_some(why));
+        if let (Some(why), true) = (needs_extended, opts.force_compact) {
+            return Err(BuildError::input(
+                ino.source.clone(),
+                format!("cannot be stored in a compact inode (-E force-inode-compact): {why}"),
+            ));
+        }
+        let extended = opts.force_extended || needs_extended.is_some();
         let inode_size = if extended {
             EXTENDED_INODE_SIZE
         } else {

@@ -113,6 +113,13 @@ pub fn inode(image: &Image, inode: &Inode) -> Value {
     }
     match image.open_file(inode.clone()) {
         Ok(f) => {
+            if let DataMap::Chunk(c) = f.data_map() {
+                v["chunks"] = json!({
+                    "chunk_size": 1u64 << c.chunkbits,
+                    "count": c.chunks,
+                    "table": chunk_table(c),
+                });
+            }
             if let DataMap::Compressed(z) = f.data_map() {
                 v["compression"] = json!({
                     "advise": format!("{:#x}", z.header.advise),
@@ -161,10 +168,21 @@ pub fn in_place_safe(image: &Image, e: &ferrofs::map::Extent, p: &ferrofs::map::
     margin >= (csize >> 8) + 32
 }
 
+/// The kind of a chunk-based file's table.
+fn chunk_table(c: &ferrofs::map::chunk::ChunkMap) -> &'static str {
+    if c.format.indexes {
+        "indexes"
+    } else {
+        "block_map"
+    }
+}
+
 /// Whole-image statistics.
 pub fn statistics(image: &Image) -> Value {
     let mut by_type: BTreeMap<&str, u64> = BTreeMap::new();
     let mut by_layout: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut chunk_tables: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut extended = 0u64;
     let mut pclusters: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new(); // count, plen, llen
     let (mut inplace_total, mut inplace_safe) = (0u64, 0u64);
     let mut seen_inodes = HashSet::new();
@@ -177,6 +195,7 @@ pub fn statistics(image: &Image) -> Value {
             return;
         }
         *by_type.entry(inode.file_type.name()).or_default() += 1;
+        extended += u64::from(inode.extended);
         if !matches!(
             inode.file_type,
             ferrofs::format::inode::FileType::Regular
@@ -191,6 +210,9 @@ pub fn statistics(image: &Image) -> Value {
             errors += 1;
             return;
         };
+        if let DataMap::Chunk(c) = f.data_map() {
+            *chunk_tables.entry(chunk_table(c)).or_default() += 1;
+        }
         for e in f.extents() {
             let Ok(e) = e else {
                 errors += 1;
@@ -240,6 +262,8 @@ pub fn statistics(image: &Image) -> Value {
     json!({
         "inodes_by_type": by_type,
         "inodes_by_layout": by_layout,
+        "extended_inodes": extended,
+        "chunk_tables": chunk_tables,
         "logical_bytes": logical,
         "compressed_logical_bytes": compressed_logical,
         "compressed_physical_bytes": compressed_physical,

@@ -98,12 +98,16 @@ pub(crate) struct MkfsArgs {
     #[arg(long, value_name = "BYTES")]
     chunksize: Option<u64>,
     /// Extended options, comma-separated: force-inode-extended,
-    /// noinline_data (or ^inline_data), ztailpacking, fragments[=PCLUSTER]
-    /// (tails and small files compressed together in the packed inode),
-    /// all-fragments (every file there), dedupe (identical files stored once,
-    /// also done with fragments; without -z, identical blocks: files become
-    /// chunk-based with one-block chunks unless --chunksize says otherwise), nosbcrc (no superblock checksum),
-    /// ^xattr-name-filter (no xattr name bloom filters).
+    /// force-inode-compact (an inode that needs the extended form is an
+    /// error), noinline_data (or ^inline_data), ztailpacking,
+    /// fragments[=PCLUSTER] (tails and small files compressed together in
+    /// the packed inode), all-fragments (every file there), dedupe
+    /// (identical files stored once, also done with fragments; without -z,
+    /// identical blocks: files become chunk-based with one-block chunks
+    /// unless --chunksize says otherwise), force-chunk-indexes (chunk
+    /// tables of 8-byte indexes), force-inode-blockmap (4-byte block maps,
+    /// the default), nosbcrc (no superblock checksum), ^xattr-name-filter
+    /// (no xattr name bloom filters).
     #[arg(short = 'E', value_name = "OPTS")]
     extended: Vec<String>,
     /// Compress file data: lz4, lz4hc[,LEVEL], lzma[,LEVEL], deflate[,LEVEL],
@@ -254,7 +258,10 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                         .with_context(|| format!("-E {e}: bad pcluster size"))?,
                 );
             }
-            "force-inode-extended" => o.force_extended = true,
+            "force-inode-extended" => (o.force_extended, o.force_compact) = (true, false),
+            "force-inode-compact" => (o.force_extended, o.force_compact) = (false, true),
+            "force-chunk-indexes" => o.chunk_indexes = true,
+            "force-inode-blockmap" => o.chunk_indexes = false,
             "nosbcrc" => o.sb_checksum = false,
             "xattr-name-filter" => o.xattr_filter = true,
             "^xattr-name-filter" | "noxattr-name-filter" => o.xattr_filter = false,

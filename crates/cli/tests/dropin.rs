@@ -78,6 +78,19 @@ fn dropin_takes_upstream_command_lines() {
         vec!["-b2048", "-Eforce-inode-extended,noinline_data", "--quiet"],
         vec!["-zlz4", "-C4096", "--max-extent-bytes=16384", "--quiet"],
         vec![
+            "--chunksize=8192",
+            "-Eforce-chunk-indexes",
+            "-T0",
+            "--quiet",
+        ],
+        vec![
+            "-Eforce-inode-compact,force-inode-blockmap",
+            "--chunksize=4096",
+            "-T1000000000",
+            "--all-root",
+            "--quiet",
+        ],
+        vec![
             "-zlz4",
             "--hard-dereference",
             "-Enosbcrc,^xattr-name-filter",
@@ -130,25 +143,51 @@ fn dropin_takes_upstream_command_lines() {
             continue;
         }
         // What the superblocks say: features (checksum, xattr filter) and
-        // the uuid when one was given.
-        let sb = |img: &Path| -> Option<serde_json::Value> {
+        // the uuid when one was given; what the statistics say of forced
+        // forms (chunk tables, inode sizes).
+        let dump = |img: &Path| -> Option<serde_json::Value> {
             let out = Command::new(FERROFS)
                 .args(["dump", "--json"])
                 .arg(img)
                 .output()
                 .ok()?;
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-            Some(v["superblock"].clone())
+            serde_json::from_slice(&out.stdout).ok()
         };
-        if let (Some(a), Some(b)) = (sb(&ours), sb(&theirs)) {
-            let mut keys = vec!["feature_compat"];
-            if flags.iter().any(|f| f.starts_with("-U")) {
-                keys.push("uuid");
-            }
-            for k in keys {
-                if a[k] != b[k] {
-                    failures.push(format!("{flags:?}: {k}: ours {} upstream {}", a[k], b[k]));
+        let mut keys = vec![("superblock", "feature_compat")];
+        if flags.iter().any(|f| f.starts_with("-U")) {
+            keys.push(("superblock", "uuid"));
+        }
+        let forced = |e: &str| flags.iter().any(|f| f.starts_with("-E") && f.contains(e));
+        if forced("force-chunk-indexes") || forced("force-inode-blockmap") {
+            keys.push(("statistics", "chunk_tables"));
+        }
+        if forced("force-inode-compact") {
+            keys.push(("statistics", "extended_inodes"));
+        }
+        if let (Some(a), Some(b)) = (dump(&ours), dump(&theirs)) {
+            for (part, k) in keys {
+                if a[part][k] != b[part][k] {
+                    failures.push(format!(
+                        "{flags:?}: {k}: ours {} upstream {}",
+                        a[part][k], b[part][k]
+                    ));
                 }
+            }
+            let tables = &a["statistics"]["chunk_tables"];
+            let expect = if forced("force-chunk-indexes") {
+                Some(("indexes", "block_map"))
+            } else if forced("force-inode-blockmap") {
+                Some(("block_map", "indexes"))
+            } else {
+                None
+            };
+            if let Some((on, off)) = expect {
+                if tables[on].as_u64().unwrap_or(0) == 0 || !tables[off].is_null() {
+                    failures.push(format!("{flags:?}: chunk tables {tables}"));
+                }
+            }
+            if forced("force-inode-compact") && a["statistics"]["extended_inodes"] != 0 {
+                failures.push(format!("{flags:?}: extended inodes in a compact image"));
             }
         } else {
             failures.push(format!("{flags:?}: dump --json failed"));
@@ -226,6 +265,35 @@ fn dropin_takes_upstream_command_lines() {
         let name = name.trim_start_matches("-E");
         if out.status.success() || !err.contains(name) || img.exists() {
             failures.push(format!("{bad}: status {}, stderr {err:?}", out.status));
+        }
+    }
+    // -E force-inode-compact over a file that needs the extended form
+    // (the corner tree has a uid above 65535): refused, naming the file
+    // and the reason, nothing written; mkfs.erofs refuses it too.
+    let compact = |mkfs: &Path, img: &Path| {
+        Command::new(mkfs)
+            .args(["-Eforce-inode-compact", "-T0"])
+            .arg(img)
+            .arg(&src)
+            .output()
+            .unwrap()
+    };
+    let img = work.join("compact.img");
+    let out = compact(&link, &img);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let named = err.contains(&*src.to_string_lossy()) && err.contains("uid is above 65535");
+    if out.status.success() || !named || img.exists() {
+        failures.push(format!(
+            "force-inode-compact: {}, stderr {err:?}",
+            out.status
+        ));
+    }
+    if let Some(up) = &upstream {
+        if compact(&up.path, &work.join("ucompact.img"))
+            .status
+            .success()
+        {
+            failures.push("force-inode-compact: mkfs.erofs accepted the tree".into());
         }
     }
     if failures.is_empty() {

@@ -2,6 +2,7 @@
 //! inode with its xattrs, chunk table or compression index and inline
 //! tail, in nid order) and the directory blocks after it.
 
+use ferrofs_format::chunk::NULL_ADDR;
 use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
 use ferrofs_format::inode::{DataLayout, RawInode};
 use ferrofs_format::Nid;
@@ -35,7 +36,7 @@ pub(super) fn write_meta(
             let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
             match &p.z {
                 Some(z) => ix + z.tail_len(ix),
-                None => ix + p.table_len() + p.tail,
+                None => ix + p.table_len(ix) + p.tail,
             }
         })
         .collect();
@@ -112,7 +113,7 @@ fn put_inode(
         z.blocks as u32
     } else {
         match p.layout {
-            DataLayout::ChunkBased => u32::from(p.chunks.as_ref().map_or(0, |c| c.bits_extra)),
+            DataLayout::ChunkBased => p.chunks.as_ref().map_or(0, |c| c.format()),
             _ if p.rdev.is_some() => p.rdev.unwrap_or(0),
             _ if p.blocks > 0 => placed.start_blk[id] as u32,
             DataLayout::FlatInline => u32::MAX,
@@ -153,10 +154,16 @@ fn put_inode(
         }
         return Ok(());
     }
-    for blk in &placed.chunk_blk[id] {
-        let v = blk.map_or(u32::MAX, |b| b as u32);
-        meta[at..at + 4].copy_from_slice(&v.to_le_bytes());
-        at += 4;
+    if let Some(c) = &p.chunks {
+        let unit = c.entry_size() as usize;
+        at = at.next_multiple_of(unit);
+        for blk in &placed.chunk_blk[id] {
+            let v = blk.map_or(NULL_ADDR, |b| b as u32);
+            // A chunk index is (high start bits, device, start): no extra
+            // devices here, so its first four bytes stay zero.
+            meta[at + unit - 4..at + unit].copy_from_slice(&v.to_le_bytes());
+            at += unit;
+        }
     }
     if p.tail > 0 {
         let t = p.tail as usize;

@@ -16,26 +16,10 @@ use ferrofs_testkit::{corpus, tools};
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
 
 fn work_dir(name: &str) -> PathBuf {
-    let w = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(name)
-        .join(format!("run-{}", std::process::id()));
-    let _ = ferrofs_testkit::tmp::remove_tree(&w);
-    fs::create_dir_all(&w).unwrap();
-    w
+    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
 }
 
-fn run(cmd: &mut Command) -> Result<(), String> {
-    let out = cmd.output().map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
+use ferrofs_testkit::verify::run_ok as run;
 
 #[test]
 fn dropin_takes_upstream_command_lines() {
@@ -132,8 +116,8 @@ fn dropin_takes_upstream_command_lines() {
             .arg(&direct)
             .arg(&src))
         {
-            Ok(()) if fs::read(&ours).ok() == fs::read(&direct).ok() => {}
-            Ok(()) => failures.push(format!("{flags:?}: drop-in and ferrofs mkfs differ")),
+            Ok(_) if fs::read(&ours).ok() == fs::read(&direct).ok() => {}
+            Ok(_) => failures.push(format!("{flags:?}: drop-in and ferrofs mkfs differ")),
             Err(e) => failures.push(format!("{flags:?}: ferrofs mkfs: {e}")),
         }
         let Some(up) = &upstream else { continue };
@@ -216,7 +200,7 @@ fn dropin_takes_upstream_command_lines() {
             .arg(&ignored)
             .arg(&src)),
     ) {
-        (Ok(()), Ok(())) if fs::read(&plain).ok() == fs::read(&ignored).ok() => {}
+        (Ok(_), Ok(_)) if fs::read(&plain).ok() == fs::read(&ignored).ok() => {}
         (a, b) => failures.push(format!("-C without -z in the drop-in: {a:?} {b:?}")),
     }
     if run(Command::new(FERROFS)

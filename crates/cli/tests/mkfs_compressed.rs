@@ -17,8 +17,8 @@ use std::time::Duration;
 use ferrofs_testkit::compare::{self, CompareOptions};
 use ferrofs_testkit::corpus;
 use ferrofs_testkit::process::run_with_timeout;
-use ferrofs_testkit::tools;
 use ferrofs_testkit::{can_mount, LoopMount};
+use ferrofs_testkit::{tools, verify};
 
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
 const LIMIT: Duration = Duration::from_secs(600);
@@ -99,53 +99,20 @@ fn check(work: &Path, src: &Path, c: &Case) -> Vec<String> {
         if c.ztail { "-zt" } else { "" }
     );
     let img = work.join(format!("{name}.img"));
-    let img1 = work.join(format!("{name}-j1.img"));
     let mut opts = vec![format!("-z{}", c.alg), format!("-C{}", c.pcluster)];
     if c.ztail {
         opts.push("-Eztailpacking".into());
     }
-    for (out, j) in [(&img, "2"), (&img1, "1")] {
-        if let Err(e) = run(Command::new(FERROFS)
-            .arg("mkfs")
-            .arg("--quiet")
-            .args(&opts)
-            .args(["-j", j])
-            .arg(out)
-            .arg(src))
-        {
-            return vec![format!("{name}: mkfs: {e}")];
-        }
+    if let Err(e) = verify::build_at_two_thread_counts(FERROFS.as_ref(), &name, &opts, &img, src) {
+        return e;
     }
-    if fs::read(&img).ok() != fs::read(&img1).ok() {
-        f.push(format!("{name}: -j1 and -j2 images differ"));
-    }
-    let _ = fs::remove_file(&img1);
-    match LoopMount::new(&img, &[]) {
-        Ok(mnt) => {
-            for d in compare::compare_trees(src, mnt.path(), &CompareOptions::strict()) {
-                f.push(format!("{name}: kernel vs source: {d}"));
-            }
-            let out = work.join(format!("{name}-out"));
-            match run(Command::new(FERROFS).arg("extract").arg(&img).arg(&out)) {
-                Ok(_) => {
-                    for d in compare::compare_trees(mnt.path(), &out, &CompareOptions::strict()) {
-                        f.push(format!("{name}: extract vs kernel: {d}"));
-                    }
-                }
-                Err(e) => f.push(format!("{name}: extract: {e}")),
-            }
-            let _ = ferrofs_testkit::tmp::remove_tree(&out);
-        }
-        Err(e) => f.push(format!("{name}: kernel mount failed: {e}")),
-    }
-    if let Err(e) = run(Command::new(FERROFS).arg("fsck").arg(&img)) {
-        f.push(format!("{name}: ferrofs fsck: {e}"));
-    }
-    if let Some(fsck) = tools::fsck_upstream() {
-        if let Err(e) = run(Command::new(&fsck.path).arg(&img)) {
-            f.push(format!("{name}: fsck.erofs {}: {e}", fsck.version));
-        }
-    }
+    f.extend(verify::image_reads_as_source(
+        FERROFS.as_ref(),
+        &name,
+        &img,
+        src,
+        work,
+    ));
     let alg_name = match c.alg.split(',').next().unwrap_or("") {
         "lz4hc" => "lz4",
         a => a,
@@ -177,12 +144,7 @@ fn check(work: &Path, src: &Path, c: &Case) -> Vec<String> {
 }
 
 fn work_dir(name: &str) -> PathBuf {
-    let w = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(name)
-        .join(format!("run-{}", std::process::id()));
-    let _ = ferrofs_testkit::tmp::remove_tree(&w);
-    fs::create_dir_all(&w).unwrap();
-    w
+    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
 }
 
 #[test]

@@ -14,22 +14,11 @@ use std::time::{Duration, SystemTime};
 
 use ferrofs_testkit::compare::{self, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopMount};
-use ferrofs_testkit::{corpus, tools};
+use ferrofs_testkit::{corpus, tools, verify};
 
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
 
-fn run(cmd: &mut Command) -> Result<Vec<u8>, String> {
-    let out = cmd.output().map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(out.stdout)
-    } else {
-        Err(format!(
-            "{}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
+use ferrofs_testkit::verify::run_ok as run;
 
 fn text(lines: usize, seed: usize) -> Vec<u8> {
     (0..lines)
@@ -124,54 +113,21 @@ fn check(work: &Path, src: &Path, c: &Case) -> Vec<String> {
         c.ext.replace(',', "_")
     );
     let img = work.join(format!("{name}.img"));
-    let img1 = work.join(format!("{name}-j1.img"));
     let opts = [
         format!("-z{}", c.alg),
         format!("-C{}", c.pcluster),
         format!("-E{}", c.ext),
     ];
-    for (out, j) in [(&img, "2"), (&img1, "1")] {
-        if let Err(e) = run(Command::new(FERROFS)
-            .arg("mkfs")
-            .arg("--quiet")
-            .args(&opts)
-            .args(["-j", j])
-            .arg(out)
-            .arg(src))
-        {
-            return vec![format!("{name}: mkfs: {e}")];
-        }
+    if let Err(e) = verify::build_at_two_thread_counts(FERROFS.as_ref(), &name, &opts, &img, src) {
+        return e;
     }
-    if fs::read(&img).ok() != fs::read(&img1).ok() {
-        f.push(format!("{name}: -j1 and -j2 images differ"));
-    }
-    let _ = fs::remove_file(&img1);
-    match LoopMount::new(&img, &[]) {
-        Ok(mnt) => {
-            for d in compare::compare_trees(src, mnt.path(), &CompareOptions::strict()) {
-                f.push(format!("{name}: kernel vs source: {d}"));
-            }
-            let out = work.join(format!("{name}-out"));
-            match run(Command::new(FERROFS).arg("extract").arg(&img).arg(&out)) {
-                Ok(_) => {
-                    for d in compare::compare_trees(mnt.path(), &out, &CompareOptions::strict()) {
-                        f.push(format!("{name}: extract vs kernel: {d}"));
-                    }
-                }
-                Err(e) => f.push(format!("{name}: extract: {e}")),
-            }
-            let _ = ferrofs_testkit::tmp::remove_tree(&out);
-        }
-        Err(e) => f.push(format!("{name}: kernel mount failed: {e}")),
-    }
-    if let Err(e) = run(Command::new(FERROFS).arg("fsck").arg(&img)) {
-        f.push(format!("{name}: ferrofs fsck: {e}"));
-    }
-    if let Some(fsck) = tools::fsck_upstream() {
-        if let Err(e) = run(Command::new(&fsck.path).arg(&img)) {
-            f.push(format!("{name}: fsck.erofs {}: {e}", fsck.version));
-        }
-    }
+    f.extend(verify::image_reads_as_source(
+        FERROFS.as_ref(),
+        &name,
+        &img,
+        src,
+        work,
+    ));
     let img_s = img.to_string_lossy().into_owned();
     let fragments = c.ext.contains("fragments");
     match dump_json(&[&img_s]) {
@@ -244,12 +200,7 @@ fn check(work: &Path, src: &Path, c: &Case) -> Vec<String> {
 }
 
 fn work_dir(name: &str) -> PathBuf {
-    let w = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(name)
-        .join(format!("run-{}", std::process::id()));
-    let _ = ferrofs_testkit::tmp::remove_tree(&w);
-    fs::create_dir_all(&w).unwrap();
-    w
+    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
 }
 
 #[test]

@@ -16,12 +16,7 @@ use ferrofs_testkit::{corpus, tools};
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
 
 fn work_dir(name: &str) -> PathBuf {
-    let w = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(name)
-        .join(format!("run-{}", std::process::id()));
-    let _ = ferrofs_testkit::tmp::remove_tree(&w);
-    fs::create_dir_all(&w).unwrap();
-    w
+    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
 }
 
 fn run(cmd: &mut Command) -> Vec<u8> {

@@ -12,7 +12,8 @@
 //! [`tmp::TempDir`] is a small self-cleaning temporary directory used by the others,
 //! [`process::run_with_timeout`] runs the binary under test with a time limit, and
 //! [`copy::copy_tree_reversed`] copies a tree creating every entry in the reverse order (for
-//! determinism tests).
+//! determinism tests), and [`verify`] holds the checks every test of a ferrofs-built image
+//! makes (same bytes at any thread count; kernel, extract and both fscks agree with the source).
 //!
 //! Most of this needs root (devices, foreign owners, `trusted.*` xattrs, loop mounts); callers
 //! check [`mount::can_mount`] and skip when it fails.
@@ -24,6 +25,7 @@ pub mod mount;
 pub mod process;
 pub mod tmp;
 pub mod tools;
+pub mod verify;
 
 pub use compare::{compare_trees, hash_file, CompareOptions, Difference};
 pub use corpus::{make_corner_tree, make_corner_tree_with, CornerOptions};

@@ -1,0 +1,99 @@
+//! Checks shared by the tests of images ferrofs builds: the same build at
+//! two thread counts must give the same bytes, and a built image must read
+//! back as its source through the kernel, through `ferrofs extract`, and
+//! pass both fscks.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use crate::compare::{compare_trees, CompareOptions};
+use crate::mount::LoopMount;
+use crate::tools;
+
+/// Runs `cmd`; its stdout on success, else the exit status and stderr.
+pub fn run_ok(cmd: &mut Command) -> Result<Vec<u8>, String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(format!(
+            "{}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Builds `img` from `src` with `ferrofs mkfs OPTS` on two worker threads
+/// and again on one; the two images must be equal. The one-thread copy is
+/// removed. Failures are prefixed with `name`.
+pub fn build_at_two_thread_counts(
+    ferrofs: &Path,
+    name: &str,
+    opts: &[String],
+    img: &Path,
+    src: &Path,
+) -> Result<(), Vec<String>> {
+    let one = img.with_extension("j1.img");
+    for (out, j) in [(img, "2"), (one.as_path(), "1")] {
+        run_ok(
+            Command::new(ferrofs)
+                .args(["mkfs", "--quiet"])
+                .args(opts)
+                .args(["-j", j])
+                .arg(out)
+                .arg(src),
+        )
+        .map_err(|e| vec![format!("{name}: mkfs: {e}")])?;
+    }
+    let same = fs::read(img).ok() == fs::read(&one).ok();
+    let _ = fs::remove_file(&one);
+    if same {
+        Ok(())
+    } else {
+        Err(vec![format!("{name}: -j1 and -j2 images differ")])
+    }
+}
+
+/// Checks image `img` of tree `src`: the kernel's mount shows `src`
+/// (contents and metadata), `ferrofs extract` (into a directory under
+/// `work`) gives what the kernel shows, and `ferrofs fsck` and fsck.erofs
+/// 1.8.6 (when installed) accept it. Returns the failures, prefixed with
+/// `name`.
+pub fn image_reads_as_source(
+    ferrofs: &Path,
+    name: &str,
+    img: &Path,
+    src: &Path,
+    work: &Path,
+) -> Vec<String> {
+    let mut f = Vec::new();
+    match LoopMount::new(img, &[]) {
+        Ok(mnt) => {
+            for d in compare_trees(src, mnt.path(), &CompareOptions::strict()) {
+                f.push(format!("{name}: kernel vs source: {d}"));
+            }
+            let out = work.join(format!("{name}-out"));
+            match run_ok(Command::new(ferrofs).arg("extract").arg(img).arg(&out)) {
+                Ok(_) => {
+                    for d in compare_trees(mnt.path(), &out, &CompareOptions::strict()) {
+                        f.push(format!("{name}: extract vs kernel: {d}"));
+                    }
+                }
+                Err(e) => f.push(format!("{name}: extract: {e}")),
+            }
+            let _ = crate::tmp::remove_tree(&out);
+        }
+        Err(e) => f.push(format!("{name}: kernel mount failed: {e}")),
+    }
+    if let Err(e) = run_ok(Command::new(ferrofs).arg("fsck").arg(img)) {
+        f.push(format!("{name}: ferrofs fsck: {e}"));
+    }
+    if let Some(fsck) = tools::fsck_upstream() {
+        if let Err(e) = run_ok(Command::new(&fsck.path).arg(img)) {
+            f.push(format!("{name}: fsck.erofs {}: {e}", fsck.version));
+        }
+    }
+    f
+}

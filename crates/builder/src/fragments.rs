@@ -4,7 +4,7 @@
 //! inode that holds them.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -37,24 +37,11 @@ pub(crate) struct FragEntry {
 
 impl Fragments {
     pub(crate) fn new(output: &Path) -> Result<Self> {
-        let err = |source| BuildError::Output {
-            path: output.to_path_buf(),
-            source,
-        };
         let dir = output
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let name = output.file_name().unwrap_or_default().to_string_lossy();
-        let path = dir.join(format!(".{name}.ferrofs-{}.frag", std::process::id()));
-        let spool = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(err)?;
-        // Unlinked at once: nothing is left behind whatever happens next.
-        fs::remove_file(&path).map_err(err)?;
+        let spool = crate::spool::unlinked_file(dir, "fragments")?;
         Ok(Self {
             spool,
             output: output.to_path_buf(),

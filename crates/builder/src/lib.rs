@@ -20,6 +20,7 @@ pub mod options;
 pub mod plan;
 pub mod profile;
 pub mod source;
+mod spool;
 pub mod tree;
 pub mod xattrs;
 pub mod zinode;

@@ -5,7 +5,7 @@
 use std::fs::{self, File};
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::fields::checksum_ok;
@@ -287,16 +287,4 @@ pub(super) fn filtered(opened: Opened, opts: &TarOptions, input: &TarInput) -> R
         Some(Arc::new(data)),
         name,
     ))
-}
-
-pub(super) fn spool_file(dir: &Path) -> Result<File> {
-    let path = dir.join(format!(".ferrofs-tar-{}.spool", std::process::id()));
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(BuildError::io(&path))?;
-    fs::remove_file(&path).map_err(BuildError::io(&path))?;
-    Ok(f)
 }

@@ -28,7 +28,7 @@ mod input;
 mod tests;
 
 use fields::{checksum_ok, cstr, normalize, number, parse_u64, pax_records, Pax};
-use input::{filtered, open_input, spool_file, Src};
+use input::{filtered, open_input, Src};
 
 const BLOCK: usize = 512;
 /// Largest PAX header or GNU long name accepted (they are held in memory).
@@ -193,7 +193,7 @@ pub fn scan(
 ) -> Result<Tree> {
     let (r, file, name) = filtered(open_input(input)?, &tar_opts, input)?;
     let spool = if file.is_none() {
-        Some((Arc::new(spool_file(spool_dir)?), 0))
+        Some((Arc::new(crate::spool::unlinked_file(spool_dir, "tar")?), 0))
     } else {
         None
     };

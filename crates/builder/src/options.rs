@@ -75,6 +75,9 @@ pub struct BuildOptions {
     pub sb_checksum: bool,
     /// `--hard-dereference`: every hard link becomes an inode of its own.
     pub hard_dereference: bool,
+    /// `--offset`: the image starts this many bytes into the output file
+    /// (the bytes before it are zeros).
+    pub offset: u64,
 }
 
 impl Default for BuildOptions {
@@ -106,6 +109,7 @@ impl Default for BuildOptions {
             xattr_filter: true,
             sb_checksum: true,
             hard_dereference: false,
+            offset: 0,
         }
     }
 }

@@ -19,7 +19,6 @@ const UNSUPPORTED: &[&str] = &[
     "--fs-config-file",
     "--fsalignblks",
     "--incremental",
-    "--offset",
     "--product-out",
     "--random-algorithms",
     "--random-pclusterblks",

@@ -39,6 +39,9 @@ struct ImageArgs {
     /// extra devices are expected concatenated to the image.
     #[arg(long = "device", value_name = "PATH")]
     devices: Vec<PathBuf>,
+    /// The image starts this many bytes into the file (`mkfs --offset`).
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    offset: u64,
 }
 
 #[derive(Subcommand)]
@@ -133,7 +136,8 @@ fn open(args: &ImageArgs) -> Result<Image> {
             .with_context(|| format!("cannot open device {}", d.display()))?;
         opts.devices.push(Box::new(f));
     }
-    Image::open_with(Box::new(file), opts).with_context(|| format!("{}", args.image.display()))
+    let source = ferrofs::source::Offset::new(file, args.offset);
+    Image::open_with(Box::new(source), opts).with_context(|| format!("{}", args.image.display()))
 }
 
 fn progress(len_hint: Option<u64>) -> ProgressBar {

@@ -149,6 +149,11 @@ pub(crate) struct MkfsArgs {
     /// Store every hard link as an inode of its own.
     #[arg(long)]
     hard_dereference: bool,
+    /// Write the image this many bytes into IMAGE (the bytes before it
+    /// are zeros); readers take the same `--offset`, the kernel a loop
+    /// device's (`mount -o loop,offset=N`).
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    offset: u64,
     /// Print nothing but errors.
     #[arg(long, overrides_with = "quiet")]
     pub(crate) quiet: bool,
@@ -272,6 +277,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     }
     o.workers = a.workers;
     o.hard_dereference = a.hard_dereference;
+    o.offset = a.offset;
     if !a.profile.is_empty() {
         let mut p = ferrofs_builder::profile::Profile::load(&a.profile)?;
         p.window = a.profile_readahead as u64;

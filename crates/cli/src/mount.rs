@@ -15,6 +15,9 @@ pub struct MountArgs {
     image: PathBuf,
     /// Where to mount it (an existing directory).
     mountpoint: PathBuf,
+    /// The image starts this many bytes into the file (`mkfs --offset`).
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    offset: u64,
     /// Stay in the foreground (default: detach once mounted).
     #[arg(short = 'f', long)]
     foreground: bool,
@@ -163,7 +166,8 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
         cache_whole_reads: false,
         ..Default::default()
     };
-    let image = ferrofs::Image::open_with(Box::new(file), opts)
+    let source = ferrofs::source::Offset::new(file, a.offset);
+    let image = ferrofs::Image::open_with(Box::new(source), opts)
         .with_context(|| a.image.display().to_string())?;
     image
         .root()

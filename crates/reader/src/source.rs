@@ -92,3 +92,46 @@ impl<T: ReadAt + ?Sized> ReadAt for Box<T> {
         (**self).len()
     }
 }
+
+/// A source whose image starts `base` bytes into another one (an image
+/// written with `mkfs --offset`, or inside a larger file).
+pub struct Offset<R> {
+    inner: R,
+    base: u64,
+}
+
+impl<R: ReadAt> Offset<R> {
+    pub fn new(inner: R, base: u64) -> Self {
+        Self { inner, base }
+    }
+}
+
+impl<R: ReadAt> ReadAt for Offset<R> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let at = offset.checked_add(self.base).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::UnexpectedEof, "read beyond 2^64 bytes")
+        })?;
+        self.inner.read_exact_at(buf, at)
+    }
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.inner.len()?.saturating_sub(self.base))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_source_shifts_reads_and_length() {
+        let data: Vec<u8> = (0..100u8).collect();
+        let s = Offset::new(data, 40);
+        assert_eq!(s.len().unwrap(), 60);
+        let mut b = [0u8; 3];
+        s.read_exact_at(&mut b, 2).unwrap();
+        assert_eq!(b, [42, 43, 44]);
+        assert!(s.read_exact_at(&mut b, 58).is_err());
+        assert!(s.read_exact_at(&mut b, u64::MAX - 1).is_err());
+        assert_eq!(Offset::new(vec![0u8; 10], 20).len().unwrap(), 0);
+    }
+}

@@ -5,9 +5,7 @@
 //! be inline.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 
 use ferrofs_format::inode::DataLayout;
@@ -520,17 +518,9 @@ impl PclusterDedupe {
         let Some(&pblk) = self.seen.get(&Self::key(stream, llen, alg)) else {
             return Ok(None);
         };
-        let err = |source| BuildError::Output {
-            path: w.output.to_path_buf(),
-            source,
-        };
-        w.data.flush().map_err(err)?;
         let end = (pblk + (stream.len() as u64).div_ceil(bs)) * bs;
         let mut stored = vec![0u8; stream.len()];
-        w.data
-            .get_ref()
-            .read_exact_at(&mut stored, end - stream.len() as u64)
-            .map_err(err)?;
+        w.read_back(&mut stored, end - stream.len() as u64)?;
         if stored != stream {
             return Ok(None);
         }

@@ -173,6 +173,8 @@ pub fn build_tree(
 
 struct Writer<'a> {
     data: BufWriter<&'a File>,
+    /// Where the image starts in the output file.
+    base: u64,
     hash: Xxh3,
     pos: u64,
     output: &'a Path,
@@ -215,6 +217,16 @@ impl Writer<'_> {
     fn block(&self, bs: u64) -> u64 {
         self.pos / bs
     }
+    /// Reads back bytes written at image position `pos`.
+    fn read_back(&mut self, buf: &mut [u8], pos: u64) -> Result<()> {
+        let err = |source| BuildError::Output {
+            path: self.output.to_path_buf(),
+            source,
+        };
+        self.data.flush().map_err(err)?;
+        std::os::unix::fs::FileExt::read_exact_at(*self.data.get_ref(), buf, self.base + pos)
+            .map_err(err)
+    }
 }
 
 fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
@@ -243,13 +255,14 @@ fn write_image(
     let data_start = sb_end.div_ceil(bs).max(1);
     let mut w = Writer {
         data: BufWriter::with_capacity(1 << 20, file),
+        base: opts.offset,
         hash: Xxh3::new(),
         pos: data_start * bs,
         output,
         stop: interrupted,
     };
     w.data
-        .seek(SeekFrom::Start(data_start * bs))
+        .seek(SeekFrom::Start(opts.offset + data_start * bs))
         .map_err(|source| BuildError::Output {
             path: output.to_path_buf(),
             source,

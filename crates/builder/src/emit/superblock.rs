@@ -164,7 +164,8 @@ pub(super) fn write_head(
         path: output.to_path_buf(),
         source,
     };
-    file.write_all_at(&head, 0).map_err(out_err)?;
-    file.set_len(total_blocks * bs).map_err(out_err)?;
+    file.write_all_at(&head, opts.offset).map_err(out_err)?;
+    file.set_len(opts.offset + total_blocks * bs)
+        .map_err(out_err)?;
     Ok(())
 }

@@ -75,6 +75,10 @@ pub struct BuildOptions {
     pub sb_checksum: bool,
     /// `--hard-dereference`: every hard link becomes an inode of its own.
     pub hard_dereference: bool,
+    /// `--sort=none`: in an uncompressed image without inline data, file
+    /// data in the order an archive holds it rather than in path order
+    /// (as mkfs.erofs writes tar data then).
+    pub archive_order: bool,
     /// `--offset`: the image starts this many bytes into the output file
     /// (the bytes before it are zeros).
     pub offset: u64,
@@ -109,6 +113,7 @@ impl Default for BuildOptions {
             xattr_filter: true,
             sb_checksum: true,
             hard_dereference: false,
+            archive_order: false,
             offset: 0,
         }
     }

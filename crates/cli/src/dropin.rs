@@ -23,16 +23,13 @@ const UNSUPPORTED: &[&str] = &[
     "--random-algorithms",
     "--random-pclusterblks",
     "--root-xattr-isize",
-    "--sort",
     "--vmdk-desc",
     "--zfeature-bits",
     "-M",
 ];
 
-/// Options mkfs.erofs accepts that only restate ferrofs's default
-/// (`--sort=path` is upstream's default order for tar data; `--sort=none`
-/// stays refused).
-const NO_OPS: &[&str] = &["--preserve-mtime", "--all-time", "--sort=path"];
+/// Options mkfs.erofs accepts that only restate ferrofs's default.
+const NO_OPS: &[&str] = &["--preserve-mtime", "--all-time"];
 
 #[derive(Parser)]
 #[command(

@@ -31,6 +31,11 @@ pub(crate) struct MkfsArgs {
     /// out of the image; 0 (default) keeps them.
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     ovlfs_strip: u8,
+    /// With --tar: the order of file data, `path` (default) or `none`: in
+    /// an uncompressed image without inline data (-E noinline_data), the
+    /// order the archive holds it, as mkfs.erofs does.
+    #[arg(long, value_name = "ORDER", default_value = "path", value_parser = ["path", "none"])]
+    sort: String,
     /// With --tar: decompress a gzip archive (one that does not start as
     /// gzip is read as it is). =FILE also writes the decompressed archive
     /// to FILE, and file data is read back from there instead of a spool.
@@ -276,6 +281,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         }
     }
     o.workers = a.workers;
+    o.archive_order = a.sort == "none";
     o.hard_dereference = a.hard_dereference;
     o.offset = a.offset;
     if !a.profile.is_empty() {

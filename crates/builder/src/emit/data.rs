@@ -12,7 +12,7 @@ use ferrofs_format::inode::DataLayout;
 
 use super::{check_stop, Progress, Writer};
 use crate::compress::Extent;
-use crate::content::ContentReader;
+use crate::content::{Content, ContentReader};
 use crate::error::{BuildError, Result};
 use crate::fragments::{add_packed_inode, Fragments};
 use crate::options::BuildOptions;
@@ -175,6 +175,13 @@ fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<InodeId> {
         // Data in first-access order, so a start reads few, mostly
         // sequential runs; files it does not read follow in nid order.
         files.sort_by_key(|&id| p.get(&tree.inodes[id].rel).map_or(usize::MAX, |f| f.rank));
+    } else if opts.archive_order && opts.compress.is_none() && !opts.inline_data {
+        // Where each file's first bytes are in its archive; files of a
+        // directory (or without data) keep their place after those.
+        files.sort_by_key(|&id| match &tree.inodes[id].content {
+            Content::Archive { segments, .. } => segments.first().map_or(u64::MAX, |s| s.physical),
+            Content::Local => u64::MAX,
+        });
     }
     files
 }

@@ -249,6 +249,34 @@ pub(super) struct Pax {
 }
 
 impl Pax {
+    /// What applies to one entry: the global records, overridden by the
+    /// entry's own (`local`).
+    pub(super) fn for_entry(global: &Pax, l: Pax) -> Pax {
+        let mut pax = global.clone();
+        if l.path.is_some() {
+            pax.path = l.path;
+        }
+        if l.linkpath.is_some() {
+            pax.linkpath = l.linkpath;
+        }
+        pax.size = l.size.or(pax.size);
+        pax.uid = l.uid.or(pax.uid);
+        pax.gid = l.gid.or(pax.gid);
+        pax.mtime = l.mtime.or(pax.mtime);
+        pax.devmajor = l.devmajor.or(pax.devmajor);
+        pax.devminor = l.devminor.or(pax.devminor);
+        for (n, v) in l.xattrs {
+            pax.xattrs.retain(|(m, _)| *m != n);
+            pax.xattrs.push((n, v));
+        }
+        pax.sparse_major = l.sparse_major;
+        pax.sparse_name = l.sparse_name;
+        pax.sparse_realsize = l.sparse_realsize;
+        pax.sparse_map = l.sparse_map;
+        pax.acl_mask = l.acl_mask;
+        pax
+    }
+
     pub(super) fn apply(
         &mut self,
         recs: Vec<(String, Vec<u8>)>,

@@ -17,17 +17,18 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::content::{Content, Segment};
+use crate::content::Content;
 use crate::error::Result;
 use crate::options::BuildOptions;
 use crate::tree::{Inode, InodeId, Kind, Tree};
 
 mod fields;
 mod input;
+mod sparse;
 #[cfg(test)]
 mod tests;
 
-use fields::{checksum_ok, cstr, normalize, number, parse_u64, pax_records, Pax};
+use fields::{checksum_ok, cstr, normalize, number, pax_records, Pax};
 use input::{filtered, open_input, Src};
 
 const BLOCK: usize = 512;
@@ -152,6 +153,29 @@ impl Builder<'_> {
                     id
                 }
             };
+        }
+        Ok(cur)
+    }
+
+    /// The inode a hard link's target path names, which an earlier entry
+    /// must have made.
+    fn link_target(&self, link: &[u8]) -> std::result::Result<InodeId, String> {
+        let missing = || {
+            format!(
+                "hard link target {} not in the archive before it",
+                String::from_utf8_lossy(link)
+            )
+        };
+        let t = normalize(link).ok_or("link target leaves the root (`..`)")?;
+        let (last, parents) = t.split_last().ok_or("hard link to the root")?;
+        let mut cur = self.tree.root;
+        for c in parents.iter().chain([last]) {
+            cur = self
+                .children
+                .get(&cur)
+                .and_then(|m| m.get(c))
+                .copied()
+                .ok_or_else(missing)?;
         }
         Ok(cur)
     }
@@ -291,31 +315,7 @@ pub fn scan(
             _ => {}
         }
         // The entry proper: extended values override the header's.
-        let mut pax = global.clone();
-        {
-            let l = std::mem::take(&mut local);
-            if l.path.is_some() {
-                pax.path = l.path;
-            }
-            if l.linkpath.is_some() {
-                pax.linkpath = l.linkpath;
-            }
-            pax.size = l.size.or(pax.size);
-            pax.uid = l.uid.or(pax.uid);
-            pax.gid = l.gid.or(pax.gid);
-            pax.mtime = l.mtime.or(pax.mtime);
-            pax.devmajor = l.devmajor.or(pax.devmajor);
-            pax.devminor = l.devminor.or(pax.devminor);
-            for (n, v) in l.xattrs {
-                pax.xattrs.retain(|(m, _)| *m != n);
-                pax.xattrs.push((n, v));
-            }
-            pax.sparse_major = l.sparse_major;
-            pax.sparse_name = l.sparse_name;
-            pax.sparse_realsize = l.sparse_realsize;
-            pax.sparse_map = l.sparse_map;
-            pax.acl_mask = l.acl_mask;
-        }
+        let mut pax = Pax::for_entry(&global, std::mem::take(&mut local));
         let mut path = raw_name.clone();
         if ustar {
             let prefix = cstr(&h[345..500]);
@@ -424,37 +424,7 @@ pub fn scan(
             b'1' => {
                 // A hard link: another name for an earlier entry.
                 skip_data(&mut src, size)?;
-                let Some(t) = normalize(&link) else {
-                    return Err(src.err(&member, "link target leaves the root (`..`)"));
-                };
-                let Some((last, parents)) = t.split_last() else {
-                    return Err(src.err(&member, "hard link to the root"));
-                };
-                let mut cur = b.tree.root;
-                for c in parents {
-                    cur = b
-                        .children
-                        .get(&cur)
-                        .and_then(|m| m.get(c))
-                        .copied()
-                        .ok_or_else(|| {
-                            src.err(&member, "hard link target not in the archive before it")
-                        })?;
-                }
-                let target = b
-                    .children
-                    .get(&cur)
-                    .and_then(|m| m.get(last))
-                    .copied()
-                    .ok_or_else(|| {
-                        src.err(
-                            &member,
-                            format!(
-                                "hard link target {} not in the archive before it",
-                                String::from_utf8_lossy(&link)
-                            ),
-                        )
-                    })?;
+                let target = b.link_target(&link).map_err(|e| src.err(&member, e))?;
                 if b.tree.inodes[target].is_dir() {
                     return Err(src.err(&member, "hard link to a directory"));
                 }
@@ -518,139 +488,15 @@ pub fn scan(
             Some(k) => k,
             None => {
                 // A regular file, maybe sparse.
-                let mut map: Vec<(u64, u64)> = Vec::new();
-                let mut real = size;
-                let mut stored = size;
-                if typeflag == b'S' && gnu {
-                    let add =
-                        |map: &mut Vec<(u64, u64)>, e: &[u8]| -> std::result::Result<(), &str> {
-                            let off = number(&e[0..12]).and_then(|v| u64::try_from(v).ok());
-                            let len = number(&e[12..24]).and_then(|v| u64::try_from(v).ok());
-                            match (off, len) {
-                                (Some(o), Some(l)) if e[0] != 0 => {
-                                    if map.len() >= MAX_SPARSE {
-                                        return Err("sparse map too long");
-                                    }
-                                    map.push((o, l));
-                                    Ok(())
-                                }
-                                (Some(_), Some(_)) => Ok(()),
-                                _ => Err("bad sparse map entry"),
-                            }
-                        };
-                    for i in 0..4 {
-                        add(&mut map, &h[386 + 24 * i..386 + 24 * (i + 1)])
-                            .map_err(|e| src.err(&member, e))?;
-                    }
-                    real =
-                        u64::try_from(num(483..495, "realsize").map_err(|e| src.err(&member, e))?)
-                            .map_err(|_| src.err(&member, "bad realsize"))?;
-                    let mut extended = h[482] != 0;
-                    let mut e = [0u8; BLOCK];
-                    while extended {
-                        if !src.block(&mut e)? {
-                            return Err(src.err(&member, "truncated sparse header"));
-                        }
-                        for i in 0..21 {
-                            add(&mut map, &e[24 * i..24 * (i + 1)])
-                                .map_err(|e| src.err(&member, e))?;
-                        }
-                        extended = e[504] != 0;
-                    }
-                } else if let Some(major) = pax.sparse_major {
-                    real = pax
-                        .sparse_realsize
-                        .ok_or_else(|| src.err(&member, "sparse file without its size"))?;
-                    if major == 1 {
-                        // The map leads the data: decimal numbers, one per line.
-                        let mut text = Vec::new();
-                        let mut block = [0u8; BLOCK];
-                        let mut lines_needed: Option<u64> = None;
-                        let mut nums: Vec<u64> = Vec::new();
-                        let mut used = 0u64;
-                        while lines_needed.is_none_or(|n| (nums.len() as u64) < n) {
-                            if !src.block(&mut block)? {
-                                return Err(src.err(&member, "truncated sparse map"));
-                            }
-                            used += BLOCK as u64;
-                            if used > MAX_META {
-                                return Err(src.err(&member, "sparse map too long"));
-                            }
-                            text.extend_from_slice(&block);
-                            nums.clear();
-                            lines_needed = None;
-                            let mut complete = 0;
-                            for (i, &c) in text.iter().enumerate() {
-                                if c == b'\n' {
-                                    let line = &text[complete..i];
-                                    complete = i + 1;
-                                    let v = parse_u64(line)
-                                        .ok_or_else(|| src.err(&member, "bad sparse map"))?;
-                                    if lines_needed.is_none() {
-                                        if v > MAX_SPARSE as u64 {
-                                            return Err(src.err(&member, "sparse map too long"));
-                                        }
-                                        lines_needed = Some(2 * v);
-                                    } else {
-                                        nums.push(v);
-                                        if lines_needed.is_some_and(|n| nums.len() as u64 == n) {
-                                            break;
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                        stored = size
-                            .checked_sub(used)
-                            .ok_or_else(|| src.err(&member, "sparse map larger than the entry"))?;
-                        map = nums.chunks(2).map(|p| (p[0], p[1])).collect();
-                    } else {
-                        if pax.sparse_map.len() % 2 != 0 {
-                            return Err(src.err(&member, "odd sparse map"));
-                        }
-                        map = pax.sparse_map.chunks(2).map(|p| (p[0], p[1])).collect();
-                    }
-                }
-                let (file, base) = src.data(stored, &member)?;
-                let mut segments = Vec::new();
-                let mut ranges = Vec::new();
                 let sparse = typeflag == b'S' || pax.sparse_major.is_some();
-                if sparse {
-                    let mut phys = 0u64;
-                    let mut last_end = 0u64;
-                    for &(off, len) in &map {
-                        let end = off
-                            .checked_add(len)
-                            .filter(|&e| e <= real && off >= last_end)
-                            .ok_or_else(|| {
-                                src.err(&member, "sparse map out of order or beyond the file")
-                            })?;
-                        if len > 0 {
-                            segments.push(Segment {
-                                logical: off,
-                                len,
-                                physical: base + phys,
-                            });
-                            ranges.push((off, end));
-                        }
-                        phys = phys
-                            .checked_add(len)
-                            .filter(|&p| p <= stored)
-                            .ok_or_else(|| src.err(&member, "sparse map larger than its data"))?;
-                        last_end = end;
-                    }
-                } else if size > 0 {
-                    segments.push(Segment {
-                        logical: 0,
-                        len: size,
-                        physical: base,
-                    });
-                }
-                let data = if sparse && !(ranges.len() == 1 && ranges[0] == (0, real)) {
-                    Some(ranges)
+                let (map, real, stored) = if sparse {
+                    sparse::map(&mut src, &h, gnu, &pax, size, &member)?
                 } else {
-                    None
+                    (Vec::new(), size, size)
                 };
+                let (file, base) = src.data(stored, &member)?;
+                let (segments, data) = sparse::segments(&map, sparse, real, stored, size, base)
+                    .map_err(|e| src.err(&member, e))?;
                 let kind = Kind::File { size: real, data };
                 let Some((name, parents)) = comps.split_last() else {
                     return Err(src.err(&member, "a file named like the root"));

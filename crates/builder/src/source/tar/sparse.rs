@@ -1,0 +1,169 @@
+//! Regular members' data: the maps of sparse members (GNU old format in
+//! the header and its extension blocks; PAX 0.0/0.1 in the extended
+//! header; PAX 1.0 leading the data) and the archive segments a file's
+//! bytes come from.
+
+use super::fields::{number, parse_u64, Pax};
+use super::input::Src;
+use super::{BLOCK, MAX_META, MAX_SPARSE};
+use crate::content::Segment;
+use crate::error::Result;
+
+/// Data runs of a file: (offset, length).
+pub(super) type Runs = Vec<(u64, u64)>;
+
+/// The data runs (offset, length) of a sparse member, its real size and
+/// the bytes the archive stores for it. `gnu_sparse`: a GNU `S` entry,
+/// whose map is in header `h`. A PAX 1.0 map is read here from the start
+/// of the member's data.
+pub(super) fn map(
+    src: &mut Src,
+    h: &[u8; BLOCK],
+    gnu_sparse: bool,
+    pax: &Pax,
+    size: u64,
+    member: &str,
+) -> Result<(Runs, u64, u64)> {
+    let num = |r: std::ops::Range<usize>, what: &str| -> std::result::Result<i64, String> {
+        number(&h[r]).ok_or_else(|| format!("bad {what} field"))
+    };
+    let mut map: Runs = Vec::new();
+    let mut real = size;
+    let mut stored = size;
+    if gnu_sparse {
+        let add = |map: &mut Runs, e: &[u8]| -> std::result::Result<(), &str> {
+            let off = number(&e[0..12]).and_then(|v| u64::try_from(v).ok());
+            let len = number(&e[12..24]).and_then(|v| u64::try_from(v).ok());
+            match (off, len) {
+                (Some(o), Some(l)) if e[0] != 0 => {
+                    if map.len() >= MAX_SPARSE {
+                        return Err("sparse map too long");
+                    }
+                    map.push((o, l));
+                    Ok(())
+                }
+                (Some(_), Some(_)) => Ok(()),
+                _ => Err("bad sparse map entry"),
+            }
+        };
+        for i in 0..4 {
+            add(&mut map, &h[386 + 24 * i..386 + 24 * (i + 1)]).map_err(|e| src.err(member, e))?;
+        }
+        real = u64::try_from(num(483..495, "realsize").map_err(|e| src.err(member, e))?)
+            .map_err(|_| src.err(member, "bad realsize"))?;
+        let mut extended = h[482] != 0;
+        let mut e = [0u8; BLOCK];
+        while extended {
+            if !src.block(&mut e)? {
+                return Err(src.err(member, "truncated sparse header"));
+            }
+            for i in 0..21 {
+                add(&mut map, &e[24 * i..24 * (i + 1)]).map_err(|e| src.err(member, e))?;
+            }
+            extended = e[504] != 0;
+        }
+    } else if let Some(major) = pax.sparse_major {
+        real = pax
+            .sparse_realsize
+            .ok_or_else(|| src.err(member, "sparse file without its size"))?;
+        if major == 1 {
+            // The map leads the data: decimal numbers, one per line.
+            let mut text = Vec::new();
+            let mut block = [0u8; BLOCK];
+            let mut lines_needed: Option<u64> = None;
+            let mut nums: Vec<u64> = Vec::new();
+            let mut used = 0u64;
+            while lines_needed.is_none_or(|n| (nums.len() as u64) < n) {
+                if !src.block(&mut block)? {
+                    return Err(src.err(member, "truncated sparse map"));
+                }
+                used += BLOCK as u64;
+                if used > MAX_META {
+                    return Err(src.err(member, "sparse map too long"));
+                }
+                text.extend_from_slice(&block);
+                nums.clear();
+                lines_needed = None;
+                let mut complete = 0;
+                for (i, &c) in text.iter().enumerate() {
+                    if c == b'\n' {
+                        let line = &text[complete..i];
+                        complete = i + 1;
+                        let v = parse_u64(line).ok_or_else(|| src.err(member, "bad sparse map"))?;
+                        if lines_needed.is_none() {
+                            if v > MAX_SPARSE as u64 {
+                                return Err(src.err(member, "sparse map too long"));
+                            }
+                            lines_needed = Some(2 * v);
+                        } else {
+                            nums.push(v);
+                            if lines_needed.is_some_and(|n| nums.len() as u64 == n) {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            stored = size
+                .checked_sub(used)
+                .ok_or_else(|| src.err(member, "sparse map larger than the entry"))?;
+            map = nums.chunks(2).map(|p| (p[0], p[1])).collect();
+        } else {
+            if !pax.sparse_map.len().is_multiple_of(2) {
+                return Err(src.err(member, "odd sparse map"));
+            }
+            map = pax.sparse_map.chunks(2).map(|p| (p[0], p[1])).collect();
+        }
+    }
+    Ok((map, real, stored))
+}
+
+/// Where a member's bytes are in the archive (its stored data starts at
+/// `base`), and for a sparse file whose runs do not cover it whole, the
+/// ranges that hold data.
+pub(super) fn segments(
+    map: &[(u64, u64)],
+    sparse: bool,
+    real: u64,
+    stored: u64,
+    size: u64,
+    base: u64,
+) -> std::result::Result<(Vec<Segment>, Option<Runs>), &'static str> {
+    let mut segments = Vec::new();
+    let mut ranges = Vec::new();
+    if sparse {
+        let mut phys = 0u64;
+        let mut last_end = 0u64;
+        for &(off, len) in map {
+            let end = off
+                .checked_add(len)
+                .filter(|&e| e <= real && off >= last_end)
+                .ok_or("sparse map out of order or beyond the file")?;
+            if len > 0 {
+                segments.push(Segment {
+                    logical: off,
+                    len,
+                    physical: base + phys,
+                });
+                ranges.push((off, end));
+            }
+            phys = phys
+                .checked_add(len)
+                .filter(|&p| p <= stored)
+                .ok_or("sparse map larger than its data")?;
+            last_end = end;
+        }
+    } else if size > 0 {
+        segments.push(Segment {
+            logical: 0,
+            len: size,
+            physical: base,
+        });
+    }
+    let data = if sparse && !(ranges.len() == 1 && ranges[0] == (0, real)) {
+        Some(ranges)
+    } else {
+        None
+    };
+    Ok((segments, data))
+}

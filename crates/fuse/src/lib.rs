@@ -12,24 +12,28 @@
 
 #![forbid(unsafe_code)]
 
+mod convert;
 mod prefetch;
+mod trace;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use ferrofs::format::inode::{DataLayout, FileType as Ft};
+pub use convert::errno;
+use convert::kind;
 use ferrofs::format::Nid;
-use ferrofs::{DirEntry, Error, File, Image, Inode};
+use ferrofs::{DirEntry, File, Image, Inode};
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyXattr, Request,
 };
 use prefetch::{Prefetch, STORE_READS_UNDER};
+use trace::Tracer;
 
 /// How long the kernel may cache entries and attributes: the image never
 /// changes while mounted.
@@ -55,61 +59,6 @@ enum Handle {
 struct Handles {
     next: u64,
     open: HashMap<u64, Handle>,
-}
-
-/// Records every read as a trace line (`--trace`): names seen in
-/// lookups and directory listings give each nid its path.
-struct Tracer {
-    out: std::io::BufWriter<std::fs::File>,
-    /// nid -> (parent nid, name).
-    names: HashMap<u64, (u64, Vec<u8>)>,
-    pending: usize,
-}
-
-impl Tracer {
-    fn name(&mut self, parent: Nid, child: Nid, name: &[u8]) {
-        self.names
-            .entry(child.0)
-            .or_insert_with(|| (parent.0, name.to_vec()));
-    }
-
-    fn path(&self, root: Nid, nid: Nid) -> Vec<u8> {
-        let mut parts = Vec::new();
-        let mut cur = nid.0;
-        // Bounded walk: names come from the image, which may loop.
-        for _ in 0..4096 {
-            if cur == root.0 {
-                break;
-            }
-            match self.names.get(&cur) {
-                Some((p, n)) => {
-                    parts.push(n.as_slice());
-                    cur = *p;
-                }
-                None => break,
-            }
-        }
-        parts.reverse();
-        parts.join(&b'/')
-    }
-
-    fn read(&mut self, path: &[u8], offset: u64, len: u64) {
-        use std::io::Write;
-        let line = ferrofs::format::trace::format_read(path, offset, len);
-        let _ = self.out.write_all(line.as_bytes());
-        self.pending += 1;
-        if self.pending >= 64 {
-            let _ = self.out.flush();
-            self.pending = 0;
-        }
-    }
-}
-
-impl Drop for Tracer {
-    fn drop(&mut self) {
-        use std::io::Write;
-        let _ = self.out.flush();
-    }
 }
 
 /// The FUSE file system over one image.
@@ -156,11 +105,7 @@ impl ErofsFuse {
     /// Appends every read to `file` as a trace (see
     /// `ferrofs_format::trace`).
     pub fn with_trace(mut self, file: std::fs::File) -> Self {
-        self.trace = Some(Mutex::new(Tracer {
-            out: std::io::BufWriter::new(file),
-            names: HashMap::new(),
-            pending: 0,
-        }));
+        self.trace = Some(Mutex::new(Tracer::new(file)));
         self
     }
 
@@ -244,79 +189,7 @@ impl ErofsFuse {
 
     /// The attributes the kernel's EROFS driver would report.
     pub fn attr(&self, i: &Inode) -> FileAttr {
-        let t = time(i.mtime, i.mtime_nsec);
-        let (major, minor) = i.rdev;
-        let bits = u32::from(self.image.block_size().bits());
-        let compressed = matches!(
-            i.layout,
-            DataLayout::CompressedFull | DataLayout::CompressedCompact
-        );
-        // Compressed files count their stored blocks (none when all the
-        // data is inline or in the packed inode), others their size.
-        let blocks = if compressed {
-            u64::from(i.i_u) << (bits - 9)
-        } else {
-            i.size.div_ceil(1 << bits) << (bits - 9)
-        };
-        FileAttr {
-            ino: self.ino(i.nid),
-            size: i.size,
-            blocks,
-            atime: t,
-            mtime: t,
-            ctime: t,
-            crtime: t,
-            kind: kind(i.file_type),
-            perm: i.permissions(),
-            nlink: i.nlink,
-            uid: i.uid,
-            gid: i.gid,
-            rdev: makedev(major, minor),
-            blksize: 1 << bits,
-            flags: 0,
-        }
-    }
-}
-
-/// An on-disk time (seconds may be negative) as a `SystemTime`.
-fn time(sec: i64, nsec: u32) -> SystemTime {
-    let ns = Duration::from_nanos(u64::from(nsec.min(999_999_999)));
-    if sec >= 0 {
-        UNIX_EPOCH + Duration::from_secs(sec.unsigned_abs()) + ns
-    } else {
-        UNIX_EPOCH
-            .checked_sub(Duration::from_secs(sec.unsigned_abs()))
-            .map_or(UNIX_EPOCH, |t| t + ns)
-    }
-}
-
-/// Linux `dev_t` encoding (32 bits as FUSE carries it: 12-bit major, 20-bit
-/// minor, the minor's low byte in bits 0..8).
-fn makedev(major: u32, minor: u32) -> u32 {
-    ((major & 0xfff) << 8) | (minor & 0xff) | ((minor & 0xfff00) << 12)
-}
-
-fn kind(t: Ft) -> FileType {
-    match t {
-        Ft::Regular => FileType::RegularFile,
-        Ft::Directory => FileType::Directory,
-        Ft::Symlink => FileType::Symlink,
-        Ft::CharDevice => FileType::CharDevice,
-        Ft::BlockDevice => FileType::BlockDevice,
-        Ft::Fifo => FileType::NamedPipe,
-        Ft::Socket => FileType::Socket,
-    }
-}
-
-/// Maps reader errors to errno values: damage is EIO, features the reader
-/// refuses are EOPNOTSUPP.
-pub fn errno(e: Error) -> Errno {
-    match e {
-        Error::NotFound { .. } => Errno::ENOENT,
-        Error::NotADirectory { .. } => Errno::ENOTDIR,
-        Error::Unsupported { .. } => Errno::EOPNOTSUPP,
-        Error::WrongType { .. } => Errno::EINVAL,
-        _ => Errno::EIO,
+        convert::attr(i, self.ino(i.nid), self.image.block_size().bits())
     }
 }
 
@@ -632,33 +505,4 @@ pub fn config(threads: usize, allow_other: bool) -> fuser::Config {
     }
     c.n_threads = Some(threads.max(1));
     c
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn makedev_matches_linux() {
-        assert_eq!(makedev(1, 3), 0x103);
-        assert_eq!(makedev(8, 1), 0x801);
-        // A minor above 255 moves its high bits above the major.
-        assert_eq!(
-            makedev(4095, 0x12345),
-            (0x45) | (0xfff << 8) | (0x123 << 20)
-        );
-    }
-
-    #[test]
-    fn times_before_the_epoch() {
-        let t = time(-2, 500_000_000);
-        assert_eq!(
-            UNIX_EPOCH.duration_since(t).unwrap(),
-            Duration::from_millis(1500)
-        );
-        assert_eq!(
-            time(5, 7).duration_since(UNIX_EPOCH).unwrap(),
-            Duration::new(5, 7)
-        );
-    }
 }

@@ -89,7 +89,7 @@ pub fn main() -> ExitCode {
     match crate::mkfs::mkfs(&m) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("mkfs.erofs: {e:#}");
+            eprintln!("mkfs.erofs: {}", crate::report(&e));
             ExitCode::from(1)
         }
     }

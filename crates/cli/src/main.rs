@@ -157,10 +157,28 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("ferrofs: {e:#}");
+            eprintln!("ferrofs: {}", report(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error and its causes on one line, `what: why: ...`, leaving out a
+/// cause whose text the message already carries (the library errors
+/// quote their source).
+pub(crate) fn report(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {

@@ -360,6 +360,18 @@ fn offset_images_both_ways() {
             kernel_reads(&img, off, &src, &mut failures);
         }
     }
+    // An offset that leaves no room: refused, nothing written.
+    let img = work.join("huge.img");
+    let out = Command::new(&link)
+        .args(["--offset=18446744073709551615", "--quiet"])
+        .arg(&img)
+        .arg(&src)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() || !err.contains("--offset 18446744073709551615: ") || img.exists() {
+        failures.push(format!("huge --offset: {}, stderr {err:?}", out.status));
+    }
     if let Some(up) = tools::mkfs_upstream() {
         let off = 1 << 20;
         let img = work.join("upstream.img");

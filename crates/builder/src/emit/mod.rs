@@ -66,6 +66,13 @@ fn check_options(opts: &BuildOptions) -> Result<()> {
             "volume label longer than 15 bytes".into(),
         ));
     }
+    // An image is at most 2^32 blocks of 4 KiB; file offsets end at 2^63.
+    if opts.offset > (i64::MAX as u64) - (1 << 44) {
+        return Err(BuildError::Option(format!(
+            "--offset {}: leaves no room for an image before the largest file offset",
+            opts.offset
+        )));
+    }
     if let Some(cs) = opts.chunk_size {
         if !cs.is_power_of_two() || cs < bs {
             return Err(BuildError::Option(format!(

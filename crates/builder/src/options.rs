@@ -79,6 +79,9 @@ pub struct BuildOptions {
     /// data in the order an archive holds it rather than in path order
     /// (as mkfs.erofs writes tar data then).
     pub archive_order: bool,
+    /// `--dsunit`: every file's data starts at a multiple of this many
+    /// blocks (0 or 1: anywhere).
+    pub dsunit: u64,
     /// `--offset`: the image starts this many bytes into the output file
     /// (the bytes before it are zeros).
     pub offset: u64,
@@ -115,6 +118,7 @@ impl Default for BuildOptions {
             hard_dereference: false,
             archive_order: false,
             offset: 0,
+            dsunit: 0,
         }
     }
 }

@@ -14,7 +14,6 @@ const UNSUPPORTED: &[&str] = &[
     "--blobdev",
     "--block-list-file",
     "--clean",
-    "--dsunit",
     "--file-contexts",
     "--fs-config-file",
     "--fsalignblks",

@@ -159,6 +159,10 @@ pub(crate) struct MkfsArgs {
     /// device's (`mount -o loop,offset=N`).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     offset: u64,
+    /// Start every file's data at a multiple of this many blocks (a RAID
+    /// stripe unit, say); 0 or 1: anywhere.
+    #[arg(long, value_name = "BLOCKS", default_value_t = 0)]
+    dsunit: u64,
     /// Print nothing but errors.
     #[arg(long, overrides_with = "quiet")]
     pub(crate) quiet: bool,
@@ -284,6 +288,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     o.archive_order = a.sort == "none";
     o.hard_dereference = a.hard_dereference;
     o.offset = a.offset;
+    o.dsunit = a.dsunit;
     if !a.profile.is_empty() {
         let mut p = ferrofs_builder::profile::Profile::load(&a.profile)?;
         p.window = a.profile_readahead as u64;

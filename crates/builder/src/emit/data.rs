@@ -318,6 +318,7 @@ fn write_symlinks(
         if let Kind::Symlink { target } = &tree.inodes[id].kind {
             let p = &plan.inodes[id];
             if p.blocks > 0 {
+                w.align_data()?;
                 start_blk[id] = w.block(bs);
                 let split = (p.blocks * bs).min(target.len() as u64) as usize;
                 w.write(&target[..split])?;
@@ -370,6 +371,9 @@ fn write_compressed(
         });
     }
     let mut zext: Vec<ZExtent> = Vec::with_capacity(extents.len());
+    if !extents.is_empty() {
+        w.align_data()?;
+    }
     let mut cursor = w.block(bs);
     for e in &extents {
         let blocks = e.blocks(bs);
@@ -580,6 +584,10 @@ fn write_flat(
         }
         w.pad_to_block(bs)
     };
+    let stored = |c: &crate::plan::ChunkPlan| c.chunks.iter().any(Option::is_some);
+    if p.blocks > 0 || p.chunks.as_ref().is_some_and(stored) {
+        w.align_data()?;
+    }
     let start = w.block(bs);
     let mut chunks = Vec::new();
     if let Some(c) = &p.chunks {

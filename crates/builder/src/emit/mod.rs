@@ -73,6 +73,12 @@ fn check_options(opts: &BuildOptions) -> Result<()> {
             opts.offset
         )));
     }
+    if opts.dsunit > 1 << 20 {
+        return Err(BuildError::Option(format!(
+            "--dsunit {}: more than 2^20 blocks",
+            opts.dsunit
+        )));
+    }
     if let Some(cs) = opts.chunk_size {
         if !cs.is_power_of_two() || cs < bs {
             return Err(BuildError::Option(format!(
@@ -182,6 +188,8 @@ struct Writer<'a> {
     data: BufWriter<&'a File>,
     /// Where the image starts in the output file.
     base: u64,
+    /// Bytes file data starts at multiples of (`--dsunit`; 0: none).
+    align: u64,
     hash: Xxh3,
     pos: u64,
     output: &'a Path,
@@ -224,6 +232,13 @@ impl Writer<'_> {
     fn block(&self, bs: u64) -> u64 {
         self.pos / bs
     }
+    /// Pads (a block boundary) to where file data may start.
+    fn align_data(&mut self) -> Result<()> {
+        if self.align > 0 && !self.pos.is_multiple_of(self.align) {
+            self.zeros(self.align - self.pos % self.align)?;
+        }
+        Ok(())
+    }
     /// Reads back bytes written at image position `pos`.
     fn read_back(&mut self, buf: &mut [u8], pos: u64) -> Result<()> {
         let err = |source| BuildError::Output {
@@ -263,6 +278,7 @@ fn write_image(
     let mut w = Writer {
         data: BufWriter::with_capacity(1 << 20, file),
         base: opts.offset,
+        align: if opts.dsunit > 1 { opts.dsunit * bs } else { 0 },
         hash: Xxh3::new(),
         pos: data_start * bs,
         output,

@@ -82,6 +82,9 @@ pub struct BuildOptions {
     /// `--dsunit`: every file's data starts at a multiple of this many
     /// blocks (0 or 1: anywhere).
     pub dsunit: u64,
+    /// `--root-xattr-isize`: the root's inline xattr area is at least
+    /// this many bytes (zero-filled room to add xattrs in place later).
+    pub root_xattr_isize: u32,
     /// `--offset`: the image starts this many bytes into the output file
     /// (the bytes before it are zeros).
     pub offset: u64,
@@ -118,6 +121,7 @@ impl Default for BuildOptions {
             hard_dereference: false,
             archive_order: false,
             offset: 0,
+            root_xattr_isize: 0,
             dsunit: 0,
         }
     }

@@ -106,6 +106,12 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
         bodies: vec![Vec::new(); tree.inodes.len()],
         ..Default::default()
     };
+    let want = opts.root_xattr_isize;
+    if want > 0 && !(16..=65532).contains(&want) {
+        return Err(BuildError::Option(format!(
+            "--root-xattr-isize {want}: 16 to 65532 bytes (a 12-byte header and its entries)"
+        )));
+    }
     if opts.xattr_tolerance < 0 {
         return Ok(plan);
     }
@@ -169,6 +175,21 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
             ));
         }
         plan.bodies[i] = body;
+    }
+    if want > 0 {
+        // Room in the root's body, zeros after its entries (a zero entry
+        // is four bytes naming nothing); without xattrs, a header whose
+        // filter says no name is there.
+        let body = &mut plan.bodies[tree.root];
+        if body.is_empty() {
+            let filter = if opts.xattr_filter { u32::MAX } else { 0 };
+            body.extend_from_slice(&encode_body_header(filter, 0));
+            plan.any = true;
+        }
+        let want = (want as usize).next_multiple_of(4);
+        if body.len() < want {
+            body.resize(want, 0);
+        }
     }
     Ok(plan)
 }

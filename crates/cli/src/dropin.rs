@@ -21,7 +21,6 @@ const UNSUPPORTED: &[&str] = &[
     "--product-out",
     "--random-algorithms",
     "--random-pclusterblks",
-    "--root-xattr-isize",
     "--vmdk-desc",
     "--zfeature-bits",
     "-M",

@@ -159,6 +159,10 @@ pub(crate) struct MkfsArgs {
     /// device's (`mount -o loop,offset=N`).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     offset: u64,
+    /// Make the root directory's inline xattr area at least this many
+    /// bytes (16 to 65532), zero-filled room for xattrs added later.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    root_xattr_isize: u32,
     /// Start every file's data at a multiple of this many blocks (a RAID
     /// stripe unit, say); 0 or 1: anywhere.
     #[arg(long, value_name = "BLOCKS", default_value_t = 0)]
@@ -289,6 +293,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     o.hard_dereference = a.hard_dereference;
     o.offset = a.offset;
     o.dsunit = a.dsunit;
+    o.root_xattr_isize = a.root_xattr_isize;
     if !a.profile.is_empty() {
         let mut p = ferrofs_builder::profile::Profile::load(&a.profile)?;
         p.window = a.profile_readahead as u64;

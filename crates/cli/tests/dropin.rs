@@ -237,7 +237,8 @@ fn dropin_takes_upstream_command_lines() {
     }
     for bad in [
         "--blobdev=x.blob",
-        "--root-xattr-isize=64",
+        "--file-contexts=x",
+        "--root-xattr-isize=12",
         "-Mjunk",
         "-Ebogus",
     ] {

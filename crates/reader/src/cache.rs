@@ -227,8 +227,9 @@ impl PclusterCache {
                 // that size too when it is recycled.
                 let want = room.max(len);
                 let cap = want.checked_next_multiple_of(BUFFER_STEP).unwrap_or(want);
-                let mut v = Vec::with_capacity(cap);
-                v.resize(len, 0);
+                // Zeroed by the allocator (fresh pages need no memset).
+                let mut v = vec![0u8; cap];
+                v.truncate(len);
                 v
             }
         }

@@ -142,7 +142,7 @@ fn decode_with(
         // Reused across decodes on this thread; an unusually large
         // pcluster's buffer is not kept.
         let mut raw = cell.take();
-        raw.clear();
+        // The read overwrites it: only growth is zeroed.
         raw.resize(plen, 0);
         let r = decode_raw(image, pc, alg, llen, out, at, &mut raw);
         if raw.capacity() <= KEEP_RAW {

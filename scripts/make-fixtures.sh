@@ -41,6 +41,8 @@ build zstd-fragments "$up/mkfs.erofs" -zzstd -Eztailpacking,fragments --xattr-pr
 build all-fragments "$up/mkfs.erofs" -zlz4hc -Eall-fragments
 build legacy-1k "$up/mkfs.erofs" -b1024 -zlz4 -Elegacy-compress
 build chunked "$up/mkfs.erofs" --chunksize=4096
+build chunk-indexes "$up/mkfs.erofs" --chunksize=8192 -Eforce-chunk-indexes
+build root-xattrs "$up/mkfs.erofs" -zlz4 --root-xattr-isize=128
 build debian-lz4hc /usr/bin/mkfs.erofs -zlz4hc
 ls -la "$out"
 

@@ -85,6 +85,10 @@ pub struct BuildOptions {
     /// `--root-xattr-isize`: the root's inline xattr area is at least
     /// this many bytes (zero-filled room to add xattrs in place later).
     pub root_xattr_isize: u32,
+    /// `--blobdev`: the data of chunk-based files goes to this file, the
+    /// image's one extra device (named in its device table; chunk indexes
+    /// point into it). Needs `chunk_size`.
+    pub blobdev: Option<std::path::PathBuf>,
     /// `--offset`: the image starts this many bytes into the output file
     /// (the bytes before it are zeros).
     pub offset: u64,
@@ -121,6 +125,7 @@ impl Default for BuildOptions {
             hard_dereference: false,
             archive_order: false,
             offset: 0,
+            blobdev: None,
             root_xattr_isize: 0,
             dsunit: 0,
         }

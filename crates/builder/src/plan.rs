@@ -174,7 +174,8 @@ fn chunk_plan(size: u64, data: Option<&[(u64, u64)]>, opts: &BuildOptions) -> Re
     Ok(ChunkPlan {
         bits_extra,
         chunks,
-        indexes: opts.chunk_indexes,
+        // A chunk on an extra device needs an index that names it.
+        indexes: opts.chunk_indexes || opts.blobdev.is_some(),
     })
 }
 

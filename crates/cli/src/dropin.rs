@@ -11,7 +11,6 @@ use clap::Parser;
 
 /// mkfs.erofs options ferrofs does not implement (matched before `=`).
 const UNSUPPORTED: &[&str] = &[
-    "--blobdev",
     "--block-list-file",
     "--clean",
     "--file-contexts",

@@ -159,6 +159,11 @@ pub(crate) struct MkfsArgs {
     /// device's (`mount -o loop,offset=N`).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     offset: u64,
+    /// With --chunksize: write the chunks of chunk-based files to this file,
+    /// the image's extra device (created or replaced; readers take it as
+    /// `--device FILE`, the kernel as `-o device=FILE`).
+    #[arg(long, value_name = "FILE")]
+    blobdev: Option<PathBuf>,
     /// Make the root directory's inline xattr area at least this many
     /// bytes (16 to 65532), zero-filled room for xattrs added later.
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
@@ -294,6 +299,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     o.offset = a.offset;
     o.dsunit = a.dsunit;
     o.root_xattr_isize = a.root_xattr_isize;
+    o.blobdev = a.blobdev.clone();
     if !a.profile.is_empty() {
         let mut p = ferrofs_builder::profile::Profile::load(&a.profile)?;
         p.window = a.profile_readahead as u64;

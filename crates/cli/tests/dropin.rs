@@ -236,7 +236,7 @@ fn dropin_takes_upstream_command_lines() {
         failures.push(format!("-Urandom gave {uuids:?}"));
     }
     for bad in [
-        "--blobdev=x.blob",
+        "--fs-config-file=x",
         "--file-contexts=x",
         "--root-xattr-isize=12",
         "-Mjunk",

@@ -334,3 +334,136 @@ fn sort_none_keeps_archive_order() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A read-only loop device over a file, detached on drop.
+struct LoopDev(String);
+
+impl LoopDev {
+    fn new(file: &Path) -> Result<Self, String> {
+        let out = run(Command::new("losetup")
+            .args(["-f", "--show", "-r"])
+            .arg(file))?;
+        Ok(Self(String::from_utf8_lossy(&out).trim().to_string()))
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
+/// `--blobdev FILE --chunksize N`: the chunks go to FILE, the image's one
+/// extra device. The kernel (the blob on a loop device) shows the tree;
+/// `ferrofs fsck --device` and fsck.erofs 1.8.6 accept it; the image with
+/// the blob appended (the device's mapped address) reads the same without
+/// `--device`; mkfs.erofs 1.8.6's blob image is read as the kernel reads
+/// it; without --chunksize the option is refused and nothing is written.
+#[test]
+fn blobdev_holds_the_chunks() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = work_dir("layout_blobdev");
+    let src = work.join("tree");
+    corpus::make_corner_tree(&src).expect("corner tree");
+    let link = dropin(&work);
+    let mut failures = Vec::new();
+    let kernel_view = |img: &Path, blob: &Path, tree: &Path, failures: &mut Vec<String>| {
+        let dev = match LoopDev::new(blob) {
+            Ok(d) => d,
+            Err(e) => return failures.push(format!("losetup {}: {e}", blob.display())),
+        };
+        match LoopMount::new(img, &[&format!("device={}", dev.0)]) {
+            Ok(m) => {
+                for d in compare::compare_trees(tree, m.path(), &CompareOptions::strict()) {
+                    failures.push(format!(
+                        "{}: kernel vs {}: {d}",
+                        img.display(),
+                        tree.display()
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!("{}: mount: {e}", img.display())),
+        }
+    };
+    let (img, blob) = (work.join("b.img"), work.join("b.blob"));
+    run(Command::new(&link)
+        .args(["--chunksize=8192", "--quiet"])
+        .arg(format!("--blobdev={}", blob.display()))
+        .arg(&img)
+        .arg(&src))
+    .expect("mkfs --blobdev");
+    kernel_view(&img, &blob, &src, &mut failures);
+    if let Err(e) = run(Command::new(FERROFS)
+        .arg("fsck")
+        .arg("--device")
+        .arg(&blob)
+        .arg(&img))
+    {
+        failures.push(format!("ferrofs fsck --device: {e}"));
+    }
+    if let Some(up) = tools::fsck_upstream() {
+        if let Err(e) = run(Command::new(&up.path)
+            .arg(format!("--device={}", blob.display()))
+            .arg(&img))
+        {
+            failures.push(format!("fsck.erofs {} --device: {e}", up.version));
+        }
+    }
+    // The blob appended: mapped after the image's own blocks.
+    let flat = work.join("flat.img");
+    let mut bytes = fs::read(&img).unwrap();
+    bytes.extend(fs::read(&blob).unwrap());
+    fs::write(&flat, bytes).unwrap();
+    let out = work.join("flat-out");
+    match run(Command::new(FERROFS).arg("extract").arg(&flat).arg(&out)) {
+        Ok(_) => {
+            for d in compare::compare_trees(&src, &out, &CompareOptions::strict()) {
+                failures.push(format!("flat image: extract vs source: {d}"));
+            }
+        }
+        Err(e) => failures.push(format!("extract of the flat image: {e}")),
+    }
+    if let Some(up) = tools::mkfs_upstream() {
+        let (uimg, ublob) = (work.join("u.img"), work.join("u.blob"));
+        // mkfs.erofs 1.8.6 writes into an existing blob file only.
+        fs::write(&ublob, b"").unwrap();
+        run(Command::new(&up.path)
+            .args(["--chunksize=8192", "--quiet"])
+            .arg(format!("--blobdev={}", ublob.display()))
+            .arg(&uimg)
+            .arg(&src))
+        .expect("mkfs.erofs --blobdev");
+        let out = work.join("u-out");
+        match run(Command::new(FERROFS)
+            .arg("extract")
+            .arg("--device")
+            .arg(&ublob)
+            .arg(&uimg)
+            .arg(&out))
+        {
+            Ok(_) => kernel_view(&uimg, &ublob, &out, &mut failures),
+            Err(e) => failures.push(format!("extract --device of mkfs.erofs's image: {e}")),
+        }
+    }
+    let (img, blob) = (work.join("n.img"), work.join("n.blob"));
+    let o = Command::new(&link)
+        .arg(format!("--blobdev={}", blob.display()))
+        .arg(&img)
+        .arg(&src)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.success() || !err.contains("--chunksize") || img.exists() || blob.exists() {
+        failures.push(format!(
+            "--blobdev without --chunksize: {}, {err:?}",
+            o.status
+        ));
+    }
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -30,6 +30,8 @@ pub(super) struct Placed {
     pub(super) chunk_blk: Vec<Vec<Option<u64>>>,
     /// The packed inode, when fragments went into one.
     pub(super) packed: Option<InodeId>,
+    /// Chunks are on the blob (extra device 1).
+    pub(super) chunks_on_blob: bool,
 }
 
 /// Files per window of the data pass, and input bytes per window.
@@ -38,9 +40,11 @@ const WINDOW_BYTES: u64 = 32 << 20;
 /// Threads that hand windows to the compression pool (taking turns).
 const PRODUCERS: usize = 2;
 
-/// Writes every file's data, the packed inode and long symlink targets.
-pub(super) fn write_data(
-    w: &mut Writer,
+/// Writes every file's data, the packed inode and long symlink targets;
+/// the chunks of chunk-based files into `blob` when there is one.
+pub(super) fn write_data<'a>(
+    w: &mut Writer<'a>,
+    mut blob: Option<&mut Writer<'a>>,
     tree: &mut Tree,
     plan: &mut Plan,
     opts: &BuildOptions,
@@ -132,6 +136,7 @@ pub(super) fn write_data(
                     (None, None) => {
                         let (s, c) = write_flat(
                             w,
+                            blob.as_deref_mut(),
                             tree,
                             &plan.inodes[id],
                             id,
@@ -154,6 +159,7 @@ pub(super) fn write_data(
         start_blk,
         chunk_blk,
         packed: None,
+        chunks_on_blob: blob.is_some(),
     };
     if let Some(fr) = frags.take().filter(|f| !f.entries.is_empty()) {
         check_stop(interrupted, output)?;
@@ -274,7 +280,7 @@ fn write_packed(
         }
         None => {
             let mut buf = vec![0u8; 1 << 20];
-            let (s, _) = write_flat(w, tree, &plan.inodes[pid], pid, bs, &mut buf, None)?;
+            let (s, _) = write_flat(w, None, tree, &plan.inodes[pid], pid, bs, &mut buf, None)?;
             placed.start_blk[pid] = s;
         }
     }
@@ -562,8 +568,10 @@ fn apply_z(plan: &mut Plan, id: InodeId, z: ZInode) {
 /// Copies a flat or chunk-based file into the data area. With `dedupe`,
 /// a chunk whose (zero-padded) blocks are already stored points at them
 /// instead (confirmed against the stored bytes).
-fn write_flat(
-    w: &mut Writer,
+#[allow(clippy::too_many_arguments)]
+fn write_flat<'a>(
+    w: &mut Writer<'a>,
+    blob: Option<&mut Writer<'a>>,
     tree: &Tree,
     p: &InodePlan,
     id: InodeId,
@@ -573,6 +581,11 @@ fn write_flat(
 ) -> Result<(u64, Vec<Option<u64>>)> {
     let ino = &tree.inodes[id];
     let size = ino.data_size();
+    // Chunks go to the blob when there is one.
+    let w = match (blob, &p.chunks) {
+        (Some(b), Some(_)) => b,
+        _ => w,
+    };
     let f = ContentReader::open(ino)?;
     let copy = |w: &mut Writer, buf: &mut [u8], from: u64, len: u64| -> Result<()> {
         let mut done = 0u64;

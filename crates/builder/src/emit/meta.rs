@@ -159,9 +159,12 @@ fn put_inode(
         at = at.next_multiple_of(unit);
         for blk in &placed.chunk_blk[id] {
             let v = blk.map_or(NULL_ADDR, |b| b as u32);
-            // A chunk index is (high start bits, device, start): no extra
-            // devices here, so its first four bytes stay zero.
+            // A chunk index is (high start bits, device, start); chunks
+            // are on the blob (device 1) when there is one.
             meta[at + unit - 4..at + unit].copy_from_slice(&v.to_le_bytes());
+            if c.indexes && placed.chunks_on_blob && blk.is_some() {
+                meta[at + 2..at + 4].copy_from_slice(&1u16.to_le_bytes());
+            }
             at += unit;
         }
     }

@@ -13,6 +13,7 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use ferrofs_format::device::DEVICE_SLOT_SIZE;
 use ferrofs_format::BlockSize;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -73,6 +74,11 @@ fn check_options(opts: &BuildOptions) -> Result<()> {
             opts.offset
         )));
     }
+    if opts.blobdev.is_some() && opts.chunk_size.is_none() {
+        return Err(BuildError::Option(
+            "--blobdev needs --chunksize (the blob holds chunks)".into(),
+        ));
+    }
     if opts.dsunit > 1 << 20 {
         return Err(BuildError::Option(format!(
             "--dsunit {}: more than 2^20 blocks",
@@ -129,30 +135,10 @@ pub fn build_tree(
     check_options(opts)?;
     let mut plan = plan(&tree, opts)?;
 
-    let dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = output
-        .file_name()
-        .ok_or_else(|| BuildError::Option(format!("{} is not a file path", output.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.ferrofs-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .read(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|source| BuildError::Output {
-            path: tmp.clone(),
-            source,
-        })?;
-    let mut guard = TempGuard {
-        path: tmp.clone(),
-        done: false,
+    let (file, tmp, mut guard) = temp_beside(output)?;
+    let mut blob = match &opts.blobdev {
+        Some(path) => Some((temp_beside(path)?, path.as_path())),
+        None => None,
     };
     let out_err = |source| BuildError::Output {
         path: output.to_path_buf(),
@@ -166,22 +152,70 @@ pub fn build_tree(
         &mut tree,
         &mut plan,
         opts,
-        &file,
-        output,
+        (&file, output),
+        blob.as_ref().map(|((f, _, _), path)| (f, *path)),
         interrupted,
         progress,
         &pool,
     )?;
     file.sync_all().map_err(out_err)?;
     drop(file);
+    if let Some(((f, _, _), path)) = &blob {
+        f.sync_all().map_err(BuildError::io(*path))?;
+    }
     // The last moment an interrupt can still cancel the build.
     check_stop(interrupted, output)?;
+    // The blob first: an image is never there without the data it names.
+    if let Some(((_, btmp, bguard), path)) = &mut blob {
+        fs::rename(&*btmp, *path).map_err(BuildError::io(*path))?;
+        bguard.done = true;
+        sync_dir(path);
+    }
     fs::rename(&tmp, output).map_err(out_err)?;
     guard.done = true;
-    if let Ok(d) = File::open(dir) {
+    sync_dir(output);
+    Ok(summary)
+}
+
+/// The directory `path` is in.
+fn dir_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Makes a rename of `path` durable.
+fn sync_dir(path: &Path) {
+    if let Ok(d) = File::open(dir_of(path)) {
         let _ = d.sync_all();
     }
-    Ok(summary)
+}
+
+/// A new temporary file beside `target` (`.NAME.ferrofs-PID.tmp`), removed
+/// again unless the guard is marked done.
+fn temp_beside(target: &Path) -> Result<(File, PathBuf, TempGuard)> {
+    let name = target
+        .file_name()
+        .ok_or_else(|| BuildError::Option(format!("{} is not a file path", target.display())))?;
+    let tmp = dir_of(target).join(format!(
+        ".{}.ferrofs-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .read(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|source| BuildError::Output {
+            path: tmp.clone(),
+            source,
+        })?;
+    let guard = TempGuard {
+        path: tmp.clone(),
+        done: false,
+    };
+    Ok((file, tmp, guard))
 }
 
 struct Writer<'a> {
@@ -260,21 +294,38 @@ fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Writes the image into `file` (for `output`), chunk data into `blob`
+/// when there is one.
 #[allow(clippy::too_many_arguments)]
 fn write_image(
     tree: &mut Tree,
     plan: &mut Plan,
     opts: &BuildOptions,
-    file: &File,
-    output: &Path,
+    (file, output): (&File, &Path),
+    blob: Option<(&File, &Path)>,
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
     pool: &rayon::ThreadPool,
 ) -> Result<Summary> {
     let bs = opts.block_size();
     let records = superblock::compression_records(opts, bs);
-    let sb_end = 1024 + 128 + records.0.len() as u64;
+    let mut sb_end = 1024 + 128 + records.0.len() as u64;
+    // The device table (one slot, for the blob) follows, slot-aligned.
+    let devt = blob.map(|_| {
+        let at = sb_end.next_multiple_of(DEVICE_SLOT_SIZE as u64);
+        sb_end = at + DEVICE_SLOT_SIZE as u64;
+        at
+    });
     let data_start = sb_end.div_ceil(bs).max(1);
+    let mut blob_w = blob.map(|(f, path)| Writer {
+        data: BufWriter::with_capacity(1 << 20, f),
+        base: 0,
+        align: 0,
+        hash: Xxh3::new(),
+        pos: 0,
+        output: path,
+        stop: interrupted,
+    });
     let mut w = Writer {
         data: BufWriter::with_capacity(1 << 20, file),
         base: opts.offset,
@@ -290,13 +341,31 @@ fn write_image(
             path: output.to_path_buf(),
             source,
         })?;
-    let mut placed = data::write_data(&mut w, tree, plan, opts, progress, pool)?;
+    let mut placed = data::write_data(&mut w, blob_w.as_mut(), tree, plan, opts, progress, pool)?;
     let meta = meta::write_meta(&mut w, tree, plan, &mut placed, bs)?;
     w.data.flush().map_err(|source| BuildError::Output {
         path: output.to_path_buf(),
         source,
     })?;
-    superblock::write_head(file, &w, opts, plan, &meta, placed.packed, records, sb_end)?;
+    let blob = match blob_w {
+        Some(mut b) => {
+            b.pad_to_block(bs)?;
+            b.data.flush().map_err(BuildError::io(b.output))?;
+            Some(superblock::Blob {
+                slot_at: devt.unwrap_or(0),
+                blocks: b.pos / bs,
+                hash: b.hash.digest128(),
+            })
+        }
+        None => None,
+    };
+    let head = superblock::Head {
+        packed: placed.packed,
+        records,
+        sb_end,
+        blob,
+    };
+    superblock::write_head(file, &w, opts, plan, &meta, head)?;
     let zinodes = || {
         plan.order
             .iter()

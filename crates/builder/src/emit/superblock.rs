@@ -5,6 +5,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use ferrofs_format::compress::{ALG_DEFLATE, ALG_LZ4, ALG_LZMA, ALG_ZSTD};
+use ferrofs_format::device::DEVICE_SLOT_SIZE;
 use ferrofs_format::superblock::{checksum_len, compat, compute_checksum, incompat, Superblock};
 use ferrofs_format::BlockSize;
 
@@ -74,19 +75,40 @@ pub(super) fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16
     (r, bitmap, true)
 }
 
-/// Writes the superblock (and the compression `records`, which end at
-/// `sb_end`) at the start of `file`, and sets the image's length.
-#[allow(clippy::too_many_arguments)]
+/// The blob (`--blobdev`): where its device slot goes, its length, and a
+/// hash of its bytes (for the default uuid).
+pub(super) struct Blob {
+    pub(super) slot_at: u64,
+    pub(super) blocks: u64,
+    pub(super) hash: u128,
+}
+
+/// What goes into the head of the image besides the superblock.
+pub(super) struct Head {
+    pub(super) packed: Option<InodeId>,
+    /// Compression records, the superblock fields they imply.
+    pub(super) records: (Vec<u8>, u16, bool),
+    /// Where the records (and the device table) end.
+    pub(super) sb_end: u64,
+    pub(super) blob: Option<Blob>,
+}
+
+/// Writes the superblock, the compression records and the device table at
+/// the start of `file`, and sets the image's length.
 pub(super) fn write_head(
     file: &File,
     w: &Writer,
     opts: &BuildOptions,
     plan: &Plan,
     meta: &Meta,
-    packed: Option<InodeId>,
-    (records, algs, cfgs): (Vec<u8>, u16, bool),
-    sb_end: u64,
+    head: Head,
 ) -> Result<()> {
+    let Head {
+        packed,
+        records: (records, algs, cfgs),
+        sb_end,
+        blob,
+    } = head;
     let bs = opts.block_size();
     let (lay, total_blocks) = (&meta.lay, meta.total_blocks);
     let output = w.output;
@@ -137,11 +159,23 @@ pub(super) fn write_head(
     sb.meta_blkaddr = lay.meta_blkaddr as u32;
     sb.xattr_blkaddr = lay.meta_blkaddr as u32;
     sb.volume_name[..opts.label.len()].copy_from_slice(&opts.label);
+    if let Some(b) = &blob {
+        sb.feature_incompat |= incompat::DEVICE_TABLE;
+        sb.extra_devices = 1;
+        sb.devt_slotoff = (b.slot_at / DEVICE_SLOT_SIZE as u64) as u16;
+    }
     let bsz =
         BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
     let head_len = (1024 + checksum_len(bsz)).max(sb_end as usize);
     let mut head = vec![0u8; head_len];
     head[1152..1152 + records.len()].copy_from_slice(&records);
+    if let Some(b) = &blob {
+        // Untagged, as mkfs.erofs leaves it; mapped after the image's own
+        // blocks in the unified address space.
+        let at = b.slot_at as usize;
+        head[at + 64..at + 68].copy_from_slice(&(b.blocks as u32).to_le_bytes());
+        head[at + 68..at + 72].copy_from_slice(&(total_blocks as u32).to_le_bytes());
+    }
     head[1024..1152].copy_from_slice(&sb.to_bytes());
     sb.uuid = match opts.uuid {
         Some(u) => u,
@@ -149,6 +183,9 @@ pub(super) fn write_head(
             // Content-derived: equal inputs and options give equal images.
             let mut h = w.hash.clone();
             h.update(&head);
+            if let Some(b) = &blob {
+                h.update(&b.hash.to_le_bytes());
+            }
             let mut u = h.digest128().to_le_bytes();
             u[6] = (u[6] & 0x0f) | 0x40;
             u[8] = (u[8] & 0x3f) | 0x80;

@@ -42,8 +42,9 @@ pub(crate) struct MkfsArgs {
     #[arg(long, alias = "gzip", value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     ungzip: Option<String>,
     /// With --tar: decompress an xz, lzma or lzip archive (a plain tar
-    /// archive is read as it is). =FILE as for --ungzip.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "", conflicts_with = "ungzip")]
+    /// archive is read as it is). =FILE as for --ungzip. Also spelled
+    /// --unlzma, as mkfs.erofs accepts it.
+    #[arg(long, alias = "unlzma", value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "", conflicts_with = "ungzip")]
     unxz: Option<String>,
     /// Block size in bytes: 512, 1024, 2048 or 4096.
     #[arg(short = 'b', value_name = "BYTES", default_value_t = 4096)]

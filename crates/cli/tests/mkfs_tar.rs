@@ -383,7 +383,7 @@ fn overlay_metadata_like_upstream() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// `--ungzip` and `--unxz` (mkfs.erofs's spellings): a gzip (also
+X
 /// multi-member), xz, lzma or lzip archive, from a file or a pipe, gives
 /// the very image its plain archive gives; a plain archive passes through;
 /// `=FILE` writes the plain archive there; corrupt or truncated streams
@@ -412,7 +412,7 @@ fn compressed_archives_give_the_plain_archives_image() {
         ("m.tar.gz", "--ungzip"),
         ("plain.tar", "--ungzip"),
         ("a.tar.xz", "--unxz"),
-        ("a.tar.lzma", "--unxz"),
+        ("a.tar.lzma", "--unlzma"),
         ("plain.tar", "--unxz"),
     ];
     if sh(&format!("cd {w}; lzip -c plain.tar > a.tar.lz")).is_ok() {

@@ -383,7 +383,7 @@ fn overlay_metadata_like_upstream() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-X
+/// `--ungzip`, `--unxz` and `--unlzma` (mkfs.erofs's spellings): a gzip (also
 /// multi-member), xz, lzma or lzip archive, from a file or a pipe, gives
 /// the very image its plain archive gives; a plain archive passes through;
 /// `=FILE` writes the plain archive there; corrupt or truncated streams

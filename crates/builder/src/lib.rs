@@ -19,6 +19,7 @@ pub mod layout;
 pub mod options;
 pub mod plan;
 pub mod profile;
+pub mod selabel;
 pub mod source;
 mod spool;
 pub mod tree;

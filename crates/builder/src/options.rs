@@ -89,6 +89,8 @@ pub struct BuildOptions {
     /// image's one extra device (named in its device table; chunk indexes
     /// point into it). Needs `chunk_size`.
     pub blobdev: Option<std::path::PathBuf>,
+    /// `--file-contexts`: SELinux labels by path.
+    pub file_contexts: Option<std::sync::Arc<crate::selabel::FileContexts>>,
     /// `--offset`: the image starts this many bytes into the output file
     /// (the bytes before it are zeros).
     pub offset: u64,
@@ -125,6 +127,7 @@ impl Default for BuildOptions {
             hard_dereference: false,
             archive_order: false,
             offset: 0,
+            file_contexts: None,
             blobdev: None,
             root_xattr_isize: 0,
             dsunit: 0,

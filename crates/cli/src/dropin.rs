@@ -13,7 +13,6 @@ use clap::Parser;
 const UNSUPPORTED: &[&str] = &[
     "--block-list-file",
     "--clean",
-    "--file-contexts",
     "--fs-config-file",
     "--fsalignblks",
     "--incremental",

@@ -132,8 +132,8 @@ pub(crate) struct MkfsArgs {
     /// for any number.
     #[arg(short = 'j', long = "workers", value_name = "N", default_value_t = 0)]
     workers: usize,
-    /// Mount point the image is meant for (recorded for messages; SELinux
-    /// file contexts are not applied).
+    /// Mount point the image is meant for: the prefix of the paths
+    /// --file-contexts labels by.
     #[arg(long, value_name = "PATH", default_value = "/")]
     mount_point: OsString,
     /// Lay data out for a recorded start-up (`ferrofs mount --trace`, or a
@@ -160,6 +160,11 @@ pub(crate) struct MkfsArgs {
     /// device's (`mount -o loop,offset=N`).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     offset: u64,
+    /// Label every file by its path (under --mount-point) from this SELinux
+    /// file_contexts file: the last matching line wins, exact paths over
+    /// regexes; labels from the source are dropped.
+    #[arg(long, value_name = "FILE")]
+    file_contexts: Option<PathBuf>,
     /// With --chunksize: write the chunks of chunk-based files to this file,
     /// the image's extra device (created or replaced; readers take it as
     /// `--device FILE`, the kernel as `-o device=FILE`).
@@ -301,6 +306,11 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     o.dsunit = a.dsunit;
     o.root_xattr_isize = a.root_xattr_isize;
     o.blobdev = a.blobdev.clone();
+    if let Some(p) = &a.file_contexts {
+        o.file_contexts = Some(std::sync::Arc::new(
+            ferrofs_builder::selabel::FileContexts::load(p)?,
+        ));
+    }
     if !a.profile.is_empty() {
         let mut p = ferrofs_builder::profile::Profile::load(&a.profile)?;
         p.window = a.profile_readahead as u64;

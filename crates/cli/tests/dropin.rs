@@ -38,6 +38,21 @@ fn dropin_takes_upstream_command_lines() {
     let link = work.join("mkfs.erofs");
     std::os::unix::fs::symlink(FERROFS, &link).unwrap();
     let hints = src.join("hints").to_string_lossy().into_owned();
+    // Regexes, file types, an exact path written before a regex that
+    // also matches it, and an unlabeled subtree.
+    let contexts = work.join("file_contexts");
+    fs::write(
+        &contexts,
+        "/.* u:object_r:default_t:s0\n\
+         /links/b/h2 u:object_r:exact_t:s0\n\
+         /.*\\.txt -- u:object_r:text_t:s0\n\
+         /.* -d u:object_r:dir_t:s0\n\
+         /.* -l u:object_r:link_t:s0\n\
+         /links(/.*)? u:object_r:links_t:s0\n\
+         /special(/.*)? <<none>>\n",
+    )
+    .unwrap();
+    let contexts = format!("--file-contexts={}", contexts.display());
     let lines: Vec<Vec<String>> = vec![
         vec!["-zlz4hc,12", "-C65536", "-Eztailpacking", "-T0", "-d0"],
         vec!["-zlzma,level=6", "-C16384", "-Efragments", "--quiet"],
@@ -67,6 +82,8 @@ fn dropin_takes_upstream_command_lines() {
             "-T0",
             "--quiet",
         ],
+        vec!["--root-xattr-isize=256", "-zlz4", "--quiet"],
+        vec![contexts.as_str(), "-zlz4hc", "--quiet"],
         vec![
             "-Eforce-inode-compact,force-inode-blockmap",
             "--chunksize=4096",
@@ -147,6 +164,23 @@ fn dropin_takes_upstream_command_lines() {
         }
         if forced("force-inode-compact") {
             keys.push(("statistics", "extended_inodes"));
+        }
+        let root_icount = |img: &Path| -> Option<serde_json::Value> {
+            let out = Command::new(FERROFS)
+                .args(["dump", "--json", "--path", "/"])
+                .arg(img)
+                .output()
+                .ok()?;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+            Some(v["xattr_icount"].clone())
+        };
+        if flags.iter().any(|f| f.starts_with("--root-xattr-isize")) {
+            let (a, b) = (root_icount(&ours), root_icount(&theirs));
+            if a.is_none() || a != b {
+                failures.push(format!(
+                    "{flags:?}: root xattr_icount ours {a:?} upstream {b:?}"
+                ));
+            }
         }
         if let (Some(a), Some(b)) = (dump(&ours), dump(&theirs)) {
             for (part, k) in keys {
@@ -237,7 +271,7 @@ fn dropin_takes_upstream_command_lines() {
     }
     for bad in [
         "--fs-config-file=x",
-        "--file-contexts=x",
+        "--product-out=x",
         "--root-xattr-isize=12",
         "-Mjunk",
         "-Ebogus",

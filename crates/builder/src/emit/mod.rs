@@ -133,6 +133,9 @@ pub fn build_tree(
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
     check_options(opts)?;
+    if let Some(fc) = &opts.file_contexts {
+        fc.apply(&mut tree, &opts.mount_point);
+    }
     let mut plan = plan(&tree, opts)?;
 
     let (file, tmp, mut guard) = temp_beside(output)?;

@@ -177,7 +177,10 @@ mod tests {
         assert_eq!(f.lookup(b"/\xff\xfe", file), Some(&b"u:r:any:s0"[..]));
         // A UTF-8 name in the file matches its bytes.
         let g = fc("/caf\u{e9} u:r:cafe:s0\n");
-        assert_eq!(g.lookup("/caf\u{e9}".as_bytes(), file), Some(&b"u:r:cafe:s0"[..]));
+        assert_eq!(
+            g.lookup("/caf\u{e9}".as_bytes(), file),
+            Some(&b"u:r:cafe:s0"[..])
+        );
     }
 
     #[test]

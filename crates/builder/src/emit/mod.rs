@@ -43,16 +43,63 @@ pub struct Summary {
     pub pclusters: u64,
 }
 
-/// Removes the temporary file unless the build committed it.
-struct TempGuard {
-    path: PathBuf,
+/// A file written under a temporary name beside its target
+/// (`.NAME.ferrofs-PID.tmp`) and renamed onto it by [`Staged::commit`];
+/// removed if it is never committed (an error, an interrupt).
+struct Staged<'p> {
+    file: File,
+    tmp: PathBuf,
+    target: &'p Path,
     done: bool,
 }
 
-impl Drop for TempGuard {
+impl<'p> Staged<'p> {
+    fn new(target: &'p Path) -> Result<Self> {
+        let name = target.file_name().ok_or_else(|| {
+            BuildError::Option(format!("{} is not a file path", target.display()))
+        })?;
+        let tmp = dir_of(target).join(format!(
+            ".{}.ferrofs-{}.tmp",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .read(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|source| BuildError::Output {
+                path: tmp.clone(),
+                source,
+            })?;
+        Ok(Self {
+            file,
+            tmp,
+            target,
+            done: false,
+        })
+    }
+
+    /// Makes the bytes durable, then puts the file in place.
+    fn commit(&mut self) -> Result<()> {
+        let err = |source| BuildError::Output {
+            path: self.target.to_path_buf(),
+            source,
+        };
+        self.file.sync_all().map_err(err)?;
+        fs::rename(&self.tmp, self.target).map_err(err)?;
+        self.done = true;
+        if let Ok(d) = File::open(dir_of(self.target)) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staged<'_> {
     fn drop(&mut self) {
         if !self.done {
-            let _ = fs::remove_file(&self.path);
+            let _ = fs::remove_file(&self.tmp);
         }
     }
 }
@@ -138,15 +185,8 @@ pub fn build_tree(
     }
     let mut plan = plan(&tree, opts)?;
 
-    let (file, tmp, mut guard) = temp_beside(output)?;
-    let mut blob = match &opts.blobdev {
-        Some(path) => Some((temp_beside(path)?, path.as_path())),
-        None => None,
-    };
-    let out_err = |source| BuildError::Output {
-        path: output.to_path_buf(),
-        source,
-    };
+    let mut image = Staged::new(output)?;
+    let mut blob = opts.blobdev.as_deref().map(Staged::new).transpose()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.workers)
         .build()
@@ -155,28 +195,19 @@ pub fn build_tree(
         &mut tree,
         &mut plan,
         opts,
-        (&file, output),
-        blob.as_ref().map(|((f, _, _), path)| (f, *path)),
+        (&image.file, output),
+        blob.as_ref().map(|b| (&b.file, b.target)),
         interrupted,
         progress,
         &pool,
     )?;
-    file.sync_all().map_err(out_err)?;
-    drop(file);
-    if let Some(((f, _, _), path)) = &blob {
-        f.sync_all().map_err(BuildError::io(*path))?;
-    }
     // The last moment an interrupt can still cancel the build.
     check_stop(interrupted, output)?;
     // The blob first: an image is never there without the data it names.
-    if let Some(((_, btmp, bguard), path)) = &mut blob {
-        fs::rename(&*btmp, *path).map_err(BuildError::io(*path))?;
-        bguard.done = true;
-        sync_dir(path);
+    if let Some(b) = &mut blob {
+        b.commit()?;
     }
-    fs::rename(&tmp, output).map_err(out_err)?;
-    guard.done = true;
-    sync_dir(output);
+    image.commit()?;
     Ok(summary)
 }
 
@@ -187,40 +218,8 @@ fn dir_of(path: &Path) -> &Path {
         .unwrap_or(Path::new("."))
 }
 
-/// Makes a rename of `path` durable.
-fn sync_dir(path: &Path) {
-    if let Ok(d) = File::open(dir_of(path)) {
-        let _ = d.sync_all();
-    }
-}
-
-/// A new temporary file beside `target` (`.NAME.ferrofs-PID.tmp`), removed
-/// again unless the guard is marked done.
-fn temp_beside(target: &Path) -> Result<(File, PathBuf, TempGuard)> {
-    let name = target
-        .file_name()
-        .ok_or_else(|| BuildError::Option(format!("{} is not a file path", target.display())))?;
-    let tmp = dir_of(target).join(format!(
-        ".{}.ferrofs-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .read(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|source| BuildError::Output {
-            path: tmp.clone(),
-            source,
-        })?;
-    let guard = TempGuard {
-        path: tmp.clone(),
-        done: false,
-    };
-    Ok((file, tmp, guard))
-}
-
+/// Writes an image (or its blob) front to back: tracks the position,
+/// hashes every byte (for the default uuid), stops on an interrupt.
 struct Writer<'a> {
     data: BufWriter<&'a File>,
     /// Where the image starts in the output file.

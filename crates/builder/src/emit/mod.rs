@@ -80,14 +80,21 @@ impl<'p> Staged<'p> {
         })
     }
 
-    /// Makes the bytes durable, then puts the file in place.
-    fn commit(&mut self) -> Result<()> {
-        let err = |source| BuildError::Output {
+    fn err(&self) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
+        |source| BuildError::Output {
             path: self.target.to_path_buf(),
             source,
-        };
-        self.file.sync_all().map_err(err)?;
-        fs::rename(&self.tmp, self.target).map_err(err)?;
+        }
+    }
+
+    /// Makes the bytes durable.
+    fn sync(&self) -> Result<()> {
+        self.file.sync_all().map_err(self.err())
+    }
+
+    /// Puts the (synced) file in place.
+    fn commit(&mut self) -> Result<()> {
+        fs::rename(&self.tmp, self.target).map_err(self.err())?;
         self.done = true;
         if let Ok(d) = File::open(dir_of(self.target)) {
             let _ = d.sync_all();
@@ -201,6 +208,10 @@ pub fn build_tree(
         progress,
         &pool,
     )?;
+    image.sync()?;
+    if let Some(b) = &blob {
+        b.sync()?;
+    }
     // The last moment an interrupt can still cancel the build.
     check_stop(interrupted, output)?;
     // The blob first: an image is never there without the data it names.

@@ -18,6 +18,10 @@ pub struct MountArgs {
     /// The image starts this many bytes into the file (`mkfs --offset`).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     offset: u64,
+    /// Extra device (blob) files, in device-table order; without them,
+    /// extra devices are expected concatenated to the image.
+    #[arg(long = "device", value_name = "PATH")]
+    devices: Vec<PathBuf>,
     /// Stay in the foreground (default: detach once mounted).
     #[arg(short = 'f', long)]
     foreground: bool,
@@ -157,7 +161,14 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
     // Open the image first, so errors are reported before detaching.
     let file = std::fs::File::open(&a.image)
         .with_context(|| format!("cannot open {}", a.image.display()))?;
+    let mut devices: Vec<Box<dyn ferrofs::ReadAt>> = Vec::new();
+    for d in &a.devices {
+        let f = std::fs::File::open(d)
+            .with_context(|| format!("cannot open device {}", d.display()))?;
+        devices.push(Box::new(f));
+    }
     let opts = ferrofs::OpenOptions {
+        devices,
         cache_bytes: a.cache_size,
         // Prefetch stores what was decoded in the page cache, so decoding
         // a whole pcluster once beats decoding prefixes again and again.

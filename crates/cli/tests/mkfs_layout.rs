@@ -354,7 +354,8 @@ impl Drop for LoopDev {
 }
 
 /// `--blobdev FILE --chunksize N`: the chunks go to FILE, the image's one
-/// extra device. The kernel (the blob on a loop device) shows the tree;
+/// extra device. The kernel (the blob on a loop device) and `ferrofs mount
+/// --device` show the tree;
 /// `ferrofs fsck --device` and fsck.erofs 1.8.6 accept it; the image with
 /// the blob appended (the device's mapped address) reads the same without
 /// `--device`; mkfs.erofs 1.8.6's blob image is read as the kernel reads
@@ -411,6 +412,24 @@ fn blobdev_holds_the_chunks() {
         {
             failures.push(format!("fsck.erofs {} --device: {e}", up.version));
         }
+    }
+    // The FUSE mount with the blob as its device.
+    let mnt = work.join("fuse");
+    fs::create_dir_all(&mnt).unwrap();
+    match run(Command::new(FERROFS)
+        .arg("mount")
+        .arg("--device")
+        .arg(&blob)
+        .arg(&img)
+        .arg(&mnt))
+    {
+        Ok(_) => {
+            for d in compare::compare_trees(&src, &mnt, &CompareOptions::strict()) {
+                failures.push(format!("ferrofs mount --device vs source: {d}"));
+            }
+            let _ = Command::new("fusermount3").arg("-u").arg(&mnt).status();
+        }
+        Err(e) => failures.push(format!("ferrofs mount --device: {e}")),
     }
     // The blob appended: mapped after the image's own blocks.
     let flat = work.join("flat.img");

@@ -1,5 +1,6 @@
-//! The superblock and the compression configuration records after it,
-//! written last: the default uuid is derived from everything else.
+//! The superblock, the compression configuration records and the device
+//! table after it, written last: the default uuid is derived from
+//! everything else.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

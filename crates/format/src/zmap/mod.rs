@@ -108,6 +108,20 @@ pub struct Lcluster {
     pub compressed_blks: u32,
 }
 
+impl Lcluster {
+    /// An entry of type `ty` with every other field zero.
+    fn of_type(ty: LclusterType) -> Self {
+        Self {
+            ty,
+            clusterofs: 0,
+            delta: [0, 0],
+            pblk: 0,
+            partial_ref: false,
+            compressed_blks: 0,
+        }
+    }
+}
+
 /// Decodes a full (legacy) 8-byte index entry.
 pub fn decode_full(
     b: &[u8; FULL_INDEX_SIZE],
@@ -116,14 +130,7 @@ pub fn decode_full(
 ) -> Result<Lcluster, FormatError> {
     let di_advise = u16_at(b, 0);
     let ty = LclusterType::from_bits(u32::from(di_advise));
-    let mut l = Lcluster {
-        ty,
-        clusterofs: 0,
-        delta: [0, 0],
-        pblk: 0,
-        partial_ref: false,
-        compressed_blks: 0,
-    };
+    let mut l = Lcluster::of_type(ty);
     if ty == LclusterType::NonHead {
         l.clusterofs = 1u32 << lclusterbits;
         let mut d0 = u16_at(b, 4);
@@ -250,14 +257,7 @@ pub fn decode_compact(
     let lobits = u32::from(lclusterbits).max(12);
     let encodebits = ((pack_size - 4) * 8 / vcnt) as u32;
     let (lo, ty) = field(pack, lobits, encodebits, index);
-    let mut l = Lcluster {
-        ty,
-        clusterofs: 0,
-        delta: [0, 0],
-        pblk: 0,
-        partial_ref: false,
-        compressed_blks: 0,
-    };
+    let mut l = Lcluster::of_type(ty);
     let cblkcnt = u32::from(D0_CBLKCNT);
     if ty == LclusterType::NonHead {
         l.clusterofs = 1u32 << lclusterbits;

@@ -1,11 +1,14 @@
 //! Writing the image: file data first ([`data`]: flat, chunk-based or
-//! compressed), then the metadata area and directory blocks ([`meta`]),
-//! and the superblock last ([`superblock`]), into a temporary file beside
-//! the target that is fsynced and renamed only when everything succeeded.
-//! Any failure or an interrupt removes the temporary file.
+//! compressed; blocks already stored are shared, [`stored`]), then the
+//! metadata area and directory blocks ([`meta`]), and the superblock last
+//! ([`superblock`]), into a temporary file beside the target (and the
+//! chunks into a blob, with `--blobdev`) that is fsynced and renamed only
+//! when everything succeeded. Any failure or an interrupt removes the
+//! temporary files.
 
 mod data;
 mod meta;
+mod stored;
 mod superblock;
 
 use std::fs::{self, File};

@@ -1,7 +1,7 @@
-//! Writing the image: file data first ([`data`]: flat, chunk-based or
-//! compressed; blocks already stored are shared, [`stored`]), then the
-//! metadata area and directory blocks ([`meta`]), and the superblock last
-//! ([`superblock`]), into a temporary file beside the target (and the
+//! Writing the image: file data first (`data`: flat, chunk-based or
+//! compressed; blocks already stored are shared, `stored`), then the
+//! metadata area and directory blocks (`meta`), and the superblock last
+//! (`superblock`), into a temporary file beside the target (and the
 //! chunks into a blob, with `--blobdev`) that is fsynced and renamed only
 //! when everything succeeded. Any failure or an interrupt removes the
 //! temporary files.

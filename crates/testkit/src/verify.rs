@@ -97,3 +97,19 @@ pub fn image_reads_as_source(
     }
     f
 }
+
+/// [`build_at_two_thread_counts`], then (when the build worked)
+/// [`image_reads_as_source`]: the failures of both.
+pub fn build_and_read_back(
+    ferrofs: &Path,
+    name: &str,
+    opts: &[String],
+    img: &Path,
+    src: &Path,
+    work: &Path,
+) -> Vec<String> {
+    match build_at_two_thread_counts(ferrofs, name, opts, img, src) {
+        Ok(()) => image_reads_as_source(ferrofs, name, img, src, work),
+        Err(e) => e,
+    }
+}

@@ -20,6 +20,10 @@ if [[ -z ${UPSTREAM_TOOLS_BIN:-} && -x $root/../shared/tools/upstream-tools ]]; 
   UPSTREAM_TOOLS_BIN=$(bash "$root/../shared/tools/upstream-tools")
   export UPSTREAM_TOOLS_BIN
 fi
+if [[ -z ${UPSTREAM_NEXT_BIN:-} && -x $root/../shared/tools/upstream-tools ]]; then
+  UPSTREAM_NEXT_BIN=$(bash "$root/../shared/tools/upstream-tools" --next)
+  export UPSTREAM_NEXT_BIN
+fi
 cargo test --workspace --profile ci "$@"
 python3 -m pytest -q bench/tests
 FERROFS=$root/target/ci/ferrofs bash bench/e2e.sh

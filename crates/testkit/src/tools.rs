@@ -1,9 +1,11 @@
-//! Reference tools: Debian's erofs-utils 1.5 (`/usr/bin`) and upstream erofs-utils 1.8.6.
+//! Reference tools: Debian's erofs-utils 1.5 (`/usr/bin`), upstream erofs-utils 1.8.6 and the
+//! newest upstream set (erofs-utils 1.9.x, squashfs-tools 4.7.x).
 //!
 //! The upstream tools' bin directory is found, in order, from the `UPSTREAM_TOOLS_BIN`
 //! environment variable, from the output of the installer script
 //! `<workspace>/../shared/tools/upstream-tools` (which installs them when missing and prints the
-//! bin directory), or at `~/.cache/upstream-tools/bin`.
+//! bin directory), or at `~/.cache/upstream-tools/bin`. The newest set likewise from
+//! `UPSTREAM_NEXT_BIN`, `upstream-tools --next`, or `~/.cache/upstream-tools-next/bin`.
 
 use std::fs;
 use std::io;
@@ -18,6 +20,8 @@ pub enum Flavor {
     Debian,
     /// Upstream erofs-utils (1.8.6), installed privately by `upstream-tools`.
     Upstream,
+    /// The newest upstream erofs-utils (1.9.x), installed by `upstream-tools --next`.
+    Next,
 }
 
 impl Flavor {
@@ -27,6 +31,7 @@ impl Flavor {
         match self {
             Flavor::Debian => "debian",
             Flavor::Upstream => "upstream",
+            Flavor::Next => "next",
         }
     }
 }
@@ -228,6 +233,27 @@ pub fn dump_upstream() -> Option<Dump> {
         .clone()
 }
 
+/// The newest upstream `mkfs.erofs` (1.9.x), if it can be found (see the module docs).
+pub fn mkfs_next() -> Option<Mkfs> {
+    static T: OnceLock<Option<Tool>> = OnceLock::new();
+    T.get_or_init(|| probe(&next_bin_dir()?.join("mkfs.erofs"), Flavor::Next))
+        .clone()
+}
+
+/// The newest upstream `fsck.erofs` (1.9.x), if it can be found.
+pub fn fsck_next() -> Option<Fsck> {
+    static T: OnceLock<Option<Tool>> = OnceLock::new();
+    T.get_or_init(|| probe(&next_bin_dir()?.join("fsck.erofs"), Flavor::Next))
+        .clone()
+}
+
+/// The newest upstream `dump.erofs` (1.9.x), if it can be found.
+pub fn dump_next() -> Option<Dump> {
+    static T: OnceLock<Option<Tool>> = OnceLock::new();
+    T.get_or_init(|| probe(&next_bin_dir()?.join("dump.erofs"), Flavor::Next))
+        .clone()
+}
+
 /// Both `mkfs.erofs` builds that are available, Debian's first.
 pub fn all_mkfs() -> Vec<Mkfs> {
     mkfs_debian().into_iter().chain(mkfs_upstream()).collect()
@@ -241,36 +267,54 @@ pub fn workspace_root() -> PathBuf {
 /// The upstream tools' bin directory (holding `mkfs.erofs`), found as the module docs say.
 pub fn upstream_bin_dir() -> Option<PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| find_bin_dir("UPSTREAM_TOOLS_BIN", &[], ".cache/upstream-tools/bin"))
+        .clone()
+}
+
+/// The newest upstream tools' bin directory (erofs-utils 1.9.x, squashfs-tools 4.7.x).
+pub fn next_bin_dir() -> Option<PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
-        let has_mkfs = |d: &Path| d.join("mkfs.erofs").is_file();
-        if let Some(d) = std::env::var_os("UPSTREAM_TOOLS_BIN").map(PathBuf::from) {
-            if has_mkfs(&d) {
-                return Some(d);
-            }
+        find_bin_dir(
+            "UPSTREAM_NEXT_BIN",
+            &["--next"],
+            ".cache/upstream-tools-next/bin",
+        )
+    })
+    .clone()
+}
+
+/// A bin directory holding `mkfs.erofs`: from the environment variable `var`, from what
+/// `upstream-tools ARGS` prints, or at `~/HOME_REL`.
+fn find_bin_dir(var: &str, args: &[&str], home_rel: &str) -> Option<PathBuf> {
+    let has_mkfs = |d: &Path| d.join("mkfs.erofs").is_file();
+    if let Some(d) = std::env::var_os(var).map(PathBuf::from) {
+        if has_mkfs(&d) {
+            return Some(d);
         }
-        let script = workspace_root().join("../shared/tools/upstream-tools");
-        if script.is_file() {
-            if let Ok(out) = Command::new("bash")
-                .arg(&script)
-                .stdin(Stdio::null())
-                .output()
-            {
-                if out.status.success() {
-                    let text = String::from_utf8_lossy(&out.stdout);
-                    if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
-                        let d = PathBuf::from(line.trim());
-                        if has_mkfs(&d) {
-                            return Some(d);
-                        }
+    }
+    let script = workspace_root().join("../shared/tools/upstream-tools");
+    if script.is_file() {
+        if let Ok(out) = Command::new("bash")
+            .arg(&script)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+        {
+            if out.status.success() {
+                let text = String::from_utf8_lossy(&out.stdout);
+                if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
+                    let d = PathBuf::from(line.trim());
+                    if has_mkfs(&d) {
+                        return Some(d);
                     }
                 }
             }
         }
-        let home = std::env::var_os("HOME").map(PathBuf::from)?;
-        let d = home.join(".cache/upstream-tools/bin");
-        has_mkfs(&d).then_some(d)
-    })
-    .clone()
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from)?;
+    let d = home.join(home_rel);
+    has_mkfs(&d).then_some(d)
 }
 
 /// Checks that `path` runs and finds its version: `-V` where supported (1.8.x prints
@@ -329,6 +373,9 @@ mod tests {
         }
         if let Some(m) = mkfs_upstream() {
             assert!(m.version.starts_with("1."), "{m:?}");
+        }
+        if let Some(m) = mkfs_next() {
+            assert!(m.version.starts_with("1.9"), "{m:?}");
         }
     }
 }

@@ -135,8 +135,15 @@ impl Checker<'_> {
                 }
             }
         }
-        if !dot || !dotdot {
-            self.problem(path, Some(inode.nid), "missing '.' or '..'");
+        // A dot-omitted directory (48-bit images) stores no "." entry;
+        // readers supply it.
+        if dot == inode.dot_omitted || !dotdot {
+            let what = if dot && inode.dot_omitted {
+                "a '.' entry in a dot-omitted directory"
+            } else {
+                "missing '.' or '..'"
+            };
+            self.problem(path, Some(inode.nid), what);
         }
         self.subdirs
             .insert(inode.nid, (nsub + 2, inode.nlink, path.to_vec()));

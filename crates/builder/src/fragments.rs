@@ -225,6 +225,8 @@ pub(crate) fn add_packed_inode(
         dir_blocks: Vec::new(),
         compress: Some((pcl, 0)),
         z: None,
+        dot_omitted: false,
+        all_hole: false,
     });
     (id, offsets)
 }

@@ -94,6 +94,16 @@ pub struct BuildOptions {
     /// `--offset`: the image starts this many bytes into the output file
     /// (the bytes before it are zeros).
     pub offset: u64,
+    /// `-E 48bit`: the 48-bit layout (Linux 6.15+): compact inodes keep
+    /// their own mtime as an offset from a signed epoch, all-hole files
+    /// need no blocks.
+    pub bit48: bool,
+    /// `-E dot-omitted`: directories without their "." entry (turns the
+    /// 48-bit layout on, as mkfs.erofs does).
+    pub dot_omitted: bool,
+    /// `-E plain-xattr-prefixes`: the long-prefix table stays raw on the
+    /// primary device (COMPAT_PLAIN_XATTR_PFX).
+    pub plain_xattr_prefixes: bool,
 }
 
 impl Default for BuildOptions {
@@ -131,6 +141,9 @@ impl Default for BuildOptions {
             blobdev: None,
             root_xattr_isize: 0,
             dsunit: 0,
+            bit48: false,
+            dot_omitted: false,
+            plain_xattr_prefixes: false,
         }
     }
 }
@@ -138,5 +151,10 @@ impl Default for BuildOptions {
 impl BuildOptions {
     pub fn block_size(&self) -> u64 {
         1u64 << self.blkszbits
+    }
+    /// Whether the image uses the 48-bit layout (asked for, or implied by
+    /// a feature that needs it).
+    pub fn uses_48bit(&self) -> bool {
+        self.bit48 || self.dot_omitted
     }
 }

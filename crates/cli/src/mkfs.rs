@@ -113,9 +113,17 @@ pub(crate) struct MkfsArgs {
     /// unless --chunksize says otherwise), force-chunk-indexes (chunk
     /// tables of 8-byte indexes), force-inode-blockmap (4-byte block maps,
     /// the default), nosbcrc (no superblock checksum), ^xattr-name-filter
-    /// (no xattr name bloom filters).
+    /// (no xattr name bloom filters), 48bit (the 48-bit layout, Linux
+    /// 6.15+: compact inodes keep their own mtime, all-hole files take no
+    /// blocks), dot-omitted (directories without "."; implies 48bit),
+    /// plain-xattr-prefixes (the long-prefix table raw on the device).
     #[arg(short = 'E', value_name = "OPTS")]
     extended: Vec<String>,
+    /// Metadata zone: i (inodes), d (directory blocks), id (both, the
+    /// default) or 0 (none). ferrofs always writes inodes and directory
+    /// blocks after all file data, so every value gives the same image.
+    #[arg(long = "MZ", value_name = "i|d|id|0", num_args = 0..=1, require_equals = true, default_missing_value = "id", value_parser = ["i", "d", "id", "di", "0"])]
+    metadata_zone: Option<String>,
     /// Compress file data: lz4, lz4hc[,LEVEL], lzma[,LEVEL], deflate[,LEVEL],
     /// zstd[,LEVEL] (also `level=N`); alternatives for --compress-hints
     /// separated by ':'.
@@ -292,6 +300,12 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             "force-chunk-indexes" => o.chunk_indexes = true,
             "force-inode-blockmap" => o.chunk_indexes = false,
             "nosbcrc" => o.sb_checksum = false,
+            "48bit" => o.bit48 = true,
+            "^48bit" | "no48bit" => o.bit48 = false,
+            "dot-omitted" => o.dot_omitted = true,
+            "^dot-omitted" | "nodot-omitted" => o.dot_omitted = false,
+            "plain-xattr-prefixes" => o.plain_xattr_prefixes = true,
+            "^plain-xattr-prefixes" => o.plain_xattr_prefixes = false,
             "xattr-name-filter" => o.xattr_filter = true,
             "^xattr-name-filter" | "noxattr-name-filter" => o.xattr_filter = false,
             "noinline_data" | "^inline_data" => o.inline_data = false,

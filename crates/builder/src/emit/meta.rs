@@ -4,7 +4,7 @@
 
 use ferrofs_format::chunk::NULL_ADDR;
 use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
-use ferrofs_format::inode::{DataLayout, RawInode};
+use ferrofs_format::inode::{DataLayout, RawInode, I_FORMAT_NLINK1_OR_DOT_OMITTED};
 use ferrofs_format::Nid;
 
 use super::data::Placed;
@@ -117,17 +117,36 @@ fn put_inode(
             _ if p.rdev.is_some() => p.rdev.unwrap_or(0),
             _ if p.blocks > 0 => placed.start_blk[id] as u32,
             DataLayout::FlatInline => u32::MAX,
+            _ if p.all_hole => u32::MAX,
             _ => 0,
         }
     };
+    // Extended inodes carry address bits 32..47 in i_nb: all ones for the
+    // null address of an all-hole file, else 0 (addresses stay 32-bit).
+    let nb = if p.all_hole && p.extended { 0xFFFF } else { 0 };
+    // Bit 4: DOT_OMITTED on directories (NLINK_1 is never needed).
+    let format = p.layout.bits() << 1
+        | if p.dot_omitted {
+            I_FORMAT_NLINK1_OR_DOT_OMITTED
+        } else {
+            0
+        };
+    let mtime = if p.extended {
+        p.mtime
+    } else if plan.bit48 {
+        // An unsigned offset from the epoch (plan checked it fits).
+        p.mtime - plan.epoch
+    } else {
+        0
+    };
     let raw = RawInode {
-        format: p.layout.bits() << 1,
+        format,
         extended: p.extended,
         xattr_icount,
         mode: p.mode,
-        nb: 0,
+        nb,
         size: p.size,
-        mtime: if p.extended { p.mtime } else { 0 },
+        mtime,
         mtime_nsec: p.mtime_nsec,
         i_u,
         ino: (serial + 1) as u32,

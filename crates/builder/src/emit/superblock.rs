@@ -144,6 +144,12 @@ pub(super) fn write_head(
         }
     }
     if !plan.xattrs.prefixes.is_empty() {
+        // The table is on the primary device: say so, or a 6.17+ kernel
+        // looks for it in the packed inode when there is one (as
+        // mkfs.erofs 1.9 sets it whenever it writes the table there).
+        if opts.plain_xattr_prefixes || packed.is_some() || opts.uses_48bit() {
+            sb.feature_compat |= compat::PLAIN_XATTR_PFX;
+        }
         sb.feature_incompat |= incompat::XATTR_PREFIXES;
         sb.xattr_prefix_count = plan.xattrs.prefixes.len() as u8;
         sb.xattr_prefix_start = (lay.prefix_start / 4) as u32;
@@ -154,8 +160,13 @@ pub(super) fn write_head(
         sb.packed_nid = lay.nid(pid, bs);
     }
     sb.inos = plan.order.len() as u64;
-    sb.epoch = plan.epoch as u64;
+    // Two's complement: the 48-bit layout's epoch may be negative.
+    sb.epoch = u64::from_le_bytes(plan.epoch.to_le_bytes());
     sb.fixed_nsec = plan.fixed_nsec;
+    if plan.bit48 {
+        sb.feature_incompat |= incompat::BIT48;
+        sb.build_time = plan.build_time;
+    }
     sb.blocks = total_blocks as u32;
     sb.meta_blkaddr = lay.meta_blkaddr as u32;
     sb.xattr_blkaddr = lay.meta_blkaddr as u32;

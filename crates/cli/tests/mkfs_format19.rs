@@ -1,0 +1,164 @@
+//! Images in the 2025 format (erofs-utils 1.9, Linux 6.15+) built by
+//! `ferrofs mkfs`: the 48-bit layout (compact inodes with their own mtime
+//! from a signed epoch, all-hole files without blocks), dot-omitted
+//! directories, plain long-prefix tables and `--MZ`, alone and combined
+//! with compression, fragments, dedupe, tail packing and chunks. Each image
+//! of the corner-case tree (pre-1970 and far-future mtimes, nanoseconds,
+//! sparse files, hard links, xattrs, devices) is built at `-j1` and `-j2`
+//! (identical), mounted by the kernel and compared strictly with the source
+//! (every mtime with its nanoseconds), extracted by `ferrofs extract`, and
+//! accepted by `ferrofs fsck`, fsck.erofs 1.9.4 and dump.erofs 1.9.4; the
+//! library then checks that the feature is really there.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ferrofs::format::inode::DataLayout;
+use ferrofs::format::superblock::{compat, incompat};
+use ferrofs::Image;
+use ferrofs_testkit::mount::can_mount;
+use ferrofs_testkit::{corpus, tools, verify};
+
+const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+
+fn work_dir(name: &str) -> PathBuf {
+    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
+}
+
+/// What the image must show beyond reading back as its source.
+fn features(img: &Path, opts: &[&str]) -> Vec<String> {
+    let mut f = Vec::new();
+    let image = match Image::open_path(img) {
+        Ok(i) => i,
+        Err(e) => return vec![format!("open: {e}")],
+    };
+    let sb = image.superblock();
+    let has = |o: &str| opts.iter().any(|x| x.contains(o));
+    if !sb.has_incompat(incompat::BIT48) {
+        f.push("no 48-bit feature bit".into());
+    }
+    if has("plain-xattr-prefixes") && !sb.has_compat(compat::PLAIN_XATTR_PFX) {
+        f.push("no plain-prefix compat bit".into());
+    }
+    // The epoch is the earliest mtime, before 1970 in this tree.
+    if sb.epoch() >= 0 {
+        f.push(format!("epoch {} is not the pre-1970 mtime", sb.epoch()));
+    }
+    let look = |p: &str| image.lookup_path(p.as_bytes(), false);
+    // An all-hole file needs neither blocks nor a chunk table (even with
+    // --chunksize): FLAT_PLAIN with the null address.
+    match look("sparse/all_hole") {
+        Ok(i) if i.startblk.is_some() || i.layout != DataLayout::FlatPlain => f.push(format!(
+            "all-hole file stored as {:?} {:?}",
+            i.layout, i.startblk
+        )),
+        Ok(_) => {}
+        Err(e) => f.push(format!("sparse/all_hole: {e}")),
+    }
+    match image.root() {
+        Ok(root) => {
+            let names: Vec<Vec<u8>> = image
+                .read_dir(&root)
+                .map(|v| v.into_iter().map(|e| e.name).collect())
+                .unwrap_or_default();
+            let dot = names.iter().any(|n| n == b".");
+            if root.dot_omitted != has("dot-omitted") || dot == has("dot-omitted") {
+                f.push(format!(
+                    "root: dot_omitted {} with a '.' entry {dot}",
+                    root.dot_omitted
+                ));
+            }
+            if !root.extended && root.mtime < 0 {
+                f.push("a compact root with a negative mtime".into());
+            }
+        }
+        Err(e) => f.push(format!("root: {e}")),
+    }
+    // Compact inodes hold mtimes of this century exactly (nanoseconds as
+    // the image's fixed value); only the outliers need extended inodes.
+    let mut compact = 0;
+    let mut total = 0;
+    let mut stack = vec![image.root().map(|r| r.nid)];
+    while let Some(Ok(nid)) = stack.pop() {
+        let Ok(ino) = image.inode(nid) else { continue };
+        total += 1;
+        compact += usize::from(!ino.extended);
+        if ino.is_dir() {
+            for e in image.read_dir(&ino).unwrap_or_default() {
+                if !e.is_dot() {
+                    stack.push(Ok(e.nid));
+                }
+            }
+        }
+    }
+    if compact * 2 < total {
+        f.push(format!("only {compact} of {total} inodes are compact"));
+    }
+    f
+}
+
+#[test]
+fn images_in_the_2025_format_read_back_through_the_kernel() {
+    if let Err(why) = can_mount() {
+        return println!("skipped: {why}");
+    }
+    assert!(
+        tools::fsck_next().is_some(),
+        "fsck.erofs 1.9.x is missing: run ../shared/tools/upstream-tools --next or set UPSTREAM_NEXT_BIN"
+    );
+    let work = work_dir("mkfs_format19");
+    let src = work.join("tree");
+    corpus::make_corner_tree(&src).expect("corner tree");
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("e48", vec!["-E48bit"]),
+        (
+            "e48_lz4hc_frag_dedupe",
+            vec!["-E48bit", "-zlz4hc", "-C65536", "-Efragments,dedupe"],
+        ),
+        (
+            "e48_zstd_ztail",
+            vec!["-E48bit", "-zzstd", "-Eztailpacking"],
+        ),
+        (
+            "dot_omitted_lzma",
+            vec!["-Edot-omitted", "-zlzma", "-C16384"],
+        ),
+        ("e48_chunks", vec!["-E48bit", "--chunksize=8192"]),
+        (
+            "e48_plain_prefix_frag",
+            vec![
+                "-E48bit,plain-xattr-prefixes",
+                "--xattr-prefix=trusted.overlay.",
+                "-zlz4",
+                "-Efragments",
+            ],
+        ),
+        ("MZ_noinline", vec!["--MZ", "-E48bit", "-Enoinline_data"]),
+    ];
+    let failures = Mutex::new(Vec::new());
+    ferrofs_testkit::tmp::parallel(cases.len(), 2, |i| {
+        let (name, opts) = &cases[i];
+        let img = work.join(format!("{name}.img"));
+        let owned: Vec<String> = opts.iter().map(|s| s.to_string()).collect();
+        let mut f = verify::build_and_read_back(FERROFS.as_ref(), name, &owned, &img, &src, &work);
+        if img.exists() {
+            f.extend(
+                features(&img, opts)
+                    .into_iter()
+                    .map(|e| format!("{name}: {e}")),
+            );
+        }
+        failures.lock().unwrap().extend(f);
+    });
+    let failures = failures.into_inner().unwrap();
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures (work in {}):\n{}",
+        failures.len(),
+        work.display(),
+        failures.join("\n")
+    );
+}

@@ -104,6 +104,10 @@ pub struct BuildOptions {
     /// `-E plain-xattr-prefixes`: the long-prefix table stays raw on the
     /// primary device (COMPAT_PLAIN_XATTR_PFX).
     pub plain_xattr_prefixes: bool,
+    /// `--xattr-inode-digest[=NAME]`: every non-empty regular file gets an
+    /// xattr NAME holding `sha256:` and the SHA-256 of its contents (the
+    /// kernel shares page cache between files with equal digests).
+    pub xattr_digest: Option<Vec<u8>>,
 }
 
 impl Default for BuildOptions {
@@ -144,6 +148,7 @@ impl Default for BuildOptions {
             bit48: false,
             dot_omitted: false,
             plain_xattr_prefixes: false,
+            xattr_digest: None,
         }
     }
 }

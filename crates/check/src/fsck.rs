@@ -229,7 +229,17 @@ impl Checker<'_> {
         if !self.opts.read_data {
             return Ok(());
         }
-        read_every_extent(&file, &mut self.report)
+        read_every_extent(&file, &mut self.report)?;
+        let sb = self.image.superblock();
+        if inode.is_reg() && sb.has_compat(ferrofs::format::superblock::compat::ISHARE_XATTRS) {
+            if let Some(why) = crate::digest::check(self.image, inode)? {
+                return Err(Error::Corrupt {
+                    at: ferrofs::Location::nid(inode.nid.0),
+                    what: why.into(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 

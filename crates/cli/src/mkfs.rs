@@ -99,6 +99,11 @@ pub(crate) struct MkfsArgs {
     /// Store this long xattr name prefix once (e.g. trusted.overlay.; repeatable).
     #[arg(long, value_name = "PREFIX")]
     xattr_prefix: Vec<String>,
+    /// Give every non-empty regular file an xattr NAME (default
+    /// erofs.fingerprint.v1, which the kernel does not list) holding
+    /// `sha256:` and the SHA-256 of its contents.
+    #[arg(long, value_name = "NAME", num_args = 0..=1, require_equals = true, default_missing_value = "erofs.fingerprint.v1")]
+    xattr_inode_digest: Option<String>,
     /// Store every regular file chunk-based with chunks of this many bytes
     /// (sparse files are always stored chunk-based, with holes).
     #[arg(long, value_name = "BYTES")]
@@ -274,6 +279,10 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| p.clone().into_bytes())
         .collect();
+    o.xattr_digest = a
+        .xattr_inode_digest
+        .as_ref()
+        .map(|n| n.clone().into_bytes());
     o.chunk_size = a.chunksize;
     o.mount_point = a.mount_point.as_bytes().to_vec();
     let mut ztailpacking = false;

@@ -34,6 +34,10 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
     };
     let sb = image.superblock();
     let has = |o: &str| opts.iter().any(|x| x.contains(o));
+    if has("digest") {
+        f.extend(digests(img, &image));
+        return f;
+    }
     if !sb.has_incompat(incompat::BIT48) {
         f.push("no 48-bit feature bit".into());
     }
@@ -97,6 +101,93 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
     f
 }
 
+/// SHA-256 of a file, by `sha256sum`.
+fn sha256(path: &Path) -> Vec<u8> {
+    let out = verify::run_ok(std::process::Command::new("sha256sum").arg(path)).unwrap();
+    let hex = String::from_utf8_lossy(&out[..64]).into_owned();
+    (0..32)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The fingerprints of an `--xattr-inode-digest` image: fsck.erofs 1.9.x
+/// verifies every one, and a file's is `sha256:` and its SHA-256.
+fn digests(img: &Path, image: &Image) -> Vec<String> {
+    let mut f = Vec::new();
+    if !image.superblock().has_compat(compat::ISHARE_XATTRS) {
+        f.push("no ishare_xattrs compat bit".into());
+    }
+    if let Some(fsck) = tools::fsck_next() {
+        if let Err(e) = verify::run_ok(
+            std::process::Command::new(&fsck.path)
+                .arg("--xattr-inode-digest")
+                .arg(img),
+        ) {
+            f.push(format!("fsck.erofs --xattr-inode-digest: {e}"));
+        }
+    }
+    let src = img.parent().unwrap().join("tree");
+    for p in ["files/text/t4097", "files/repeat_a"] {
+        let ino = match image.lookup_path(p.as_bytes(), false) {
+            Ok(i) => i,
+            Err(e) => {
+                f.push(format!("{p}: {e}"));
+                continue;
+            }
+        };
+        let mut want = b"sha256:".to_vec();
+        want.extend(sha256(&src.join(p)));
+        match ferrofs::xattr::fingerprint(image, &ino) {
+            Ok(Some(v)) if v == want => {}
+            other => f.push(format!("{p}: fingerprint {other:?}")),
+        }
+    }
+    f
+}
+
+/// `ferrofs fsck` recomputes fingerprints: a flipped data byte the kernel
+/// would serve silently is reported.
+#[test]
+fn fsck_notices_a_fingerprint_that_does_not_match() {
+    let work = work_dir("mkfs_format19_digest");
+    let src = work.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let marker = b"a marker line that lies in the image once\n".repeat(200);
+    std::fs::write(src.join("f"), &marker).unwrap();
+    let img = work.join("d.img");
+    verify::run_ok(
+        std::process::Command::new(FERROFS)
+            .args(["mkfs", "--quiet", "--xattr-inode-digest"])
+            .arg(&img)
+            .arg(&src),
+    )
+    .unwrap();
+    verify::run_ok(std::process::Command::new(FERROFS).arg("fsck").arg(&img)).unwrap();
+    let mut bytes = std::fs::read(&img).unwrap();
+    let at = bytes
+        .windows(64)
+        .position(|w| w == &marker[..64])
+        .expect("the file's bytes are stored as they are");
+    bytes[at + 7] ^= 0x20;
+    std::fs::write(&img, &bytes).unwrap();
+    let out = std::process::Command::new(FERROFS)
+        .arg("fsck")
+        .arg(&img)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "fsck accepted a file whose fingerprint does not match"
+    );
+    assert!(
+        text.contains("/f") && text.contains("fingerprint does not match"),
+        "{text}"
+    );
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}
+
 #[test]
 fn images_in_the_2025_format_read_back_through_the_kernel() {
     if let Err(why) = can_mount() {
@@ -134,6 +225,10 @@ fn images_in_the_2025_format_read_back_through_the_kernel() {
             ],
         ),
         ("MZ_noinline", vec!["--MZ", "-E48bit", "-Enoinline_data"]),
+        (
+            "digest_lz4hc_frag",
+            vec!["--xattr-inode-digest", "-zlz4hc", "-Efragments"],
+        ),
     ];
     let failures = Mutex::new(Vec::new());
     ferrofs_testkit::tmp::parallel(cases.len(), 2, |i| {

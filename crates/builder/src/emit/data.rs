@@ -267,7 +267,7 @@ fn write_packed(
     pool: &rayon::ThreadPool,
 ) -> Result<InodeId> {
     let bs = opts.block_size();
-    let (pid, offsets) = add_packed_inode(tree, plan, fr, opts);
+    let (pid, offsets) = add_packed_inode(tree, plan, fr, opts)?;
     placed.start_blk.push(0);
     placed.chunk_blk.push(Vec::new());
     let t: &Tree = tree;

@@ -40,7 +40,11 @@ pub(super) fn write_meta(
             }
         })
         .collect();
-    let prefixes = plan.xattrs.prefix_table();
+    let prefixes = if plan.xattrs.prefixes_in_packed {
+        Vec::new()
+    } else {
+        plan.xattrs.prefix_table()
+    };
     let lay = layout_meta(
         &plan.order,
         &item_len,

@@ -144,15 +144,22 @@ pub(super) fn write_head(
         }
     }
     if !plan.xattrs.prefixes.is_empty() {
-        // The table is on the primary device: say so, or a 6.17+ kernel
-        // looks for it in the packed inode when there is one (as
-        // mkfs.erofs 1.9 sets it whenever it writes the table there).
-        if opts.plain_xattr_prefixes || packed.is_some() || opts.uses_48bit() {
-            sb.feature_compat |= compat::PLAIN_XATTR_PFX;
+        // The table is at the head of the packed inode's data, or raw on
+        // the primary device; then say so, or a 6.17+ kernel looks for it
+        // in the packed inode (mkfs.erofs 1.9 sets the bit whenever it
+        // writes the table there).
+        if !plan.xattrs.prefixes_in_packed {
+            if opts.plain_xattr_prefixes || packed.is_some() || opts.uses_48bit() {
+                sb.feature_compat |= compat::PLAIN_XATTR_PFX;
+            }
+            sb.xattr_prefix_start = (lay.prefix_start / 4) as u32;
         }
         sb.feature_incompat |= incompat::XATTR_PREFIXES;
+        if let Some(id) = plan.xattrs.digest_prefix {
+            sb.feature_compat |= compat::ISHARE_XATTRS;
+            sb.ishare_xattr_prefix_id = id;
+        }
         sb.xattr_prefix_count = plan.xattrs.prefixes.len() as u8;
-        sb.xattr_prefix_start = (lay.prefix_start / 4) as u32;
     }
     sb.root_nid_16 = lay.nid(plan.order[0], bs) as u16;
     if let Some(pid) = packed {

@@ -180,7 +180,8 @@ pub(crate) fn add_packed_inode(
 ) -> Result<(InodeId, Vec<u64>)> {
     let bs = opts.block_size();
     let (order, mut offsets) = fragment_offsets(tree, &frags.entries, opts.profile.as_deref());
-    let table = if opts.plain_xattr_prefixes {
+    // (With a metabox, the table belongs in the metabox's data.)
+    let table = if opts.plain_xattr_prefixes || opts.metabox.is_some() {
         Vec::new()
     } else {
         plan.xattrs.prefix_table()

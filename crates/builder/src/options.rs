@@ -108,6 +108,20 @@ pub struct BuildOptions {
     /// xattr NAME holding `sha256:` and the SHA-256 of its contents (the
     /// kernel shares page cache between files with equal digests).
     pub xattr_digest: Option<Vec<u8>>,
+    /// `-m BYTES[:ALG]`: inodes (with their xattrs, indexes and inline
+    /// tails), shared xattrs and the long-prefix table go into the
+    /// metabox, an inode whose data is a second metadata space (Linux
+    /// 6.17+), compressed in pclusters of this size.
+    pub metabox: Option<MetaboxOptions>,
+}
+
+/// Where and how the metabox is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaboxOptions {
+    /// Pcluster size of the metabox's data.
+    pub pcluster_bytes: u64,
+    /// Index into the `-z` compressors; `None` stores it uncompressed.
+    pub compressor: Option<usize>,
 }
 
 impl Default for BuildOptions {
@@ -149,6 +163,7 @@ impl Default for BuildOptions {
             dot_omitted: false,
             plain_xattr_prefixes: false,
             xattr_digest: None,
+            metabox: None,
         }
     }
 }
@@ -160,6 +175,6 @@ impl BuildOptions {
     /// Whether the image uses the 48-bit layout (asked for, or implied by
     /// a feature that needs it).
     pub fn uses_48bit(&self) -> bool {
-        self.bit48 || self.dot_omitted
+        self.bit48 || self.dot_omitted || self.metabox.is_some()
     }
 }

@@ -99,6 +99,13 @@ pub(crate) struct MkfsArgs {
     /// Store this long xattr name prefix once (e.g. trusted.overlay.; repeatable).
     #[arg(long, value_name = "PREFIX")]
     xattr_prefix: Vec<String>,
+    /// Put inodes, shared xattrs and the long-prefix table into the
+    /// metabox (Linux 6.17+; implies -E 48bit), compressed in pclusters of
+    /// BYTES with ALG (default: the first -z compressor; none without -z;
+    /// naming one without -z compresses file data with it too, as
+    /// mkfs.erofs does).
+    #[arg(short = 'm', value_name = "BYTES[:ALG]")]
+    metabox: Option<String>,
     /// Give every non-empty regular file an xattr NAME (default
     /// erofs.fingerprint.v1, which the kernel does not list) holding
     /// `sha256:` and the SHA-256 of its contents.
@@ -379,6 +386,9 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         }
         eprintln!("mkfs.erofs: warning: {what}; ignored (the image is not compressed)");
     }
+    if let Some(m) = &a.metabox {
+        o.metabox = Some(metabox_options(m, &mut o)?);
+    }
     if o.dedupe && o.compress.is_none() && o.chunk_size.is_none() {
         // As mkfs.erofs: without compression, dedupe works on chunks of one
         // block (every regular file chunk-based, equal blocks stored once).
@@ -482,4 +492,55 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reads `-m BYTES[:ALG]`: the metabox's pcluster size and compressor (an
+/// index into the -z list, which ALG joins when it is not there yet).
+fn metabox_options(
+    m: &str,
+    o: &mut ferrofs_builder::BuildOptions,
+) -> Result<ferrofs_builder::MetaboxOptions> {
+    let (size, alg) = match m.split_once(':') {
+        Some((s, a)) => (s, Some(a)),
+        None => (m, None),
+    };
+    let bs = o.block_size();
+    let pcluster_bytes: u64 = size
+        .parse()
+        .with_context(|| format!("-m {m}: bad pcluster size"))?;
+    if pcluster_bytes < bs || !pcluster_bytes.is_multiple_of(bs) || pcluster_bytes > 1 << 20 {
+        bail!("-m {m}: the pcluster size must be a multiple of the block size ({bs}) up to 1 MiB");
+    }
+    let compressor = match alg {
+        None => o.compress.as_ref().map(|_| 0),
+        Some(a) => {
+            let c = ferrofs_builder::compress::Compressor::parse(a)?;
+            match &mut o.compress {
+                Some(z) => Some(match z.compressors.iter().position(|x| x.alg == c.alg) {
+                    Some(i) => i,
+                    None => {
+                        z.compressors.push(c);
+                        z.compressors.len() - 1
+                    }
+                }),
+                None => {
+                    o.compress = Some(ferrofs_builder::compress::CompressOptions {
+                        compressors: vec![c],
+                        pcluster_bytes: bs,
+                        ztailpacking: false,
+                        fragments: false,
+                        all_fragments: false,
+                        packed_pcluster: None,
+                        hints: Vec::new(),
+                        max_extent_bytes: None,
+                    });
+                    Some(0)
+                }
+            }
+        }
+    };
+    Ok(ferrofs_builder::MetaboxOptions {
+        pcluster_bytes,
+        compressor,
+    })
 }

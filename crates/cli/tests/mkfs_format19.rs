@@ -41,8 +41,24 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
     if !sb.has_incompat(incompat::BIT48) {
         f.push("no 48-bit feature bit".into());
     }
-    if has("plain-xattr-prefixes") && !sb.has_compat(compat::PLAIN_XATTR_PFX) {
-        f.push("no plain-prefix compat bit".into());
+    if has("plain-xattr-prefixes") != sb.has_compat(compat::PLAIN_XATTR_PFX) {
+        f.push("plain-prefix compat bit not as asked".into());
+    }
+    if opts.iter().any(|o| o.starts_with("-m")) {
+        // Every inode of the tree lives in the metabox, the root included.
+        if !sb.has_incompat(incompat::METABOX) || image.root_nid().0 >> 63 == 0 {
+            f.push(format!(
+                "no metabox, or the root is outside it ({})",
+                image.root_nid()
+            ));
+        }
+        let compressed = image.metabox_file().is_some_and(|m| {
+            m.extents()
+                .any(|e| matches!(e.map(|e| e.kind), Ok(ferrofs::map::ExtentKind::Pcluster(_))))
+        });
+        if compressed != opts.iter().any(|o| o.starts_with("-m") && o.contains(':')) {
+            f.push(format!("metabox compressed: {compressed}"));
+        }
     }
     // The epoch is the earliest mtime, before 1970 in this tree.
     if sb.epoch() >= 0 {
@@ -228,6 +244,28 @@ fn images_in_the_2025_format_read_back_through_the_kernel() {
         (
             "digest_lz4hc_frag",
             vec!["--xattr-inode-digest", "-zlz4hc", "-Efragments"],
+        ),
+        ("metabox", vec!["-m4096"]),
+        (
+            "metabox_lz4hc_tail_frag_prefix",
+            vec![
+                "-m4096:lz4hc",
+                "-zlz4hc",
+                "-C16384",
+                "-Eztailpacking,fragments,dedupe",
+                "--xattr-prefix=security.cap",
+                "-x1",
+            ],
+        ),
+        (
+            "metabox_zstd_plain_prefix_dot",
+            vec![
+                "-m16384:zstd",
+                "-zlzma",
+                "-C65536",
+                "-Edot-omitted,plain-xattr-prefixes",
+                "--xattr-prefix=security.cap",
+            ],
         ),
     ];
     let failures = Mutex::new(Vec::new());

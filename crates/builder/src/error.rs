@@ -29,6 +29,9 @@ pub enum BuildError {
     TooLarge(String),
     #[error("invalid option: {0}")]
     Option(String),
+    /// A check of the builder's own bookkeeping failed (a bug).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl BuildError {

@@ -97,6 +97,30 @@ impl Fragments {
         Ok(i)
     }
 
+    /// Adds bytes made by the build (a directory's blocks); returns the
+    /// fragment's index.
+    pub(crate) fn add_bytes(&mut self, owner: InodeId, bytes: &[u8]) -> Result<usize> {
+        let len = bytes.len() as u64;
+        self.spool
+            .write_all_at(bytes, self.len)
+            .map_err(self.io())?;
+        let key = (xxhash_rust::xxh3::xxh3_128(bytes), len);
+        if let Some(&i) = self.by_hash.get(&key) {
+            if self.same(i, self.len, len)? {
+                return Ok(i);
+            }
+        }
+        let i = self.entries.len();
+        self.entries.push(FragEntry {
+            owner,
+            at: self.len,
+            len,
+        });
+        self.by_hash.entry(key).or_insert(i);
+        self.len += len;
+        Ok(i)
+    }
+
     /// Whether entry `i` holds the same bytes as the spool at `at`.
     pub(crate) fn same(&self, i: usize, at: u64, len: u64) -> Result<bool> {
         let e = &self.entries[i];

@@ -56,7 +56,9 @@ pub fn layout_meta(
     let mut cursor = prefix_len.div_ceil(4) * 4;
     l.shared_start = cursor;
     cursor += shared_len;
-    cursor = cursor.div_ceil(32) * 32;
+    // Slot 0 stays unused: nid 0 would be inode number 0, which readdir
+    // users take for a deleted entry (and a packed nid of 0 for none).
+    cursor = cursor.div_ceil(32).max(1) * 32;
     if prefix_len > 0 && (base + prefix_len) / 4 > u64::from(u32::MAX) {
         return Err(BuildError::TooLarge(
             "xattr prefix table beyond 16 GiB".into(),

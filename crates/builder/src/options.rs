@@ -113,6 +113,9 @@ pub struct BuildOptions {
     /// metabox, an inode whose data is a second metadata space (Linux
     /// 6.17+), compressed in pclusters of this size.
     pub metabox: Option<MetaboxOptions>,
+    /// `--zD`: directories go whole into the packed inode, compressed
+    /// together with the fragments.
+    pub compress_dirs: bool,
 }
 
 /// Where and how the metabox is stored.
@@ -164,6 +167,7 @@ impl Default for BuildOptions {
             plain_xattr_prefixes: false,
             xattr_digest: None,
             metabox: None,
+            compress_dirs: false,
         }
     }
 }

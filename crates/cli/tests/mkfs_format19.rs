@@ -34,46 +34,63 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
     };
     let sb = image.superblock();
     let has = |o: &str| opts.iter().any(|x| x.contains(o));
+    if has("--zD") {
+        // Directories are whole-file fragments of the packed inode.
+        match image.root() {
+            Ok(r)
+                if matches!(
+                    image
+                        .open_file(r.clone())
+                        .and_then(|f| f.map(0))
+                        .map(|e| e.kind),
+                    Ok(ferrofs::map::ExtentKind::Fragment { .. })
+                ) => {}
+            other => f.push(format!("root directory not in the packed inode: {other:?}")),
+        }
+    }
     if has("digest") {
         f.extend(digests(img, &image));
         return f;
     }
-    if !sb.has_incompat(incompat::BIT48) {
-        f.push("no 48-bit feature bit".into());
-    }
-    if has("plain-xattr-prefixes") != sb.has_compat(compat::PLAIN_XATTR_PFX) {
-        f.push("plain-prefix compat bit not as asked".into());
-    }
-    if opts.iter().any(|o| o.starts_with("-m")) {
-        // Every inode of the tree lives in the metabox, the root included.
-        if !sb.has_incompat(incompat::METABOX) || image.root_nid().0 >> 63 == 0 {
-            f.push(format!(
-                "no metabox, or the root is outside it ({})",
-                image.root_nid()
-            ));
+    let bit48 = has("48bit") || has("dot-omitted") || opts.iter().any(|o| o.starts_with("-m"));
+    if bit48 {
+        if !sb.has_incompat(incompat::BIT48) {
+            f.push("no 48-bit feature bit".into());
         }
-        let compressed = image.metabox_file().is_some_and(|m| {
-            m.extents()
-                .any(|e| matches!(e.map(|e| e.kind), Ok(ferrofs::map::ExtentKind::Pcluster(_))))
-        });
-        if compressed != opts.iter().any(|o| o.starts_with("-m") && o.contains(':')) {
-            f.push(format!("metabox compressed: {compressed}"));
+        if has("plain-xattr-prefixes") != sb.has_compat(compat::PLAIN_XATTR_PFX) {
+            f.push("plain-prefix compat bit not as asked".into());
         }
-    }
-    // The epoch is the earliest mtime, before 1970 in this tree.
-    if sb.epoch() >= 0 {
-        f.push(format!("epoch {} is not the pre-1970 mtime", sb.epoch()));
-    }
-    let look = |p: &str| image.lookup_path(p.as_bytes(), false);
-    // An all-hole file needs neither blocks nor a chunk table (even with
-    // --chunksize): FLAT_PLAIN with the null address.
-    match look("sparse/all_hole") {
-        Ok(i) if i.startblk.is_some() || i.layout != DataLayout::FlatPlain => f.push(format!(
-            "all-hole file stored as {:?} {:?}",
-            i.layout, i.startblk
-        )),
-        Ok(_) => {}
-        Err(e) => f.push(format!("sparse/all_hole: {e}")),
+        if opts.iter().any(|o| o.starts_with("-m")) {
+            // Every inode of the tree lives in the metabox, the root included.
+            if !sb.has_incompat(incompat::METABOX) || image.root_nid().0 >> 63 == 0 {
+                f.push(format!(
+                    "no metabox, or the root is outside it ({})",
+                    image.root_nid()
+                ));
+            }
+            let compressed = image.metabox_file().is_some_and(|m| {
+                m.extents()
+                    .any(|e| matches!(e.map(|e| e.kind), Ok(ferrofs::map::ExtentKind::Pcluster(_))))
+            });
+            if compressed != opts.iter().any(|o| o.starts_with("-m") && o.contains(':')) {
+                f.push(format!("metabox compressed: {compressed}"));
+            }
+        }
+        // The epoch is the earliest mtime, before 1970 in this tree.
+        if sb.epoch() >= 0 {
+            f.push(format!("epoch {} is not the pre-1970 mtime", sb.epoch()));
+        }
+        let look = |p: &str| image.lookup_path(p.as_bytes(), false);
+        // An all-hole file needs neither blocks nor a chunk table (even with
+        // --chunksize): FLAT_PLAIN with the null address.
+        match look("sparse/all_hole") {
+            Ok(i) if i.startblk.is_some() || i.layout != DataLayout::FlatPlain => f.push(format!(
+                "all-hole file stored as {:?} {:?}",
+                i.layout, i.startblk
+            )),
+            Ok(_) => {}
+            Err(e) => f.push(format!("sparse/all_hole: {e}")),
+        }
     }
     match image.root() {
         Ok(root) => {
@@ -246,6 +263,27 @@ fn images_in_the_2025_format_read_back_through_the_kernel() {
             vec!["--xattr-inode-digest", "-zlz4hc", "-Efragments"],
         ),
         ("metabox", vec!["-m4096"]),
+        ("zD", vec!["--zD"]),
+        (
+            "zD_lz4hc_frag_prefix",
+            vec![
+                "--zD",
+                "-zlz4hc",
+                "-Efragments",
+                "--xattr-prefix=security.cap",
+            ],
+        ),
+        (
+            "zD_metabox_zstd_kitchen_sink",
+            vec![
+                "--zD",
+                "-m4096:zstd",
+                "-zzstd",
+                "-C65536",
+                "-Edot-omitted,fragments,dedupe,ztailpacking",
+                "-x1",
+            ],
+        ),
         (
             "metabox_lz4hc_tail_frag_prefix",
             vec![

@@ -75,6 +75,17 @@ pub fn image_reads_as_source(
             for d in compare_trees(src, mnt.path(), &CompareOptions::strict()) {
                 f.push(format!("{name}: kernel vs source: {d}"));
             }
+            // The comparison skips "." and ".."; readdir must list them
+            // (an entry of inode 0 is one `ls` takes for deleted).
+            match run_ok(Command::new("ls").arg("-a1f").arg(mnt.path())) {
+                Ok(out) => {
+                    let names: Vec<&[u8]> = out.split(|&c| c == b'\n').collect();
+                    if !names.contains(&&b"."[..]) || !names.contains(&&b".."[..]) {
+                        f.push(format!("{name}: ls -a of the root lacks . or .."));
+                    }
+                }
+                Err(e) => f.push(format!("{name}: ls -a: {e}")),
+            }
             let out = work.join(format!("{name}-out"));
             match run_ok(Command::new(ferrofs).arg("extract").arg(img).arg(&out)) {
                 Ok(_) => {

@@ -32,6 +32,8 @@ pub(super) struct Placed {
     pub(super) packed: Option<InodeId>,
     /// Chunks are on the blob (extra device 1).
     pub(super) chunks_on_blob: bool,
+    /// Fragments not written yet (`--zD` adds the directories first).
+    pub(super) frags: Option<Fragments>,
 }
 
 /// Files per window of the data pass, and input bytes per window.
@@ -160,8 +162,11 @@ pub(super) fn write_data<'a>(
         chunk_blk,
         packed: None,
         chunks_on_blob: blob.is_some(),
+        frags: None,
     };
-    if let Some(fr) = frags.take().filter(|f| !f.entries.is_empty()) {
+    if opts.compress_dirs {
+        placed.frags = frags.take();
+    } else if let Some(fr) = frags.take().filter(|f| !f.entries.is_empty()) {
         check_stop(interrupted, output)?;
         placed.packed = Some(write_packed(w, tree, plan, opts, fr, &mut placed, pool)?);
     }
@@ -257,7 +262,7 @@ fn share_data(plan: &mut Plan, start_blk: &mut [u64], id: InodeId, orig: InodeId
 
 /// Writes the packed inode (the fragments) and sets the fragment offsets
 /// in the inodes that use it; returns its id.
-fn write_packed(
+pub(super) fn write_packed(
     w: &mut Writer,
     tree: &mut Tree,
     plan: &mut Plan,

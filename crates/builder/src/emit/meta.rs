@@ -28,6 +28,8 @@ pub(super) struct Meta {
     pub(super) prefix_start: u64,
     /// Base block of shared xattr ids (in the metabox data with one).
     pub(super) xattr_blkaddr: u64,
+    /// The nid each inode got (by inode id; 0 for ids not laid out).
+    pub(super) nids: Vec<u64>,
 }
 
 /// Writes the metadata area and the directory blocks after the data.
@@ -93,6 +95,7 @@ pub(super) fn write_meta(
             w.pad_to_block(bs)?;
         }
     }
+    let nids = (0..lay.pos.len()).map(|id| lay.nid(id, bs)).collect();
     Ok(Meta {
         lay,
         total_blocks,
@@ -100,6 +103,7 @@ pub(super) fn write_meta(
         metabox_nid: None,
         prefix_start,
         xattr_blkaddr,
+        nids,
     })
 }
 

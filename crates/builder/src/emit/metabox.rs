@@ -108,10 +108,7 @@ pub(super) fn write_meta(
     } else {
         Vec::new()
     };
-    // At least one slot before the first inode: nid 0 would read as "no
-    // packed inode".
-    let head = (plain.len() as u64).max(32);
-    let play = layout_meta(&primary, &item_len, head, 0, bs, data_end)?;
+    let play = layout_meta(&primary, &item_len, plain.len() as u64, 0, bs, data_end)?;
     let mut meta = vec![0u8; (play.meta_blocks * bs) as usize];
     meta[..plain.len()].copy_from_slice(&plain);
     let prefix_start = if plain.is_empty() {
@@ -138,6 +135,7 @@ pub(super) fn write_meta(
     }
     let metabox_nid = play.nid(mid, bs);
     plan.order.push(mid);
+    let nids = (0..lay.pos.len()).map(|id| lay.nid(id, bs)).collect();
     Ok(Meta {
         lay: play,
         total_blocks,
@@ -145,6 +143,7 @@ pub(super) fn write_meta(
         metabox_nid: Some(metabox_nid),
         prefix_start,
         xattr_blkaddr: 0,
+        nids,
     })
 }
 

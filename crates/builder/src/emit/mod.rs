@@ -11,6 +11,7 @@ mod meta;
 mod metabox;
 mod stored;
 mod superblock;
+mod zdirs;
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -359,10 +360,26 @@ fn write_image(
             source,
         })?;
     let mut placed = data::write_data(&mut w, blob_w.as_mut(), tree, plan, opts, progress, pool)?;
+    // --zD: the directories join the fragments (their entries need the
+    // nids, which the metadata layout fixes, so it is done first).
+    let dir_nids = match opts.compress_dirs {
+        true => Some(zdirs::pack_dirs(
+            &mut w,
+            tree,
+            plan,
+            &mut placed,
+            opts,
+            pool,
+        )?),
+        false => None,
+    };
     let meta = match &opts.metabox {
         Some(mb) => metabox::write_meta(&mut w, tree, plan, &mut placed, opts, *mb, pool)?,
         None => meta::write_meta(&mut w, tree, plan, &mut placed, bs)?,
     };
+    if let Some(nids) = dir_nids {
+        zdirs::check_nids(&nids, &meta)?;
+    }
     w.data.flush().map_err(|source| BuildError::Output {
         path: output.to_path_buf(),
         source,

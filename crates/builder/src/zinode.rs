@@ -182,6 +182,90 @@ pub fn encode_index(
     (v, false)
 }
 
+/// Encodes the map of a compressed inode of a 48-bit image the smaller
+/// way: lcluster indexes ([`encode_index`]) or encoded extent records
+/// ([`encode_extents`]; one 16-byte record per pcluster instead of an entry
+/// per logical block, so they win from 8 KiB pclusters up). Returns the
+/// bytes and whether they are compact indexes.
+pub fn encode_map(
+    extents: &[ZExtent],
+    size: u64,
+    bs: u64,
+    alg: u8,
+    tail: Tail,
+    inode_and_xattrs: u64,
+    allow_extents: bool,
+) -> (Vec<u8>, bool) {
+    let (index, compact) = encode_index(extents, size, bs, alg, tail, inode_and_xattrs);
+    if allow_extents {
+        if let Some(e) = encode_extents(extents, size, bs, alg, tail, inode_and_xattrs) {
+            if e.len() < index.len() {
+                return (e, false);
+            }
+        }
+    }
+    (index, compact)
+}
+
+/// Encoded extents (48-bit images): the map header, padding to the record
+/// size, then one record per extent sorted by logical start: the pcluster's
+/// byte address and length (whole blocks: the stream keeps its zero
+/// padding in front, as the lcluster form stores it) and its format, or,
+/// for a tail in the packed inode, the fragment's offset. `None` with an
+/// inline tail (extents have no inline pcluster).
+pub fn encode_extents(
+    extents: &[ZExtent],
+    size: u64,
+    bs: u64,
+    alg: u8,
+    tail: Tail,
+    inode_and_xattrs: u64,
+) -> Option<Vec<u8>> {
+    use ferrofs_format::zmap::extent::{encode_extent_header, ExtentRecord, ExtentTable};
+    if matches!(tail, Tail::Inline(_)) {
+        return None;
+    }
+    let last_la = extents.last().map_or(0, |e| e.la);
+    let recsz: u32 = if size > u64::from(u32::MAX) || last_la > u64::from(u32::MAX) {
+        32
+    } else {
+        16
+    };
+    let table = ExtentTable {
+        recsz,
+        count: extents.len() as u64,
+        cluster_bits: 0,
+        interlaced: false,
+        fragment: matches!(tail, Tail::Fragment(_)),
+    };
+    let mut v = encode_extent_header(&table).to_vec();
+    let hpos = inode_and_xattrs.div_ceil(8) * 8;
+    let start = (hpos + 8).next_multiple_of(u64::from(recsz));
+    v.resize((start - hpos) as usize, 0);
+    let mut rec = [0u8; 32];
+    for (k, e) in extents.iter().enumerate() {
+        let r = match tail {
+            Tail::Fragment(off) if k + 1 == extents.len() => ExtentRecord {
+                plen: off as u32,
+                pstart: off >> 32,
+                lstart: e.la,
+            },
+            _ => {
+                let plen = u32::try_from(e.blocks * bs).ok()?;
+                let alg = (!e.plain).then_some(alg);
+                ExtentRecord {
+                    plen: ExtentRecord::plen_word(plen, alg, false),
+                    pstart: e.pblk * bs,
+                    lstart: e.la,
+                }
+            }
+        };
+        r.encode(recsz, &mut rec);
+        v.extend_from_slice(&rec[..recsz as usize]);
+    }
+    Some(v)
+}
+
 /// Header and (empty) index of a file stored whole in the packed inode.
 pub fn encode_whole_fragment(offset: u64) -> Vec<u8> {
     let mut v = encode_whole_fragment_header(offset).to_vec();

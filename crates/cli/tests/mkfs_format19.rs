@@ -115,11 +115,15 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
     // the image's fixed value); only the outliers need extended inodes.
     let mut compact = 0;
     let mut total = 0;
+    let mut extent_mapped = 0;
     let mut stack = vec![image.root().map(|r| r.nid)];
     while let Some(Ok(nid)) = stack.pop() {
         let Ok(ino) = image.inode(nid) else { continue };
         total += 1;
         compact += usize::from(!ino.extended);
+        if let Ok(f) = image.open_file(ino.clone()) {
+            extent_mapped += usize::from(matches!(f.data_map(), ferrofs::map::DataMap::Extents(_)));
+        }
         if ino.is_dir() {
             for e in image.read_dir(&ino).unwrap_or_default() {
                 if !e.is_dot() {
@@ -130,6 +134,16 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
     }
     if compact * 2 < total {
         f.push(format!("only {compact} of {total} inodes are compact"));
+    }
+    // Pclusters of 16 KiB and more are mapped by extent records in 48-bit
+    // images (smaller than lcluster indexes).
+    let big_pclusters = opts.iter().any(|o| {
+        o.strip_prefix("-C")
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|c| c >= 16384)
+    });
+    if bit48 && big_pclusters && extent_mapped == 0 {
+        f.push("no file is mapped by encoded extents".into());
     }
     f
 }

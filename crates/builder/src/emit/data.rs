@@ -18,7 +18,7 @@ use crate::fragments::{add_packed_inode, Fragments};
 use crate::options::BuildOptions;
 use crate::plan::{InodePlan, Plan};
 use crate::tree::{InodeId, Kind, Tree};
-use crate::zinode::{encode_index, encode_whole_fragment, Tail, ZExtent, ZInode};
+use crate::zinode::{encode_index, encode_map, encode_whole_fragment, Tail, ZExtent, ZInode};
 use crate::zpass::compress_window;
 
 /// Where the data pass put each inode's data (indexed by inode id).
@@ -285,8 +285,15 @@ pub(super) fn write_packed(
             if from == 0 {
                 z.index = encode_whole_fragment(off);
             } else {
-                let (index, compact) =
-                    encode_index(&z.extents, size, bs, z.alg, Tail::Fragment(off), ix);
+                let (index, compact) = encode_map(
+                    &z.extents,
+                    size,
+                    bs,
+                    z.alg,
+                    Tail::Fragment(off),
+                    ix,
+                    plan.bit48,
+                );
                 z.index = index;
                 z.compact = compact;
             }
@@ -516,7 +523,7 @@ fn write_compressed(
         }
         (None, None) => Tail::Blocks,
     };
-    let (index, compact) = encode_index(&zext, size, bs, alg, tail, inode_and_xattrs);
+    let (index, compact) = encode_map(&zext, size, bs, alg, tail, inode_and_xattrs, plan.bit48);
     Ok(ZInode {
         alg,
         extents: zext,

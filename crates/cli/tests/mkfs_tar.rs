@@ -79,6 +79,15 @@ fn tar_archives_match_extracted_trees() {
             ),
         ),
         (
+            // The same archive into the 2025 format (48-bit, metabox,
+            // compressed directories, encoded extents).
+            "posix48",
+            format!(
+                "tar --format=posix --sparse --xattrs --xattrs-include='*' --numeric-owner \
+                 -C {s} -cf {w}/posix48.tar ."
+            ),
+        ),
+        (
             "posix-acls",
             format!("tar --format=posix --acls --numeric-owner -C {s} -cf {w}/posix-acls.tar ."),
         ),
@@ -134,10 +143,16 @@ fn tar_archives_match_extracted_trees() {
             failures.push(format!("{name}: extract: {e}"));
             continue;
         }
-        let extra: &[&str] = if *name == "posix" {
-            &["-zlz4hc", "-C65536", "-Efragments"]
-        } else {
-            &[]
+        let extra: &[&str] = match *name {
+            "posix" => &["-zlz4hc", "-C65536", "-Efragments"],
+            "posix48" => &[
+                "-zzstd",
+                "-C65536",
+                "-Efragments,dedupe,48bit",
+                "-m4096:lz4hc",
+                "--zD",
+            ],
+            _ => &[],
         };
         let img_file = work.join(format!("{name}-file.img"));
         let img_pipe = work.join(format!("{name}-pipe.img"));
@@ -202,6 +217,10 @@ fn tar_archives_match_extracted_trees() {
             }
             (a, b) => failures.push(format!("{name}: mount {:?} {:?}", a.err(), b.err())),
         }
+        let fsck = match *name {
+            "posix48" => tools::fsck_next(),
+            _ => fsck.clone(),
+        };
         if let Some(f) = &fsck {
             if let Err(e) = sh(&format!("{} {}", f.path.display(), img_file.display())) {
                 failures.push(format!("{name}: fsck.erofs: {e}"));

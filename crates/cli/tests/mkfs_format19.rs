@@ -347,3 +347,89 @@ fn images_in_the_2025_format_read_back_through_the_kernel() {
         failures.join("\n")
     );
 }
+
+/// Fields of the 48-bit layout mkfs never writes for this tree, patched in
+/// by hand (the superblock checksum redone): a negative epoch moves every
+/// compact inode's mtime, and NLINK_1 on a compact file with a 32-bit
+/// address reads as nlink 1 with the same bytes. The library and `ferrofs
+/// extract` must read them as the kernel does.
+#[test]
+fn hand_patched_48bit_fields_read_as_the_kernel_reads_them() {
+    use ferrofs::format::superblock::{checksum_len, compute_checksum};
+    if let Err(why) = can_mount() {
+        return println!("skipped: {why}");
+    }
+    let work = work_dir("mkfs_format19_patch");
+    let src = work.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("one"), b"a file with one name\n").unwrap();
+    std::fs::write(src.join("two"), b"a file with two names\n").unwrap();
+    std::fs::hard_link(src.join("two"), src.join("two-again")).unwrap();
+    for n in ["one", "two", "."] {
+        corpus::set_mtime(&src.join(n), 1_700_000_000, 0).unwrap();
+    }
+    let img = work.join("p.img");
+    verify::run_ok(
+        std::process::Command::new(FERROFS)
+            .args(["mkfs", "--quiet", "-E48bit"])
+            .arg(&img)
+            .arg(&src),
+    )
+    .unwrap();
+    let (one_pos, bs) = {
+        let image = Image::open_path(&img).unwrap();
+        let one = image.lookup_path(b"one", false).unwrap();
+        assert!(!one.extended && one.nlink == 1);
+        (one.pos, image.block_size())
+    };
+    let mut bytes = std::fs::read(&img).unwrap();
+    // Epoch -86400 * 365 (a year before 1970) instead of 1700000000.
+    let epoch: i64 = -31_536_000;
+    bytes[1024 + 0x18..1024 + 0x20].copy_from_slice(&epoch.to_le_bytes());
+    // NLINK_1 on "one": i_format bit 4, i_nb (its nlink field) 0.
+    let at = one_pos as usize;
+    bytes[at] |= 0x10;
+    bytes[at + 6..at + 8].copy_from_slice(&0u16.to_le_bytes());
+    let len = checksum_len(bs);
+    let crc = compute_checksum(&bytes[1024..1024 + len]);
+    bytes[1028..1032].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&img, &bytes).unwrap();
+
+    let image = Image::open_path(&img).unwrap();
+    let one = image.lookup_path(b"one", false).unwrap();
+    let two = image.lookup_path(b"two", false).unwrap();
+    assert_eq!(one.nlink, 1);
+    assert_eq!(two.nlink, 2);
+    let mnt = ferrofs_testkit::LoopMount::new(&img, &[]).expect("kernel mount");
+    use std::os::unix::fs::MetadataExt;
+    for (name, ino) in [("one", &one), ("two", &two)] {
+        let m = std::fs::metadata(mnt.path().join(name)).unwrap();
+        assert_eq!(
+            (m.mtime(), m.nlink()),
+            (ino.mtime, u64::from(ino.nlink)),
+            "{name}"
+        );
+    }
+    // Every mtime was the old epoch (offset 0): now it is the new epoch.
+    assert_eq!(one.mtime, epoch);
+    assert_eq!(
+        std::fs::read(mnt.path().join("one")).unwrap(),
+        b"a file with one name\n"
+    );
+    let out = work.join("out");
+    verify::run_ok(
+        std::process::Command::new(FERROFS)
+            .arg("extract")
+            .arg(&img)
+            .arg(&out),
+    )
+    .unwrap();
+    let diffs = ferrofs_testkit::compare::compare_trees(
+        mnt.path(),
+        &out,
+        &ferrofs_testkit::compare::CompareOptions::strict(),
+    );
+    assert!(diffs.is_empty(), "extract vs kernel: {diffs:#?}");
+    drop(mnt);
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}

@@ -82,11 +82,5 @@ pub fn main() -> ExitCode {
     if d.debug.is_some_and(|l| l <= 0) {
         m.quiet = true;
     }
-    match crate::mkfs::mkfs(&m) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("mkfs.erofs: {}", crate::report(&e));
-            ExitCode::from(1)
-        }
-    }
+    crate::out::finish("mkfs.erofs", crate::mkfs::mkfs(&m), 1)
 }

@@ -11,6 +11,7 @@ mod bench;
 mod dropin;
 mod mkfs;
 mod mount;
+mod out;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -154,13 +155,7 @@ fn main() -> ExitCode {
         return dropin::main();
     }
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("ferrofs: {}", report(&e));
-            ExitCode::from(2)
-        }
-    }
+    out::finish("ferrofs", run(cli), 2)
 }
 
 /// An error and its causes on one line, `what: why: ...`, leaving out a
@@ -201,16 +196,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Some(&tick),
             );
             pb.finish_and_clear();
+            let mut out = out::stdout();
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
             } else {
                 for p in &report.problems {
                     match p.nid {
-                        Some(n) => println!("{} (nid {n}): {}", p.path, p.message),
-                        None => println!("{}: {}", p.path, p.message),
+                        Some(n) => writeln!(out, "{} (nid {n}): {}", p.path, p.message)?,
+                        None => writeln!(out, "{}: {}", p.path, p.message)?,
                     }
                 }
-                println!(
+                writeln!(
+                    out,
                     "{}: {} inodes ({} dirs, {} files, {} symlinks, {} special), {} bytes read, {} pclusters decoded, {} problems",
                     img.image.display(),
                     report.inodes,
@@ -221,8 +218,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     report.data_bytes,
                     report.pclusters_decoded,
                     report.problems.len()
-                );
+                )?;
             }
+            out.flush()?;
             Ok(if report.is_clean() {
                 ExitCode::SUCCESS
             } else {
@@ -246,7 +244,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             pb.finish_and_clear();
             let s = res?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
+                let mut out = out::stdout();
+                writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?;
+                out.flush()?;
             } else {
                 eprintln!(
                     "extracted {} dirs, {} files, {} symlinks, {} hard links, {} special, {} bytes into {}",
@@ -259,9 +259,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let image = open(&img)?;
             let p = path.unwrap_or_default();
             let inode = image.lookup_path(p.as_bytes(), true)?;
-            let mut out = io::stdout().lock();
+            let mut out = out::stdout();
             if !inode.is_dir() {
                 print_entry(&image, &mut out, p.as_bytes(), &inode, long)?;
+                out.flush()?;
                 return Ok(ExitCode::SUCCESS);
             }
             for e in image.read_dir(&inode)? {
@@ -271,6 +272,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 let child = image.inode(e.nid)?;
                 print_entry(&image, &mut out, &e.name, &child, long)?;
             }
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Cat { img, path } => {
@@ -288,12 +290,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 if n == 0 {
                     break;
                 }
-                match out.write_all(&buf[..n]) {
-                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                        return Ok(ExitCode::SUCCESS)
-                    }
-                    r => r?,
-                }
+                out.write_all(&buf[..n])?;
                 pos += n as u64;
             }
             out.flush()?;
@@ -332,11 +329,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     "statistics": ferrofs_check::dump::statistics(&image),
                 })
             };
+            let mut out = out::stdout();
             if json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             } else {
-                print_text(&v, 0);
+                print_text(&mut out, &v, 0)?;
             }
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -411,29 +410,30 @@ fn mode_string(mode: u16) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
-fn print_text(v: &Value, indent: usize) {
+fn print_text(out: &mut impl Write, v: &Value, indent: usize) -> io::Result<()> {
     let pad = " ".repeat(indent);
     match v {
         Value::Object(m) => {
             for (k, val) in m {
                 match val {
                     Value::Object(_) => {
-                        println!("{pad}{k}:");
-                        print_text(val, indent + 2);
+                        writeln!(out, "{pad}{k}:")?;
+                        print_text(out, val, indent + 2)?;
                     }
                     Value::Array(a) if a.iter().any(|x| x.is_object()) => {
-                        println!("{pad}{k}:");
+                        writeln!(out, "{pad}{k}:")?;
                         for item in a {
-                            println!("{pad}  -");
-                            print_text(item, indent + 4);
+                            writeln!(out, "{pad}  -")?;
+                            print_text(out, item, indent + 4)?;
                         }
                     }
-                    _ => println!("{pad}{k}: {}", scalar(val)),
+                    _ => writeln!(out, "{pad}{k}: {}", scalar(val))?,
                 }
             }
         }
-        other => println!("{pad}{}", scalar(other)),
+        other => writeln!(out, "{pad}{}", scalar(other))?,
     }
+    Ok(())
 }
 
 fn scalar(v: &Value) -> String {

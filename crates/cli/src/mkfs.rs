@@ -2,6 +2,7 @@
 //! build they drive with progress and a summary.
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -439,13 +440,16 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
+    let mut out = crate::out::stdout();
     if a.json {
-        println!(
+        writeln!(
+            out,
             "{}",
             serde_json::json!({"image": a.image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes, "compressed_files": s.compressed_files, "pclusters": s.pclusters})
-        );
+        )?;
     } else if !a.quiet {
-        println!(
+        writeln!(
+            out,
             "{}: {} inodes ({} compact), {} compressed files in {} pclusters, {} blocks of {} bytes ({} metadata), {} bytes",
             a.image.display(),
             s.inodes,
@@ -456,7 +460,8 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             a.block_size,
             s.meta_blocks,
             s.bytes
-        );
+        )?;
     }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -27,10 +27,28 @@ const UNSUPPORTED: &[&str] = &[
 /// Options mkfs.erofs accepts that only restate ferrofs's default.
 const NO_OPS: &[&str] = &["--preserve-mtime", "--all-time"];
 
+/// What `-V` prints after `mkfs.erofs `: the erofs-utils release whose
+/// mkfs.erofs command line and image features the drop-in implements. Wrappers read it from the first line
+/// of `mkfs.erofs -V` (`mkfs.erofs (erofs-utils) X.Y.Z`, the third word)
+/// and compare it with the features they need, so it must not claim more
+/// than is there: 1.9's options (-m, --zD, --MZ, --s3, --oci,
+/// --xattr-inode-digest) and 1.8.7's (--fsalignblks, --vmdk-desc) are not
+/// implemented, 1.8.6's command line is. After it, ferrofs's own version;
+/// on the second line the compressors, as upstream prints them.
+const VERSION: &str = concat!(
+    "(erofs-utils) 1.8.6 (ferrofs ",
+    env!("CARGO_PKG_VERSION"),
+    ")\navailable compressors: lz4, lz4hc, lzma, deflate, libdeflate, zstd"
+);
+
+/// As getopt does for mkfs.erofs, an option given twice keeps its last
+/// value (`-zlz4hc -zlz4` is lz4); list options (-E, --exclude-path, ...)
+/// add up.
 #[derive(Parser)]
 #[command(
     name = "mkfs.erofs",
-    version,
+    version = VERSION,
+    args_override_self = true,
     about = "Build an EROFS image (ferrofs, mkfs.erofs-compatible command line)"
 )]
 struct DropIn {

@@ -325,3 +325,156 @@ fn dropin_takes_upstream_command_lines() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Runs each command line through the drop-in and mkfs.erofs 1.9.4 (into
+/// `<tag><i>.img` in `work`), mounts both images and compares the trees
+/// the kernel shows; then, where `same_as` names an equivalent command
+/// line for the drop-in, the two drop-in images must be equal byte for
+/// byte. Returns the differences found.
+fn against_next(
+    work: &Path,
+    link: &Path,
+    src: &Path,
+    tag: &str,
+    lines: &[(Vec<String>, Option<Vec<String>>)],
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    let next = tools::mkfs_next();
+    if next.is_none() {
+        println!("mkfs.erofs 1.9.x not found: upstream comparison skipped");
+    }
+    for (i, (flags, same_as)) in lines.iter().enumerate() {
+        let ours = work.join(format!("{tag}{i}.img"));
+        if let Err(e) = run(Command::new(link).args(flags).arg(&ours).arg(src)) {
+            failures.push(format!("{flags:?}: drop-in: {e}"));
+            continue;
+        }
+        if let Some(other) = same_as {
+            let alt = work.join(format!("{tag}{i}-alt.img"));
+            match run(Command::new(link).args(other).arg(&alt).arg(src)) {
+                Ok(_) if fs::read(&ours).ok() == fs::read(&alt).ok() => {}
+                Ok(_) => failures.push(format!("{flags:?} and {other:?} differ")),
+                Err(e) => failures.push(format!("{other:?}: drop-in: {e}")),
+            }
+        }
+        let Some(up) = &next else { continue };
+        let theirs = work.join(format!("{tag}{i}-up.img"));
+        if let Err(e) = run(Command::new(&up.path).args(flags).arg(&theirs).arg(src)) {
+            failures.push(format!("{flags:?}: mkfs.erofs {}: {e}", up.version));
+            continue;
+        }
+        match (LoopMount::new(&ours, &[]), LoopMount::new(&theirs, &[])) {
+            (Ok(a), Ok(b)) => {
+                let diffs = compare::compare_trees(b.path(), a.path(), &CompareOptions::strict());
+                for d in diffs {
+                    failures.push(format!("{flags:?}: mkfs.erofs 1.9 vs drop-in: {d}"));
+                }
+            }
+            (a, b) => failures.push(format!("{flags:?}: mount: {:?} {:?}", a.err(), b.err())),
+        }
+    }
+    failures
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// getopt keeps the last of a repeated option (mkfs.erofs 1.9.4 builds
+/// `-zlz4hc -zlz4` as lz4): the drop-in builds the same image as with the
+/// last one alone, and the kernel shows what mkfs.erofs 1.9.4 builds.
+#[test]
+fn dropin_repeated_option_keeps_the_last() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = work_dir("dropin_repeat");
+    let src = work.join("tree");
+    corpus::make_corner_tree(&src).expect("corner tree");
+    let link = work.join("mkfs.erofs");
+    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let q = ["-T0", "-Uclear", "--quiet"];
+    let line = |flags: &[&str], last: &[&str]| {
+        let mut a = strings(&q);
+        a.extend(strings(flags));
+        let mut b = strings(&q);
+        b.extend(strings(last));
+        (a, Some(b))
+    };
+    let lines = vec![
+        line(&["-zlz4hc", "-zlz4", "-C16384"], &["-zlz4", "-C16384"]),
+        line(&["-zlzma", "-C65536", "-C16384"], &["-zlzma", "-C16384"]),
+        line(&["-x1", "-x1"], &["-x1"]),
+        line(&["-x-1", "-x2"], &["-x2"]),
+        line(&["-b4096", "-b4096"], &["-b4096"]),
+        line(&["-b1024", "-b4096"], &["-b4096"]),
+        line(&["-T5", "-T0", "-Lone", "-Ltwo"], &["-T0", "-Ltwo"]),
+        line(
+            &["--chunksize=8192", "--chunksize=4096"],
+            &["--chunksize=4096"],
+        ),
+    ];
+    let failures = against_next(&work, &link, &src, "r", &lines);
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `mkfs.erofs -V`: upstream's form on the first line (wrappers take the
+/// third word as the erofs-utils version), ferrofs's version after it,
+/// the compressors on the second line, as mkfs.erofs 1.9.4 prints them.
+#[test]
+fn dropin_version_line_has_upstreams_form() {
+    let work = work_dir("dropin_version");
+    let link = work.join("mkfs.erofs");
+    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let version_of = |prog: &Path| {
+        let out = Command::new(prog).arg("-V").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{} -V: {}",
+            prog.display(),
+            out.status
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let ours = version_of(&link);
+    let mut lines = ours.lines();
+    let first: Vec<&str> = lines.next().unwrap_or_default().split(' ').collect();
+    assert_eq!(&first[..2], ["mkfs.erofs", "(erofs-utils)"], "{ours:?}");
+    let nums: Vec<u32> = first[2].split('.').map(|n| n.parse().unwrap()).collect();
+    assert_eq!(nums.len(), 3, "{ours:?}");
+    // 1.8.6: the release whose command line the drop-in implements (1.9's
+    // -m, --zD, --MZ, --s3, --oci are not), not ferrofs's own 0.1.0.
+    assert!(nums >= vec![1, 8, 6] && nums < vec![1, 9, 0], "{ours:?}");
+    assert_eq!(
+        first[3..].join(" "),
+        format!("(ferrofs {})", env!("CARGO_PKG_VERSION"))
+    );
+    assert!(
+        lines
+            .next()
+            .unwrap_or_default()
+            .starts_with("available compressors: lz4, lz4hc, lzma"),
+        "{ours:?}"
+    );
+    if let Some(up) = tools::mkfs_next() {
+        let theirs = version_of(&up.path);
+        let t: Vec<&str> = theirs
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split(' ')
+            .collect();
+        assert_eq!(t[..2], first[..2], "{theirs:?}");
+        assert_eq!(t[2], up.version, "{theirs:?}");
+        assert!(theirs
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .starts_with("available compressors: "));
+    }
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}

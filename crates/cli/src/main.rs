@@ -59,7 +59,10 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
-    /// Check every inode, directory entry and pcluster of an image.
+    /// Check every inode, directory entry and pcluster of an image. Exit
+    /// status 1 on damage (what makes the kernel return wrong data or
+    /// errors); warnings (a link count other than the entries naming the
+    /// inode) are printed but leave it 0.
     Fsck {
         #[command(flatten)]
         img: ImageArgs,
@@ -200,15 +203,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                for p in &report.problems {
+                let warnings = report.warnings.iter().map(|p| ("warning: ", p));
+                for (kind, p) in report.problems.iter().map(|p| ("", p)).chain(warnings) {
                     match p.nid {
-                        Some(n) => writeln!(out, "{} (nid {n}): {}", p.path, p.message)?,
-                        None => writeln!(out, "{}: {}", p.path, p.message)?,
+                        Some(n) => writeln!(out, "{kind}{} (nid {n}): {}", p.path, p.message)?,
+                        None => writeln!(out, "{kind}{}: {}", p.path, p.message)?,
                     }
                 }
                 writeln!(
                     out,
-                    "{}: {} inodes ({} dirs, {} files, {} symlinks, {} special), {} bytes read, {} pclusters decoded, {} problems",
+                    "{}: {} inodes ({} dirs, {} files, {} symlinks, {} special), {} bytes read, {} pclusters decoded, {} problems, {} warnings",
                     img.image.display(),
                     report.inodes,
                     report.directories,
@@ -217,7 +221,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     report.special,
                     report.data_bytes,
                     report.pclusters_decoded,
-                    report.problems.len()
+                    report.problems.len(),
+                    report.warnings.len()
                 )?;
             }
             out.flush()?;

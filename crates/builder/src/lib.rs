@@ -15,6 +15,7 @@ pub mod dedupe;
 pub mod emit;
 pub mod error;
 mod fragments;
+pub mod hints;
 pub mod layout;
 pub mod options;
 pub mod plan;

@@ -318,8 +318,7 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             chunked = true;
         } else if size > 0 {
             if let (Some(c), Some(_)) = (&opts.compress, file_data) {
-                let (pcl, comp) = c.choose(&ino.rel);
-                p.compress = Some((pcl, comp));
+                p.compress = c.choose(&ino.rel);
             }
             let tail = size % bs;
             let fits = inode_size + xattr_len + tail <= bs;

@@ -324,9 +324,18 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             .collect::<Result<Vec<_>, _>>()?;
         let hints = match &a.compress_hints {
             Some(p) => {
-                let text = std::fs::read_to_string(p)
+                let text = std::fs::read(p)
                     .with_context(|| format!("--compress-hints {}", p.display()))?;
-                ferrofs_builder::compress::CompressOptions::parse_hints(&text, compressors.len())?
+                let h = ferrofs_builder::hints::parse(
+                    &text,
+                    compressors.len(),
+                    u64::from(a.block_size),
+                )
+                .with_context(|| format!("--compress-hints {}", p.display()))?;
+                for w in &h.warnings {
+                    eprintln!("warning: {w}");
+                }
+                h.hints
             }
             None => Vec::new(),
         };

@@ -478,3 +478,85 @@ fn dropin_version_line_has_upstreams_form() {
     }
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
+
+/// The layout `ferrofs dump` reports for `path` in `img` (`flat_plain`,
+/// `flat_inline`, `compressed_full`, ...).
+fn layout(img: &Path, path: &str) -> String {
+    let out = Command::new(FERROFS)
+        .args(["dump", "--json", "--path", path])
+        .arg(img)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v["layout"].as_str().unwrap_or("?").to_string()
+}
+
+/// `--compress-hints` read as mkfs.erofs 1.9.4 reads it: a pcluster size
+/// of 0 stores the file uncompressed, a size that is not a multiple of the
+/// block size is warned about and its line ignored, blanks inside a line
+/// and comments as upstream takes them. The kernel shows the same tree for
+/// both images, and the files the 0 line matches are stored flat in both.
+/// (mkfs.erofs 1.9.4 crashes on any line with a compressor index, so the
+/// three-field form is compared with 1.8.6 in the test above.)
+#[test]
+fn dropin_compress_hints_read_as_mkfs_1_9() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = work_dir("dropin_hints");
+    let src = work.join("tree");
+    corpus::make_corner_tree(&src).expect("corner tree");
+    let text = b"a compressible line of text, said twice; ".repeat(3000);
+    fs::create_dir_all(src.join("notes")).unwrap();
+    fs::write(src.join("notes/long.txt"), &text).unwrap();
+    fs::write(src.join("notes/long.log"), &text).unwrap();
+    let link = work.join("mkfs.erofs");
+    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let hints = work.join("hints");
+    fs::write(
+        &hints,
+        "# per-file pclusters\n\
+         \n\
+         0 .*\\.txt$\n\
+         6000 \\.log$\n\
+         16384\t^notes/\n\
+         8192 .*\n",
+    )
+    .unwrap();
+    let hints = format!("--compress-hints={}", hints.display());
+    let lines = vec![
+        (
+            strings(&["-zlz4hc", "-C8192", &hints, "-T0", "--quiet"]),
+            None,
+        ),
+        (
+            strings(&["-zlzma", "-b4096", &hints, "-T0", "--quiet"]),
+            None,
+        ),
+    ];
+    let mut failures = against_next(&work, &link, &src, "h", &lines);
+    let next = tools::mkfs_next().is_some();
+    for i in 0..lines.len() {
+        let ours = work.join(format!("h{i}.img"));
+        let theirs = work.join(format!("h{i}-up.img"));
+        for f in ["/notes/long.txt", "/dup/a/same.txt"] {
+            let a = layout(&ours, f);
+            if !a.starts_with("flat") {
+                failures.push(format!("line {i}: {f} is {a} (a size-0 hint)"));
+            }
+            if next && layout(&theirs, f) != a {
+                failures.push(format!("line {i}: {f}: upstream {}", layout(&theirs, f)));
+            }
+        }
+        // The 6000 line is ignored: long.log takes the 16384 line.
+        let a = layout(&ours, "/notes/long.log");
+        if !a.starts_with("compressed") || (next && layout(&theirs, "/notes/long.log") != a) {
+            failures.push(format!("line {i}: long.log is {a}"));
+        }
+    }
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

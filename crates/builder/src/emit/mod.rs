@@ -155,7 +155,7 @@ fn check_options(opts: &BuildOptions) -> Result<()> {
         }
         for p in std::iter::once(c.pcluster_bytes)
             .chain(c.packed_pcluster)
-            .chain(c.hints.iter().map(|h| h.pcluster_bytes))
+            .chain(c.hints.iter().map(|h| h.pcluster_bytes).filter(|p| *p != 0))
         {
             if p < bs || !p.is_multiple_of(bs) || p > 1 << 20 {
                 return Err(BuildError::Option(format!(

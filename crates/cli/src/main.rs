@@ -73,18 +73,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Extract the image's tree into DIR (empty or absent).
+    /// Extract the image's tree into DIR (empty or absent). An xattr or
+    /// owner the target refuses is reported (path, name, reason) and the
+    /// extraction goes on; the exit status is then 1 (2: extraction failed).
     Extract {
         #[command(flatten)]
         img: ImageArgs,
         /// Target directory.
         dir: PathBuf,
         /// Do not restore owners (default: restore when running as root).
-        #[arg(long)]
+        #[arg(long, overrides_with = "owners")]
         no_owners: bool,
-        /// Do not restore extended attributes.
-        #[arg(long)]
+        /// Restore owners even when not running as root (what the target
+        /// refuses is reported).
+        #[arg(long, overrides_with = "no_owners")]
+        owners: bool,
+        /// Do not restore extended attributes (as tar's and fsck.erofs's
+        /// --no-xattrs).
+        #[arg(long, overrides_with = "xattrs")]
         no_xattrs: bool,
+        /// Restore extended attributes (the default).
+        #[arg(long, overrides_with = "no_xattrs")]
+        xattrs: bool,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -236,12 +246,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             img,
             dir,
             no_owners,
+            owners,
             no_xattrs,
+            xattrs: _,
             json,
         } => {
             let image = open(&img)?;
             let mut opts = ferrofs_check::extract::Options::default();
-            opts.owners &= !no_owners;
+            opts.owners = (opts.owners || owners) && !no_owners;
             opts.xattrs = !no_xattrs;
             let pb = progress(None);
             let tick = |bytes: u64| pb.set_position(bytes);
@@ -253,12 +265,30 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?;
                 out.flush()?;
             } else {
+                for n in &s.not_restored {
+                    eprintln!("ferrofs: {}: {} not restored: {}", n.path, n.what, n.reason);
+                }
+                let refused = if s.not_restored.is_empty() {
+                    String::new()
+                } else {
+                    let xattrs = s
+                        .not_restored
+                        .iter()
+                        .filter(|n| matches!(n.what, ferrofs_check::extract::Attribute::Xattr(_)))
+                        .count();
+                    let owners = s.not_restored.len() - xattrs;
+                    format!("; NOT restored: {xattrs} xattrs, {owners} owners")
+                };
                 eprintln!(
-                    "extracted {} dirs, {} files, {} symlinks, {} hard links, {} special, {} bytes into {}",
-                    s.dirs, s.files, s.symlinks, s.hardlinks, s.special, s.bytes, dir.display()
+                    "extracted {} dirs, {} files, {} symlinks, {} hard links, {} special, {} bytes, {} xattrs into {}{refused}",
+                    s.dirs, s.files, s.symlinks, s.hardlinks, s.special, s.bytes, s.xattrs, dir.display()
                 );
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(if s.not_restored.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Ls { img, path, long } => {
             let image = open(&img)?;

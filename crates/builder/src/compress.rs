@@ -95,6 +95,9 @@ pub struct CompressOptions {
     /// bytes (a multiple of the block size), bounding what a small read of
     /// very compressible data decodes.
     pub max_extent_bytes: Option<u64>,
+    /// `-E legacy-compress`: full (non-compact) indexes for every
+    /// compressed file, as mkfs.erofs 1.9 writes them with this option.
+    pub legacy_compress: bool,
 }
 
 impl CompressOptions {

@@ -122,9 +122,9 @@ pub enum Tail {
     Fragment(u64),
 }
 
-/// Encodes header and indexes: compact when possible, else full.
-/// `inode_and_xattrs` is the inode plus xattr length (the inode itself is
-/// 32-aligned, which is all the compact layout depends on).
+/// Encodes header and indexes: compact when possible (and `compact_ok`),
+/// else full. `inode_and_xattrs` is the inode plus xattr length (the inode
+/// itself is 32-aligned, which is all the compact layout depends on).
 pub fn encode_index(
     extents: &[ZExtent],
     size: u64,
@@ -132,6 +132,7 @@ pub fn encode_index(
     alg: u8,
     tail: Tail,
     inode_and_xattrs: u64,
+    compact_ok: bool,
 ) -> (Vec<u8>, bool) {
     let big = extents.iter().any(|e| e.blocks > 1);
     let mut entries = lclusters(extents, size, bs, big);
@@ -161,7 +162,7 @@ pub fn encode_index(
     let compact_2b = lbits <= 12;
     // Compact indexes hold only 32 bits of a fragment's offset.
     let fits32 = fragoff.is_none_or(|o| o >> 32 == 0);
-    if fits32 {
+    if fits32 && compact_ok {
         if let Some(ix) = encode_compact(&entries, ebase, lbits, compact_2b, big) {
             let mut v = header(adv | if compact_2b { advise::COMPACTED_2B } else { 0 });
             v.extend_from_slice(&ix);

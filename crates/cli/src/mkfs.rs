@@ -114,7 +114,10 @@ pub(crate) struct MkfsArgs {
     /// unless --chunksize says otherwise), force-chunk-indexes (chunk
     /// tables of 8-byte indexes), force-inode-blockmap (4-byte block maps,
     /// the default), nosbcrc (no superblock checksum), ^xattr-name-filter
-    /// (no xattr name bloom filters).
+    /// (no xattr name bloom filters), legacy-compress (full, not compact,
+    /// indexes of compressed files, as mkfs.erofs 1.9 writes them; its
+    /// pre-5.4 layout without LZ4 0padding is not made, as 1.9 makes it
+    /// no longer).
     #[arg(short = 'E', value_name = "OPTS")]
     extended: Vec<String>,
     /// Compress file data: lz4, lz4hc[,LEVEL], lzma[,LEVEL], deflate[,LEVEL],
@@ -270,6 +273,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     o.chunk_size = a.chunksize;
     o.mount_point = a.mount_point.as_bytes().to_vec();
     let mut ztailpacking = false;
+    let mut legacy_compress = false;
     let (mut fragments, mut all_fragments, mut packed_pcluster) = (false, false, None);
     for e in a.extended.iter().flat_map(|s| s.split(',')) {
         match e {
@@ -295,6 +299,8 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             "nosbcrc" => o.sb_checksum = false,
             "xattr-name-filter" => o.xattr_filter = true,
             "^xattr-name-filter" | "noxattr-name-filter" => o.xattr_filter = false,
+            "legacy-compress" => legacy_compress = true,
+            "^legacy-compress" | "nolegacy-compress" => legacy_compress = false,
             "noinline_data" | "^inline_data" => o.inline_data = false,
             "inline_data" => o.inline_data = true,
             other => bail!("-E {other}: unsupported extended option"),
@@ -351,6 +357,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 let bs = u64::from(a.block_size);
                 (n as u64 / bs * bs).max(bs)
             }),
+            legacy_compress,
         });
     } else if a.pcluster.is_some()
         || a.compress_hints.is_some()

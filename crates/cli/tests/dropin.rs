@@ -560,3 +560,77 @@ fn dropin_compress_hints_read_as_mkfs_1_9() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `-E legacy-compress`: mkfs.erofs 1.9.4 writes every compressed file
+/// with full (not compact) indexes; so does the drop-in. The kernel shows
+/// the same tree for both images, and no compressed file of either has
+/// compact indexes.
+#[test]
+fn dropin_legacy_compress_as_mkfs_1_9() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = work_dir("dropin_legacy");
+    let src = work.join("tree");
+    corpus::make_corner_tree(&src).expect("corner tree");
+    let link = work.join("mkfs.erofs");
+    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let lines = vec![
+        (
+            strings(&["-zlz4hc", "-Elegacy-compress", "-T0", "--quiet"]),
+            None,
+        ),
+        (
+            strings(&[
+                "-zlzma",
+                "-C65536",
+                "-Elegacy-compress,ztailpacking",
+                "--quiet",
+            ]),
+            None,
+        ),
+        (
+            strings(&[
+                "-zlz4",
+                "-Elegacy-compress",
+                "-E^legacy-compress",
+                "--quiet",
+            ]),
+            Some(strings(&["-zlz4", "--quiet"])),
+        ),
+    ];
+    let mut failures = against_next(&work, &link, &src, "l", &lines);
+    let stats = |img: &Path| -> serde_json::Value {
+        let out = Command::new(FERROFS)
+            .args(["dump", "--json"])
+            .arg(img)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v["statistics"]["inodes_by_layout"].clone()
+    };
+    let next = tools::mkfs_next().is_some();
+    for i in 0..2 {
+        let mut imgs = vec![work.join(format!("l{i}.img"))];
+        if next {
+            imgs.push(work.join(format!("l{i}-up.img")));
+        }
+        for img in imgs {
+            let s = stats(&img);
+            if s["compressed_compact"].as_u64().unwrap_or(0) != 0
+                || s["compressed_full"].as_u64().unwrap_or(0) == 0
+            {
+                failures.push(format!("{}: layouts {s}", img.display()));
+            }
+        }
+    }
+    let s = stats(&work.join("l2.img"));
+    if s["compressed_compact"].as_u64().unwrap_or(0) == 0 {
+        failures.push(format!("^legacy-compress: layouts {s}"));
+    }
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

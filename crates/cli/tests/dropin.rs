@@ -634,3 +634,91 @@ fn dropin_legacy_compress_as_mkfs_1_9() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Scripts grep `mkfs.erofs --help` for features: every option mkfs.erofs
+/// 1.9.4's help lists appears in the drop-in's help, spelled the same.
+/// `--async-queue-limit` is taken and changes nothing; the options
+/// ferrofs lacks are refused by name and write nothing.
+#[test]
+fn dropin_help_lists_every_upstream_option() {
+    let work = work_dir("dropin_help");
+    let link = work.join("mkfs.erofs");
+    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let out = Command::new(&link).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let ours = String::from_utf8_lossy(&out.stdout).into_owned();
+    match tools::mkfs_next() {
+        Some(up) => {
+            let o = Command::new(&up.path).arg("--help").output().unwrap();
+            let theirs = String::from_utf8_lossy(&o.stdout).into_owned()
+                + &String::from_utf8_lossy(&o.stderr);
+            let mut n = 0;
+            for line in theirs.lines() {
+                let t = line.trim_start();
+                if !t.starts_with('-') {
+                    continue;
+                }
+                // The option's spelling: its first word, and the next
+                // one after a comma (`-V, --version`).
+                let mut words = t.split_whitespace();
+                let mut parts = vec![words.next().unwrap_or_default()];
+                if parts[0].ends_with(',') {
+                    parts[0] = parts[0].trim_end_matches(',');
+                    parts.extend(words.next());
+                }
+                for part in parts {
+                    n += 1;
+                    assert!(ours.contains(part), "{part:?} is not in the drop-in's help");
+                }
+            }
+            assert!(n > 50, "only {n} options found in mkfs.erofs --help");
+        }
+        None => println!("mkfs.erofs 1.9.x not found: help comparison skipped"),
+    }
+    // --async-queue-limit: accepted, the same image.
+    let src = work.join("tree");
+    fs::create_dir_all(src.join("d")).unwrap();
+    fs::write(src.join("d/f"), b"data\n".repeat(1000)).unwrap();
+    let build = |extra: &[&str], img: &str| {
+        let img = work.join(img);
+        let st = Command::new(&link)
+            .args(["-zlz4", "-T0", "-Uclear", "--quiet"])
+            .args(extra)
+            .arg(&img)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{extra:?}");
+        fs::read(img).unwrap()
+    };
+    let plain = build(&[], "a.img");
+    assert_eq!(build(&["--async-queue-limit=8"], "b.img"), plain);
+    assert_eq!(build(&["--async-queue-limit", "8"], "c.img"), plain);
+    for bad in [
+        "-m4096",
+        "--zD",
+        "--MZ",
+        "--s3=x",
+        "--oci",
+        "--gzinfo",
+        "--xattr-inode-digest=x",
+    ] {
+        let img = work.join("bad.img");
+        let out = Command::new(&link)
+            .arg(bad)
+            .arg(&img)
+            .arg(&src)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let name = bad.split('=').next().unwrap();
+        let name = if name.starts_with("-m") { "-m" } else { name };
+        assert!(
+            !out.status.success() && err.contains("not supported by ferrofs") && err.contains(name),
+            "{bad}: {} {err}",
+            out.status
+        );
+        assert!(!img.exists(), "{bad}: an image was written");
+    }
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}

@@ -17,6 +17,7 @@
 
 use regex::bytes::Regex;
 
+use crate::cnum::atoi;
 use crate::compress::Hint;
 use crate::error::{BuildError, Result};
 
@@ -50,30 +51,6 @@ fn strtok<'a>(line: &'a [u8], pos: &mut usize, delims: &[u8]) -> Option<&'a [u8]
     // strtok writes a NUL over the delimiter and resumes after it.
     *pos = (end + 1).min(line.len());
     Some(&line[start..end])
-}
-
-/// C `atoi`: optional blanks, an optional sign, then decimal digits (none:
-/// 0), wrapped to an unsigned int as the C code stores it.
-fn atoi(s: &[u8]) -> u32 {
-    let s = s
-        .iter()
-        .skip_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
-        .copied()
-        .collect::<Vec<u8>>();
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, &s[..]),
-    };
-    let mut v: u32 = 0;
-    for d in digits.iter().take_while(|b| b.is_ascii_digit()) {
-        v = v.wrapping_mul(10).wrapping_add(u32::from(d - b'0'));
-    }
-    if neg {
-        v.wrapping_neg()
-    } else {
-        v
-    }
 }
 
 /// Reads a hints file for an image of `block_size`-byte blocks built with

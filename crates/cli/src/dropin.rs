@@ -14,13 +14,11 @@ use clap::Parser;
 const UNSUPPORTED: &[&str] = &[
     "--block-list-file",
     "--clean",
-    "--fs-config-file",
     "--fsalignblks",
     "--gzinfo",
     "--incremental",
     "--MZ",
     "--oci",
-    "--product-out",
     "--random-algorithms",
     "--random-pclusterblks",
     "--s3",
@@ -91,6 +89,9 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
  --unxz[=X]            with --tar: unxz/unlzma/unlzip the archive (and keep it plain in X)
  --workers=#           compression threads (the image is the same for any number)
  --xattr-prefix=X      store the long xattr name prefix X once
+Android's options (mkfs.erofs built for Android):
+ --fs-config-file=X    owners, modes and capabilities by path from the canned fs_config X
+ --product-out=X       product_out directory (with --fs-config-file, which does not use it)
 Not supported by ferrofs (refused by name; nothing is written):
  -m#[:X], --zD[=<0|1>], --MZ[=<0|[id]>], --clean=X, --incremental=X, --fsalignblks=#,
  --s3=X, --oci=[f|i], --gzinfo[=X], --vmdk-desc=X, --xattr-inode-digest=X, --zfeature-bits=#

@@ -169,6 +169,16 @@ pub(crate) struct MkfsArgs {
     /// regexes; labels from the source are dropped.
     #[arg(long, value_name = "FILE")]
     file_contexts: Option<PathBuf>,
+    /// Android's canned fs_config file: every file's owner, permission
+    /// bits and capabilities by its path under --mount-point (lines `PATH
+    /// UID GID MODE [capabilities=N]`); a file without a line is an error.
+    #[arg(long, value_name = "FILE")]
+    fs_config_file: Option<PathBuf>,
+    /// Android's product_out directory: accepted with --fs-config-file,
+    /// which does not use it (as in mkfs.erofs); Android's built-in
+    /// fs_config tables, which do, are not implemented.
+    #[arg(long, value_name = "DIR", requires = "fs_config_file")]
+    product_out: Option<PathBuf>,
     /// With --chunksize: write the chunks of chunk-based files to this file,
     /// the image's extra device (created or replaced; readers take it as
     /// `--device FILE`, the kernel as `-o device=FILE`).
@@ -316,6 +326,12 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     if let Some(p) = &a.file_contexts {
         o.file_contexts = Some(std::sync::Arc::new(
             ferrofs_builder::selabel::FileContexts::load(p)?,
+        ));
+    }
+    if let Some(p) = &a.fs_config_file {
+        o.fs_config = Some(std::sync::Arc::new(
+            ferrofs_builder::fsconfig::CannedFsConfig::load(p)
+                .with_context(|| format!("--fs-config-file {}", p.display()))?,
         ));
     }
     if !a.profile.is_empty() {

@@ -270,8 +270,8 @@ fn dropin_takes_upstream_command_lines() {
         failures.push(format!("-Urandom gave {uuids:?}"));
     }
     for bad in [
-        "--fs-config-file=x",
-        "--product-out=x",
+        "--block-list-file=x",
+        "--fsalignblks=4",
         "--root-xattr-isize=12",
         "-Mjunk",
         "-Ebogus",

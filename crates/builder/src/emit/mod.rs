@@ -190,6 +190,9 @@ pub fn build_tree(
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
     check_options(opts)?;
+    if let Some(fc) = &opts.fs_config {
+        fc.apply(&mut tree, &opts.mount_point)?;
+    }
     if let Some(fc) = &opts.file_contexts {
         fc.apply(&mut tree, &opts.mount_point);
     }

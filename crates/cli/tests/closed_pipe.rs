@@ -1,8 +1,8 @@
 //! Every subcommand that prints ends as coreutils' `ls` and `cat` do when
 //! the reader of its output goes away (`ferrofs dump IMAGE | head`):
 //! killed by SIGPIPE, nothing on stderr, no panic (which would exit 101).
-//! The reader's end of the pipe is closed before the program writes
-//! anything, so every write it makes fails with EPIPE.
+//! The reader's end of the pipe is closed before the program starts, so
+//! every write it makes fails with EPIPE.
 
 use std::fs;
 use std::io::Read;
@@ -21,13 +21,14 @@ fn work_dir(name: &str) -> PathBuf {
 /// returns how it ended (a description) if that was not death by SIGPIPE
 /// with an empty stderr.
 fn dies_of_sigpipe(cmd: &mut Command) -> Result<(), String> {
+    let (reader, writer) = std::io::pipe().map_err(|e| e.to_string())?;
+    drop(reader);
     let mut child = cmd
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| e.to_string())?;
-    drop(child.stdout.take());
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
         let _ = e.read_to_string(&mut err);

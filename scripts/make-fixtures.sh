@@ -10,22 +10,9 @@ out=$root/testdata
 src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
 
-# A small tree with a bit of everything.
-mkdir -p "$src/dir/sub" "$src/empty"
-printf 'hello, erofs\n' > "$src/small.txt"
-for i in $(seq 1 1500); do echo "$i the quick brown fox jumps over the lazy dog"; done > "$src/text.txt"
-head -c 9000 /dev/zero | tr '\0' 'a' > "$src/dir/aaaa"
-python3 -c "import random; random.seed(7); open('$src/dir/random.bin','wb').write(bytes(random.getrandbits(8) for _ in range(6000)))"
-cp "$src/text.txt" "$src/dir/sub/copy.txt"
-ln "$src/small.txt" "$src/dir/hardlink"
-ln -s small.txt "$src/link"
-ln -s /nowhere/at/all "$src/dir/dangling"
-truncate -s 40000 "$src/sparse"; printf 'island' | dd of="$src/sparse" bs=1 seek=20000 conv=notrunc status=none
-setfattr -n user.comment -v "a comment" "$src/small.txt"
-setfattr -n user.comment -v "a comment" "$src/text.txt"
-setfattr -n trusted.overlay.opaque -v y "$src/dir"
-mkfifo "$src/fifo"
-find "$src" -exec touch -h -d @1700000000 {} +
+# A small tree with a bit of everything (scripts/fixture-tree.sh).
+source "$root/scripts/fixture-tree.sh"
+fixture_tree "$src"
 
 build() { # name tool opts...
   local name=$1 tool=$2; shift 2

@@ -168,24 +168,47 @@ pub(crate) fn fragment_offsets(
 }
 
 /// Adds the packed inode to the tree and the plan: a regular file no
-/// directory names, whose bytes are the fragments in their order.
+/// directory names, whose bytes are the long xattr prefix table (unless
+/// `-E plain-xattr-prefixes` keeps it on the device: every kernel finds it
+/// here when there is a packed inode) and then the fragments in their
+/// order.
 pub(crate) fn add_packed_inode(
     tree: &mut Tree,
     plan: &mut Plan,
     frags: Fragments,
     opts: &BuildOptions,
-) -> (InodeId, Vec<u64>) {
+) -> Result<(InodeId, Vec<u64>)> {
     let bs = opts.block_size();
-    let (order, offsets) = fragment_offsets(tree, &frags.entries, opts.profile.as_deref());
-    let segments: Vec<Segment> = order
-        .iter()
-        .map(|&i| Segment {
-            logical: offsets[i],
-            len: frags.entries[i].len,
-            physical: frags.entries[i].at,
-        })
-        .collect();
-    let size = frags.len;
+    let (order, mut offsets) = fragment_offsets(tree, &frags.entries, opts.profile.as_deref());
+    // (With a metabox, the table belongs in the metabox's data.)
+    let table = if opts.plain_xattr_prefixes || opts.metabox.is_some() {
+        Vec::new()
+    } else {
+        plan.xattrs.prefix_table()
+    };
+    let head = table.len() as u64;
+    let mut segments = Vec::with_capacity(order.len() + 1);
+    if head > 0 {
+        frags
+            .spool
+            .write_all_at(&table, frags.len)
+            .map_err(frags.io())?;
+        segments.push(Segment {
+            logical: 0,
+            len: head,
+            physical: frags.len,
+        });
+        plan.xattrs.prefixes_in_packed = true;
+        for o in &mut offsets {
+            *o += head;
+        }
+    }
+    segments.extend(order.iter().map(|&i| Segment {
+        logical: offsets[i],
+        len: frags.entries[i].len,
+        physical: frags.entries[i].at,
+    }));
+    let size = frags.len + head;
     let id = tree.inodes.len();
     tree.inodes.push(crate::tree::Inode {
         kind: Kind::File { size, data: None },
@@ -225,6 +248,8 @@ pub(crate) fn add_packed_inode(
         dir_blocks: Vec::new(),
         compress: Some((pcl, 0)),
         z: None,
+        dot_omitted: false,
+        all_hole: false,
     });
-    (id, offsets)
+    Ok((id, offsets))
 }

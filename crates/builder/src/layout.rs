@@ -18,12 +18,17 @@ pub struct MetaLayout {
     pub shared_start: u64,
     pub meta_blkaddr: u64,
     pub meta_blocks: u64,
+    /// Bit 63 for a layout of the metabox's data (nids in the metabox).
+    pub space: u64,
 }
+
+/// Bit 63 of a nid: the inode lies in the metabox.
+pub const METABOX_NID_BIT: u64 = 1 << 63;
 
 impl MetaLayout {
     /// The nid of an inode.
     pub fn nid(&self, id: usize, bs: u64) -> u64 {
-        (self.pos[id] - self.meta_blkaddr * bs) / 32
+        ((self.pos[id] - self.meta_blkaddr * bs) / 32) | self.space
     }
 }
 

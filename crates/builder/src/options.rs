@@ -97,6 +97,34 @@ pub struct BuildOptions {
     /// `--offset`: the image starts this many bytes into the output file
     /// (the bytes before it are zeros).
     pub offset: u64,
+    /// `-E 48bit`: the 48-bit layout (Linux 6.15+): compact inodes keep
+    /// their own mtime as an offset from a signed epoch, all-hole files
+    /// need no blocks.
+    pub bit48: bool,
+    /// `-E dot-omitted`: directories without their "." entry (turns the
+    /// 48-bit layout on, as mkfs.erofs does).
+    pub dot_omitted: bool,
+    /// `-E plain-xattr-prefixes`: the long-prefix table stays raw on the
+    /// primary device (COMPAT_PLAIN_XATTR_PFX).
+    pub plain_xattr_prefixes: bool,
+    /// `--xattr-inode-digest[=NAME]`: every non-empty regular file gets an
+    /// xattr NAME holding `sha256:` and the SHA-256 of its contents (the
+    /// kernel shares page cache between files with equal digests).
+    pub xattr_digest: Option<Vec<u8>>,
+    /// `-m BYTES[:ALG]`: inodes (with their xattrs, indexes and inline
+    /// tails), shared xattrs and the long-prefix table go into the
+    /// metabox, an inode whose data is a second metadata space (Linux
+    /// 6.17+), compressed in pclusters of this size.
+    pub metabox: Option<MetaboxOptions>,
+}
+
+/// Where and how the metabox is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaboxOptions {
+    /// Pcluster size of the metabox's data.
+    pub pcluster_bytes: u64,
+    /// Index into the `-z` compressors; `None` stores it uncompressed.
+    pub compressor: Option<usize>,
 }
 
 impl Default for BuildOptions {
@@ -135,6 +163,11 @@ impl Default for BuildOptions {
             blobdev: None,
             root_xattr_isize: 0,
             dsunit: 0,
+            bit48: false,
+            dot_omitted: false,
+            plain_xattr_prefixes: false,
+            xattr_digest: None,
+            metabox: None,
         }
     }
 }
@@ -142,5 +175,10 @@ impl Default for BuildOptions {
 impl BuildOptions {
     pub fn block_size(&self) -> u64 {
         1u64 << self.blkszbits
+    }
+    /// Whether the image uses the 48-bit layout (asked for, or implied by
+    /// a feature that needs it).
+    pub fn uses_48bit(&self) -> bool {
+        self.bit48 || self.dot_omitted || self.metabox.is_some()
     }
 }

@@ -126,6 +126,11 @@ pub struct InodePlan {
     pub compress: Option<(u64, usize)>,
     /// Filled by the writer when the file was stored compressed.
     pub z: Option<crate::zinode::ZInode>,
+    /// A directory written without its "." entry (`-E dot-omitted`).
+    pub dot_omitted: bool,
+    /// A regular file of holes only, stored without blocks (48-bit
+    /// layout: FLAT_PLAIN with the null start address).
+    pub all_hole: bool,
 }
 
 impl InodePlan {
@@ -152,7 +157,36 @@ pub struct Plan {
     pub order: Vec<InodeId>,
     pub epoch: i64,
     pub fixed_nsec: u32,
+    /// 48-bit layout: the build time as an offset from the epoch.
+    pub build_time: u32,
+    /// The image uses the 48-bit layout.
+    pub bit48: bool,
     pub chunked: bool,
+}
+
+/// The 48-bit layout's epoch and fixed nanoseconds for these mtimes: the
+/// earliest mtime (so every later one within 2^32 s is a compact offset)
+/// and the most common nanoseconds (ties to the smaller), so that every
+/// mtime reads back exactly from a compact inode or an extended one.
+fn epoch_48bit(times: &[(i64, u32)]) -> (i64, u32) {
+    let epoch = times.iter().map(|t| t.0).min().unwrap_or(0);
+    let mut counts: HashMap<u32, u64> = HashMap::new();
+    for &(_, n) in times {
+        *counts.entry(n).or_default() += 1;
+    }
+    let nsec = counts
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map_or(0, |(n, _)| n);
+    (epoch, nsec)
+}
+
+/// Whether a compact inode of a 48-bit image holds this mtime exactly.
+fn compact_48bit_holds(mtime: i64, nsec: u32, epoch: i64, fixed_nsec: u32) -> bool {
+    nsec == fixed_nsec
+        && mtime
+            .checked_sub(epoch)
+            .is_some_and(|d| (0..1 << 32).contains(&d))
 }
 
 fn effective_time(policy: TimePolicy, mtime: i64, nsec: u32, newest: i64) -> (i64, u32) {
@@ -241,7 +275,15 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
         .iter()
         .map(|i| effective_time(opts.time, i.mtime, i.mtime_nsec, newest))
         .collect();
+    let bit48 = opts.uses_48bit();
+    // The build time the superblock names (the 48-bit layout stores it as
+    // an offset from the epoch).
+    let build = match opts.time {
+        TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => t,
+        TimePolicy::IgnoreMtime | TimePolicy::Keep => newest,
+    };
     let (epoch, fixed_nsec) = match opts.time {
+        _ if bit48 => epoch_48bit(&times),
         TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => (t.max(0), 0),
         TimePolicy::IgnoreMtime => (newest.max(0), 0),
         TimePolicy::Keep => {
@@ -292,6 +334,9 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
                         file_type: 2,
                     },
                 ];
+                if opts.dot_omitted {
+                    all.remove(0);
+                }
                 for (name, child) in entries {
                     all.push(DirEntryPlan {
                         name: name.clone(),
@@ -312,8 +357,12 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             (gid > 0xFFFF, "its gid is above 65535"),
             (nlink > 0xFFFF, "it has more than 65535 links"),
             (
-                (mtime, mtime_nsec) != (epoch, fixed_nsec),
+                !bit48 && (mtime, mtime_nsec) != (epoch, fixed_nsec),
                 "its mtime is not the image's build time (-T or --ignore-mtime give every file that time)",
+            ),
+            (
+                bit48 && !compact_48bit_holds(mtime, mtime_nsec, epoch, fixed_nsec),
+                "its mtime is more than 2^32 s after the image's epoch or has other nanoseconds",
             ),
         ]
         .into_iter()
@@ -354,6 +403,8 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             dir_blocks: dir_entries,
             compress: None,
             z: None,
+            dot_omitted: opts.dot_omitted && matches!(ino.kind, Kind::Dir { .. }),
+            all_hole: false,
         };
         let file_data = match &ino.kind {
             Kind::File { data, .. } => Some(data.as_deref()),
@@ -363,7 +414,10 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             Some(data) => size > 0 && (opts.chunk_size.is_some() || data.is_some()),
             None => false,
         };
-        if chunk_it {
+        if bit48 && size > 0 && file_data.flatten().is_some_and(|d| d.is_empty()) {
+            // Holes only: no blocks, no chunk table (the null address).
+            p.all_hole = true;
+        } else if chunk_it {
             p.layout = DataLayout::ChunkBased;
             p.chunks = Some(chunk_plan(size, file_data.flatten(), opts)?);
             chunked = true;
@@ -394,6 +448,8 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
         order,
         epoch,
         fixed_nsec,
+        build_time: u32::try_from(build.saturating_sub(epoch).max(0)).unwrap_or(u32::MAX),
+        bit48,
         chunked,
     })
 }

@@ -36,7 +36,14 @@ pub struct XattrPlan {
     pub bodies: Vec<Vec<u8>>,
     /// Whether any inode has xattrs (then the filter feature is set).
     pub any: bool,
+    /// `--xattr-inode-digest`: the index of its long prefix.
+    pub digest_prefix: Option<u8>,
+    /// The prefix table went to the head of the packed inode's data.
+    pub prefixes_in_packed: bool,
 }
+
+/// Default name of the inode fingerprint xattr (mkfs.erofs's).
+pub const DEFAULT_DIGEST_NAME: &[u8] = b"erofs.fingerprint.v1";
 
 fn encode_name(name: &[u8], prefixes: &[(u8, Vec<u8>)], path: &Path) -> Result<EncodedName> {
     let (base, after_short) = split_short_prefix(name).ok_or_else(|| {
@@ -98,8 +105,90 @@ pub fn parse_prefixes(opts: &BuildOptions) -> Result<Vec<(u8, Vec<u8>)>> {
     Ok(out)
 }
 
-/// Plans xattrs for every inode of `tree`.
+/// Plans xattrs for every inode of `tree`, with the inode fingerprints of
+/// `--xattr-inode-digest` last.
 pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
+    let mut plan = plan_named(tree, opts)?;
+    if let Some(name) = &opts.xattr_digest {
+        add_digests(tree, opts, &mut plan, name)?;
+    }
+    Ok(plan)
+}
+
+/// Gives every non-empty regular file an inline entry named by a long
+/// prefix that is the whole fingerprint name (empty suffix), whose value is
+/// `sha256:` and the 32 raw bytes of the SHA-256 of its contents. A name
+/// under a known namespace (`user.fp.`) keeps that namespace as the
+/// prefix's base; any other (the default) gets base 0, which the kernel
+/// does not list.
+fn add_digests(tree: &Tree, opts: &BuildOptions, plan: &mut XattrPlan, name: &[u8]) -> Result<()> {
+    let (base, infix) = match split_short_prefix(name) {
+        Some((b, rest)) if !rest.is_empty() && short_prefix(b).is_some() => (b, rest.to_vec()),
+        _ => (0, name.to_vec()),
+    };
+    if infix.is_empty() || infix.len() > 255 {
+        return Err(BuildError::Option(format!(
+            "--xattr-inode-digest name {:?} is empty or too long",
+            String::from_utf8_lossy(name)
+        )));
+    }
+    if plan.prefixes.len() >= 128 {
+        return Err(BuildError::Option("at most 128 xattr prefixes".into()));
+    }
+    let id = plan.prefixes.len() as u8;
+    plan.prefixes.push((base, infix.clone()));
+    plan.digest_prefix = Some(id);
+    let bit = name_filter_bit(base, &infix);
+    for (i, ino) in tree.inodes.iter().enumerate() {
+        let crate::tree::Kind::File { size, .. } = ino.kind else {
+            continue;
+        };
+        if size == 0 {
+            continue;
+        }
+        let mut value = b"sha256:".to_vec();
+        value.extend_from_slice(&sha256_of(ino, size)?);
+        let body = &mut plan.bodies[i];
+        if body.is_empty() {
+            let filter = if opts.xattr_filter { u32::MAX } else { 0 };
+            body.extend_from_slice(&encode_body_header(filter, 0));
+        }
+        if opts.xattr_filter {
+            // Stored inverted: a clear bit says the name may be present.
+            let f = u32::from_le_bytes([body[0], body[1], body[2], body[3]]) & !(1 << bit);
+            body[..4].copy_from_slice(&f.to_le_bytes());
+        }
+        encode_entry(body, LONG_PREFIX_FLAG | id, &[], &value);
+        if body.len() > 12 + 4 * (usize::from(u16::MAX) - 1) {
+            return Err(BuildError::input(
+                &ino.source,
+                "xattrs too large for one inode",
+            ));
+        }
+        plan.any = true;
+    }
+    Ok(())
+}
+
+/// SHA-256 of a file's `size` bytes as the image will hold them.
+fn sha256_of(ino: &crate::tree::Inode, size: u64) -> Result<[u8; 32]> {
+    use sha2::{Digest, Sha256};
+    let f = crate::content::ContentReader::open(ino)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; (1 << 20).min(size as usize)];
+    let mut pos = 0u64;
+    while pos < size {
+        let n = (size - pos).min(buf.len() as u64) as usize;
+        f.read_exact_at(&mut buf[..n], pos)?;
+        h.update(&buf[..n]);
+        pos += n as u64;
+    }
+    f.finish()?;
+    Ok(h.finalize().into())
+}
+
+/// Plans the xattrs the tree's inodes carry.
+fn plan_named(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
     let prefixes = parse_prefixes(opts)?;
     let mut plan = XattrPlan {
         prefixes,

@@ -148,8 +148,15 @@ impl Checker<'_> {
                 }
             }
         }
-        if !dot || !dotdot {
-            self.problem(path, Some(inode.nid), "missing '.' or '..'");
+        // A dot-omitted directory (48-bit images) stores no "." entry;
+        // readers supply it.
+        if dot == inode.dot_omitted || !dotdot {
+            let what = if dot && inode.dot_omitted {
+                "a '.' entry in a dot-omitted directory"
+            } else {
+                "missing '.' or '..'"
+            };
+            self.problem(path, Some(inode.nid), what);
         }
         self.subdirs
             .insert(inode.nid, (nsub + 2, inode.nlink, path.to_vec()));
@@ -235,7 +242,17 @@ impl Checker<'_> {
         if !self.opts.read_data {
             return Ok(());
         }
-        read_every_extent(&file, &mut self.report)
+        read_every_extent(&file, &mut self.report)?;
+        let sb = self.image.superblock();
+        if inode.is_reg() && sb.has_compat(ferrofs::format::superblock::compat::ISHARE_XATTRS) {
+            if let Some(why) = crate::digest::check(self.image, inode)? {
+                return Err(Error::Corrupt {
+                    at: ferrofs::Location::nid(inode.nid.0),
+                    what: why.into(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 

@@ -23,16 +23,22 @@ impl Rng {
     }
 }
 
+/// The reference images of testdata/ (mkfs.erofs 1.5 and 1.8.6) and
+/// testdata/v19/ (mkfs.erofs 1.9.4: 48-bit, extents, metabox, ...).
 fn fixtures() -> Vec<(String, Vec<u8>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .expect("testdata/ exists")
+        .chain(std::fs::read_dir(dir.join("v19")).expect("testdata/v19/ exists"))
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "erofs"))
         .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&p).unwrap())
+            let rel = p.strip_prefix(&dir).unwrap_or(&p);
+            (
+                rel.to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
         })
         .collect();
     out.sort();

@@ -10,24 +10,21 @@ use std::process::ExitCode;
 use clap::Parser;
 
 /// mkfs.erofs options ferrofs does not implement (matched before `=`;
-/// `-M…` and `-m…` as short options with their value attached).
+/// `-M…` as a short option with its value attached).
 const UNSUPPORTED: &[&str] = &[
     "--block-list-file",
     "--clean",
     "--fsalignblks",
     "--gzinfo",
     "--incremental",
-    "--MZ",
     "--oci",
     "--random-algorithms",
     "--random-pclusterblks",
     "--s3",
     "--vmdk-desc",
-    "--xattr-inode-digest",
     "--zD",
     "--zfeature-bits",
     "-M",
-    "-m",
 ];
 
 /// Options mkfs.erofs accepts that only restate ferrofs's default.
@@ -54,12 +51,15 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
  -EX[,...]             extended options: ztailpacking, fragments[=#], all-fragments, dedupe,
                        legacy-compress, noinline_data (^inline_data), force-inode-compact,
                        force-inode-extended, force-chunk-indexes, force-inode-blockmap,
-                       nosbcrc, ^xattr-name-filter (^X or noX turns X off)
+                       nosbcrc, ^xattr-name-filter, 48bit, dot-omitted,
+                       plain-xattr-prefixes (^X or noX turns X off)
  -L volume-label       volume label (at most 15 bytes)
+ -m#[:X]               metadata in a metabox compressed in #-byte pclusters (with X)
  -T#                   fixed UNIX timestamp # as build time and every file's mtime
     --all-time         the timestamp is every file's mtime too (the default)
     --mkfs-time        the timestamp is the build time only
  -UX                   filesystem UUID X, `clear` or `random`
+ --MZ[=<0|[id]>]       accepted: ferrofs always writes inodes and directories after the data
  --all-root            every file owned by root
  --async-queue-limit=# accepted; no effect on the image
  --blobdev=X           chunks of chunk-based files go to the extra device X
@@ -88,23 +88,26 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
  --ungzip[=X]          with --tar: gunzip the archive (and keep it plain in X)
  --unxz[=X]            with --tar: unxz/unlzma/unlzip the archive (and keep it plain in X)
  --workers=#           compression threads (the image is the same for any number)
+ --xattr-inode-digest=X record every regular file's SHA-256 in the xattr X
  --xattr-prefix=X      store the long xattr name prefix X once
 Android's options (mkfs.erofs built for Android):
  --fs-config-file=X    owners, modes and capabilities by path from the canned fs_config X
  --product-out=X       product_out directory (with --fs-config-file, which does not use it)
 Not supported by ferrofs (refused by name; nothing is written):
- -m#[:X], --zD[=<0|1>], --MZ[=<0|[id]>], --clean=X, --incremental=X, --fsalignblks=#,
- --s3=X, --oci=[f|i], --gzinfo[=X], --vmdk-desc=X, --xattr-inode-digest=X, --zfeature-bits=#
+ --zD[=<0|1>], --clean=X, --incremental=X, --fsalignblks=#, --s3=X, --oci=[f|i],
+ --gzinfo[=X], --vmdk-desc=X, --zfeature-bits=#, --block-list-file=X (1.8's Android option)
 ";
 
 /// What `-V` prints after `mkfs.erofs `: the erofs-utils release whose
 /// mkfs.erofs command line and image features the drop-in implements. Wrappers read it from the first line
 /// of `mkfs.erofs -V` (`mkfs.erofs (erofs-utils) X.Y.Z`, the third word)
 /// and compare it with the features they need, so it must not claim more
-/// than is there: 1.9's options (-m, --zD, --MZ, --s3, --oci,
-/// --xattr-inode-digest) and 1.8.7's (--fsalignblks, --vmdk-desc) are not
-/// implemented, 1.8.6's command line is. After it, ferrofs's own version;
-/// on the second line the compressors, as upstream prints them.
+/// than is there: 1.8.6's command line is implemented, and of 1.9's the
+/// 48-bit layout, dot-omitted directories, the metabox (-m), --MZ and
+/// inode digests, but not directory compression (--zD), S3 and OCI
+/// sources or 1.8.7's --fsalignblks and --vmdk-desc. After it, ferrofs's
+/// own version; on the second line the compressors, as upstream prints
+/// them.
 const VERSION: &str = concat!(
     "(erofs-utils) 1.8.6 (ferrofs ",
     env!("CARGO_PKG_VERSION"),
@@ -169,7 +172,7 @@ pub fn main() -> ExitCode {
             break;
         }
         let name = s.split('=').next().unwrap_or_default();
-        let short = ["-M", "-m"]
+        let short = ["-M"]
             .into_iter()
             .find(|o| name.starts_with(o) && !name.starts_with("--"));
         if UNSUPPORTED.contains(&name) || short.is_some() {

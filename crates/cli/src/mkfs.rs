@@ -100,6 +100,18 @@ pub(crate) struct MkfsArgs {
     /// Store this long xattr name prefix once (e.g. trusted.overlay.; repeatable).
     #[arg(long, value_name = "PREFIX")]
     xattr_prefix: Vec<String>,
+    /// Put inodes, shared xattrs and the long-prefix table into the
+    /// metabox (Linux 6.17+; implies -E 48bit), compressed in pclusters of
+    /// BYTES with ALG (default: the first -z compressor; none without -z;
+    /// naming one without -z compresses file data with it too, as
+    /// mkfs.erofs does).
+    #[arg(short = 'm', value_name = "BYTES[:ALG]")]
+    metabox: Option<String>,
+    /// Give every non-empty regular file an xattr NAME (default
+    /// erofs.fingerprint.v1, which the kernel does not list) holding
+    /// `sha256:` and the SHA-256 of its contents.
+    #[arg(long, value_name = "NAME", num_args = 0..=1, require_equals = true, default_missing_value = "erofs.fingerprint.v1")]
+    xattr_inode_digest: Option<String>,
     /// Store every regular file chunk-based with chunks of this many bytes
     /// (sparse files are always stored chunk-based, with holes).
     #[arg(long, value_name = "BYTES")]
@@ -114,12 +126,20 @@ pub(crate) struct MkfsArgs {
     /// unless --chunksize says otherwise), force-chunk-indexes (chunk
     /// tables of 8-byte indexes), force-inode-blockmap (4-byte block maps,
     /// the default), nosbcrc (no superblock checksum), ^xattr-name-filter
-    /// (no xattr name bloom filters), legacy-compress (full, not compact,
-    /// indexes of compressed files, as mkfs.erofs 1.9 writes them; its
-    /// pre-5.4 layout without LZ4 0padding is not made, as 1.9 makes it
-    /// no longer).
+    /// (no xattr name bloom filters), 48bit (the 48-bit layout, Linux
+    /// 6.15+: compact inodes keep their own mtime, all-hole files take no
+    /// blocks), dot-omitted (directories without "."; implies 48bit),
+    /// plain-xattr-prefixes (the long-prefix table raw on the device),
+    /// legacy-compress (full, not compact, indexes of compressed files, as
+    /// mkfs.erofs 1.9 writes them; its pre-5.4 layout without LZ4 0padding
+    /// is not made, as 1.9 makes it no longer).
     #[arg(short = 'E', value_name = "OPTS")]
     extended: Vec<String>,
+    /// Metadata zone: i (inodes), d (directory blocks), id (both, the
+    /// default) or 0 (none). ferrofs always writes inodes and directory
+    /// blocks after all file data, so every value gives the same image.
+    #[arg(long = "MZ", value_name = "i|d|id|0", num_args = 0..=1, require_equals = true, default_missing_value = "id", value_parser = ["i", "d", "id", "di", "0"])]
+    metadata_zone: Option<String>,
     /// Compress file data: lz4, lz4hc[,LEVEL], lzma[,LEVEL], deflate[,LEVEL],
     /// zstd[,LEVEL] (also `level=N`); alternatives for --compress-hints
     /// separated by ':'.
@@ -280,6 +300,10 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| p.clone().into_bytes())
         .collect();
+    o.xattr_digest = a
+        .xattr_inode_digest
+        .as_ref()
+        .map(|n| n.clone().into_bytes());
     o.chunk_size = a.chunksize;
     o.mount_point = a.mount_point.as_bytes().to_vec();
     let mut ztailpacking = false;
@@ -307,6 +331,12 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             "force-chunk-indexes" => o.chunk_indexes = true,
             "force-inode-blockmap" => o.chunk_indexes = false,
             "nosbcrc" => o.sb_checksum = false,
+            "48bit" => o.bit48 = true,
+            "^48bit" | "no48bit" => o.bit48 = false,
+            "dot-omitted" => o.dot_omitted = true,
+            "^dot-omitted" | "nodot-omitted" => o.dot_omitted = false,
+            "plain-xattr-prefixes" => o.plain_xattr_prefixes = true,
+            "^plain-xattr-prefixes" => o.plain_xattr_prefixes = false,
             "xattr-name-filter" => o.xattr_filter = true,
             "^xattr-name-filter" | "noxattr-name-filter" => o.xattr_filter = false,
             "legacy-compress" => legacy_compress = true,
@@ -388,6 +418,9 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             bail!("{what}");
         }
         eprintln!("mkfs.erofs: warning: {what}; ignored (the image is not compressed)");
+    }
+    if let Some(m) = &a.metabox {
+        o.metabox = Some(metabox_options(m, &mut o)?);
     }
     if o.dedupe && o.compress.is_none() && o.chunk_size.is_none() {
         // As mkfs.erofs: without compression, dedupe works on chunks of one
@@ -496,4 +529,56 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reads `-m BYTES[:ALG]`: the metabox's pcluster size and compressor (an
+/// index into the -z list, which ALG joins when it is not there yet).
+fn metabox_options(
+    m: &str,
+    o: &mut ferrofs_builder::BuildOptions,
+) -> Result<ferrofs_builder::MetaboxOptions> {
+    let (size, alg) = match m.split_once(':') {
+        Some((s, a)) => (s, Some(a)),
+        None => (m, None),
+    };
+    let bs = o.block_size();
+    let pcluster_bytes: u64 = size
+        .parse()
+        .with_context(|| format!("-m {m}: bad pcluster size"))?;
+    if pcluster_bytes < bs || !pcluster_bytes.is_multiple_of(bs) || pcluster_bytes > 1 << 20 {
+        bail!("-m {m}: the pcluster size must be a multiple of the block size ({bs}) up to 1 MiB");
+    }
+    let compressor = match alg {
+        None => o.compress.as_ref().map(|_| 0),
+        Some(a) => {
+            let c = ferrofs_builder::compress::Compressor::parse(a)?;
+            match &mut o.compress {
+                Some(z) => Some(match z.compressors.iter().position(|x| x.alg == c.alg) {
+                    Some(i) => i,
+                    None => {
+                        z.compressors.push(c);
+                        z.compressors.len() - 1
+                    }
+                }),
+                None => {
+                    o.compress = Some(ferrofs_builder::compress::CompressOptions {
+                        compressors: vec![c],
+                        pcluster_bytes: bs,
+                        ztailpacking: false,
+                        fragments: false,
+                        all_fragments: false,
+                        packed_pcluster: None,
+                        hints: Vec::new(),
+                        max_extent_bytes: None,
+                        legacy_compress: false,
+                    });
+                    Some(0)
+                }
+            }
+        }
+    };
+    Ok(ferrofs_builder::MetaboxOptions {
+        pcluster_bytes,
+        compressor,
+    })
 }

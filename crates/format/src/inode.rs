@@ -224,6 +224,7 @@ impl RawInode {
         put(0, &(self.format | 1).to_le_bytes());
         put(2, &self.xattr_icount.to_le_bytes());
         put(4, &self.mode.to_le_bytes());
+        put(6, &self.nb.to_le_bytes());
         put(8, &self.size.to_le_bytes());
         put(16, &self.i_u.to_le_bytes());
         put(20, &self.ino.to_le_bytes());

@@ -35,7 +35,7 @@ pub mod incompat {
     pub const BIT48: u32 = 0x080;
     pub const METABOX: u32 = 0x100;
     /// Every bit this reader understands.
-    pub const SUPPORTED: u32 = 0x07F;
+    pub const SUPPORTED: u32 = 0x1FF;
     /// Every bit the format defines.
     pub const KNOWN: u32 = 0x1FF;
 
@@ -114,8 +114,13 @@ pub struct Superblock {
     pub xattr_prefix_start: u32,
     pub packed_nid: u64,
     pub xattr_filter_reserved: u8,
+    /// Index of the long xattr prefix that names the inode fingerprint
+    /// (with COMPAT_ISHARE_XATTRS).
+    pub ishare_xattr_prefix_id: u8,
     pub build_time: u32,
     pub root_nid_64: u64,
+    /// The metabox inode (first extension slot; with INCOMPAT_METABOX).
+    pub metabox_nid: u64,
 }
 
 impl Superblock {
@@ -149,9 +154,24 @@ impl Superblock {
             xattr_prefix_start: u32_at(b, 0x5C),
             packed_nid: u64_at(b, 0x60),
             xattr_filter_reserved: u8_at(b, 0x68),
+            ishare_xattr_prefix_id: u8_at(b, 0x69),
             build_time: u32_at(b, 0x6C),
             root_nid_64: u64_at(b, 0x70),
+            metabox_nid: 0,
         })
+    }
+
+    /// Decodes the first extension slot (the 16 bytes after the base
+    /// structure), present when `sb_extslots >= 1`.
+    pub fn parse_ext(&mut self, slot: &[u8; SB_EXT_SIZE - SB_BASE_SIZE]) {
+        self.metabox_nid = u64_at(slot, 0);
+    }
+
+    /// Encodes the first extension slot.
+    pub fn ext_to_bytes(&self) -> [u8; SB_EXT_SIZE - SB_BASE_SIZE] {
+        let mut b = [0u8; SB_EXT_SIZE - SB_BASE_SIZE];
+        b[..8].copy_from_slice(&self.metabox_nid.to_le_bytes());
+        b
     }
 
     /// Encodes the base 128 bytes (the checksum field as stored in `self`).
@@ -178,7 +198,10 @@ impl Superblock {
         put(0x5A, &[self.dirblkbits, self.xattr_prefix_count]);
         put(0x5C, &self.xattr_prefix_start.to_le_bytes());
         put(0x60, &self.packed_nid.to_le_bytes());
-        put(0x68, &[self.xattr_filter_reserved]);
+        put(
+            0x68,
+            &[self.xattr_filter_reserved, self.ishare_xattr_prefix_id],
+        );
         put(0x6C, &self.build_time.to_le_bytes());
         put(0x70, &self.root_nid_64.to_le_bytes());
         b
@@ -210,8 +233,10 @@ impl Superblock {
             xattr_prefix_start: 0,
             packed_nid: 0,
             xattr_filter_reserved: 0,
+            ishare_xattr_prefix_id: 0,
             build_time: 0,
             root_nid_64: 0,
+            metabox_nid: 0,
         }
     }
 
@@ -233,7 +258,31 @@ impl Superblock {
         if self.sb_size() > 4096 - 1024 {
             return Err(FormatError::invalid("sb_extslots", self.sb_extslots));
         }
+        if self.has_incompat(incompat::METABOX) {
+            if self.sb_extslots == 0 {
+                return Err(FormatError::invalid("metabox without sb_extslots", 0u8));
+            }
+            if self.metabox_nid >> 63 != 0 {
+                return Err(FormatError::invalid("metabox nid", self.metabox_nid));
+            }
+        }
         Ok(bs)
+    }
+
+    /// The signed epoch compact inodes count their mtime from.
+    pub fn epoch(&self) -> i64 {
+        // The field is a two's-complement s64 on disk.
+        i64::from_le_bytes(self.epoch.to_le_bytes())
+    }
+
+    /// Blocks of the primary device: `blocks` plus, in 48-bit images that
+    /// store the root nid in `root_nid_64`, bits 32..47 from `root_nid_16`.
+    pub fn total_blocks(&self) -> u64 {
+        if self.has_incompat(incompat::BIT48) && self.root_nid_64 != 0 {
+            u64::from(self.blocks) | (u64::from(self.root_nid_16) << 32)
+        } else {
+            u64::from(self.blocks)
+        }
     }
 
     /// Size of the superblock on disk: 128 + 16 per extension slot.
@@ -334,14 +383,48 @@ mod tests {
         sb.uuid = [7; 16];
         sb.volume_name[..3].copy_from_slice(b"abc");
         sb.feature_incompat = incompat::CHUNKED_FILE;
+        sb.ishare_xattr_prefix_id = 2;
         let b = sb.to_bytes();
         assert_eq!(&b[..4], &[0xe2, 0xe1, 0xf5, 0xe0]);
         assert_eq!(Superblock::parse(&b).unwrap(), sb);
+        sb.metabox_nid = 38;
+        let mut back = Superblock::parse(&b).unwrap();
+        back.parse_ext(&sb.ext_to_bytes());
+        assert_eq!(back, sb);
+    }
+
+    #[test]
+    fn bit48_fields() {
+        let mut sb = Superblock::empty();
+        sb.epoch = (-5i64) as u64;
+        assert_eq!(sb.epoch(), -5);
+        sb.feature_incompat = incompat::BIT48;
+        sb.blocks = 7;
+        sb.root_nid_16 = 2;
+        assert_eq!(sb.total_blocks(), 7);
+        assert_eq!(sb.root_nid(), Nid(2));
+        sb.root_nid_64 = 1 << 63;
+        assert_eq!(sb.total_blocks(), (2 << 32) | 7);
+        assert_eq!(sb.root_nid(), Nid(1 << 63));
+        sb.feature_incompat |= incompat::METABOX;
+        assert!(sb.validate().is_err(), "metabox needs an extension slot");
+        sb.sb_extslots = 1;
+        sb.metabox_nid = 38;
+        assert!(sb.validate().is_ok());
+        sb.metabox_nid |= 1 << 63;
+        assert!(sb.validate().is_err(), "metabox inode in the metabox");
     }
 
     #[test]
     fn incompat_names_cover_unknown_bits() {
         assert_eq!(incompat::names(0x280), "48bit, unknown 0x200".to_string());
+        let mut sb = Superblock::empty();
+        sb.feature_incompat = 0x380;
+        sb.sb_extslots = 1;
+        match sb.validate() {
+            Err(FormatError::UnknownIncompat { bits, .. }) => assert_eq!(bits, 0x200),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

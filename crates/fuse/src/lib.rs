@@ -213,7 +213,8 @@ fn ino_of(root: Nid, nid: Nid) -> INodeNo {
     if nid == root {
         INodeNo(1)
     } else {
-        INodeNo(nid.0 + 2)
+        // Saturating: a nid this large addresses nothing and fails to load.
+        INodeNo(nid.0.saturating_add(2))
     }
 }
 

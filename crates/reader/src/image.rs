@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ferrofs_format::compress::{CompressionConfig, ALG_COUNT};
 use ferrofs_format::device::{DeviceSlot, DEVICE_SLOT_SIZE};
 use ferrofs_format::superblock::{
-    checksum_len, compat, compute_checksum, incompat, Superblock, SB_BASE_SIZE,
+    checksum_len, compat, compute_checksum, incompat, Superblock, SB_BASE_SIZE, SB_EXT_SIZE,
 };
 use ferrofs_format::{BlockSize, FormatError, Nid, SUPERBLOCK_OFFSET};
 
@@ -67,6 +67,8 @@ pub(crate) struct Inner {
     /// Long xattr prefixes: (short base index, infix).
     pub(crate) prefixes: Vec<(u8, Vec<u8>)>,
     pub(crate) packed: Option<Arc<FileData>>,
+    /// The metabox inode (a second metadata space), if the image has one.
+    pub(crate) metabox: Option<Arc<FileData>>,
     pub(crate) cache: PclusterCache,
     /// See [`OpenOptions::whole_extents`].
     pub(crate) whole_extents: bool,
@@ -93,6 +95,11 @@ impl std::fmt::Debug for Image {
             .finish()
     }
 }
+
+/// Bit 63 of a metadata address: the byte lies in the metabox data, not on
+/// the primary device. Primary-device addresses never reach it (48-bit
+/// block numbers times at most 4 KiB stay below 2^60).
+pub const METABOX_SPACE: u64 = 1 << 63;
 
 /// Metadata blocks kept in memory (256 x 4 KiB = 1 MiB at most).
 const META_CACHE_BLOCKS: usize = 256;
@@ -126,7 +133,12 @@ impl Image {
         let mut raw = [0u8; SB_BASE_SIZE];
         read_exact(&*source, &mut raw, SUPERBLOCK_OFFSET)?;
         let at = Location::at(SUPERBLOCK_OFFSET);
-        let sb = Superblock::parse(&raw).map_err(|e| Error::format(at, e))?;
+        let mut sb = Superblock::parse(&raw).map_err(|e| Error::format(at, e))?;
+        if sb.sb_extslots >= 1 {
+            let mut ext = [0u8; SB_EXT_SIZE - SB_BASE_SIZE];
+            read_exact(&*source, &mut ext, SUPERBLOCK_OFFSET + SB_BASE_SIZE as u64)?;
+            sb.parse_ext(&ext);
+        }
         let bs = sb.validate().map_err(|e| Error::format(at, e))?;
 
         if opts.verify_checksum && sb.has_compat(compat::SB_CHKSUM) {
@@ -165,6 +177,7 @@ impl Image {
             devices,
             prefixes: Vec::new(),
             packed: None,
+            metabox: None,
             cache: PclusterCache::new(opts.cache_bytes),
             whole_extents: opts.whole_extents,
             cache_whole_reads: opts.cache_whole_reads,
@@ -177,15 +190,42 @@ impl Image {
             inner: Arc::new(inner),
         };
 
-        // The packed inode (fragments) and the long xattr prefixes need a
-        // working image to be read. Neither keeps a handle on the image, so
-        // the Arc is still unique and can be completed in place.
+        // The metabox, the packed inode (fragments) and the long xattr
+        // prefixes need a working image to be read. None keeps a handle on
+        // the image, so the Arc is still unique and can be completed in
+        // place. The metabox inode and the packed inode both live on the
+        // primary device (the superblock checks refuse a metabox nid), so
+        // neither depends on the other to be found.
+        if image.inner.sb.has_incompat(incompat::METABOX) {
+            let inode = image.inode(Nid(image.inner.sb.metabox_nid))?;
+            if !inode.is_reg() {
+                return Err(Error::corrupt(
+                    Location::nid(inode.nid.0),
+                    "the metabox inode is not a regular file",
+                ));
+            }
+            let data = FileData::new(&image, inode, false)?;
+            unique(&mut image)?.metabox = Some(Arc::new(data));
+        }
         if image.inner.sb.has_incompat(incompat::FRAGMENTS) && image.inner.sb.packed_nid != 0 {
             let inode = image.inode(Nid(image.inner.sb.packed_nid))?;
             let data = FileData::new(&image, inode, true)?;
             unique(&mut image)?.packed = Some(Arc::new(data));
         }
         let prefixes = crate::xattr::read_prefix_table(&image)?;
+        let sb = &image.inner.sb;
+        if sb.has_compat(compat::ISHARE_XATTRS)
+            && usize::from(sb.ishare_xattr_prefix_id) >= prefixes.len()
+        {
+            return Err(Error::corrupt(
+                Location::at(SUPERBLOCK_OFFSET + 0x69),
+                format!(
+                    "inode fingerprint prefix {} is not in the {}-entry prefix table",
+                    sb.ishare_xattr_prefix_id,
+                    prefixes.len()
+                ),
+            ));
+        }
         unique(&mut image)?.prefixes = prefixes;
         Ok(image)
     }
@@ -221,11 +261,23 @@ impl Image {
             .map(|d| File::from_parts(self.clone(), d.clone()))
     }
 
-    /// Reads `buf.len()` bytes of the primary device at `offset` through
-    /// the metadata block cache (reads larger than a block go straight to
-    /// the source).
+    /// The metabox inode (the metadata space of metabox images), if any.
+    pub fn metabox_file(&self) -> Option<File> {
+        self.inner
+            .metabox
+            .as_ref()
+            .map(|d| File::from_parts(self.clone(), d.clone()))
+    }
+
+    /// Reads `buf.len()` bytes of metadata at `offset` through the metadata
+    /// block cache (reads larger than a block go straight to the source).
+    /// `offset` is a metadata address: a byte of the primary device, or,
+    /// with [`METABOX_SPACE`] set, a byte of the metabox data.
     pub fn read_raw(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let bs = self.inner.bs.bytes();
+        if offset & METABOX_SPACE != 0 {
+            return self.read_metabox(buf, offset & !METABOX_SPACE);
+        }
         if buf.len() as u64 > bs {
             return read_exact(&*self.inner.source, buf, offset);
         }
@@ -241,6 +293,46 @@ impl Image {
             if avail == 0 {
                 // The block is short: the image ends here.
                 return read_exact(&*self.inner.source, &mut buf[done..], pos);
+            }
+            let n = avail.min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&block[within..within + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Reads metabox data at `offset` (through the block cache, keyed by
+    /// the block's metadata address).
+    fn read_metabox(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let at = Location::at(offset);
+        let data =
+            self.inner.metabox.as_ref().ok_or_else(|| {
+                Error::corrupt(at, "metabox address in an image without a metabox")
+            })?;
+        let past = || Error::corrupt(at, "metadata lies beyond the end of the metabox");
+        let bs = self.inner.bs.bytes();
+        let mut done = 0usize;
+        while done < buf.len() {
+            let pos = offset.checked_add(done as u64).ok_or_else(past)?;
+            let blk = pos / bs;
+            let key = (blk * bs) | METABOX_SPACE;
+            let block = match self.inner.blocks.get(key / bs) {
+                Some(b) => b,
+                None => {
+                    let start = blk * bs;
+                    let len = bs.min(data.inode.size.saturating_sub(start)) as usize;
+                    let mut v = vec![0u8; len];
+                    let n = crate::file::read_data(self, data, &mut v, start)?;
+                    v.truncate(n);
+                    let b: Arc<[u8]> = v.into();
+                    self.inner.blocks.insert(key / bs, b.clone());
+                    b
+                }
+            };
+            let within = (pos % bs) as usize;
+            let avail = <[u8]>::len(&block).saturating_sub(within);
+            if avail == 0 {
+                return Err(past());
             }
             let n = avail.min(buf.len() - done);
             buf[done..done + n].copy_from_slice(&block[within..within + n]);

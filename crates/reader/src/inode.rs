@@ -8,7 +8,7 @@ use ferrofs_format::inode::{
 use ferrofs_format::{Nid, INODE_SLOT_SIZE};
 
 use crate::error::{Error, Location, Result};
-use crate::image::Image;
+use crate::image::{Image, METABOX_SPACE};
 
 /// A validated inode.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,23 +31,27 @@ pub struct Inode {
     pub ino: u32,
     /// The raw `i_u` word (start block, compressed block count, chunk format).
     pub i_u: u32,
+    /// Flat layouts: the first data block (`i_u` plus the 16 high bits of
+    /// 48-bit images); `None` for a FLAT_PLAIN file that is all hole.
+    pub startblk: Option<u64>,
+    /// A directory stored without its "." entry (48-bit images).
+    pub dot_omitted: bool,
     pub xattr_icount: u16,
-    /// Absolute byte position of the inode.
+    /// Metadata address of the inode: a byte of the primary device, or of
+    /// the metabox data when [`METABOX_SPACE`] is set.
     pub pos: u64,
 }
+
+/// Low 48 bits: the widest block address the format stores.
+const ADDR48_MASK: u64 = (1 << 48) - 1;
+/// Low 32 bits: block addresses of compact inodes without NLINK_1.
+const ADDR32_MASK: u64 = (1 << 32) - 1;
 
 impl Inode {
     /// Loads inode `nid` from the metadata area.
     pub fn load(image: &Image, nid: Nid) -> Result<Self> {
         let at = Location::nid(nid.0);
-        if nid.0 >> 63 != 0 {
-            return Err(Error::unsupported(at, "metabox inodes"));
-        }
-        let sb = &image.inner.sb;
-        let pos = u64::from(sb.meta_blkaddr)
-            .checked_mul(image.inner.bs.bytes())
-            .and_then(|base| base.checked_add(nid.0.checked_mul(INODE_SLOT_SIZE)?))
-            .ok_or_else(|| Error::corrupt(at, "inode address overflows"))?;
+        let pos = Self::position(image, nid)?;
         let mut head = [0u8; COMPACT_INODE_SIZE];
         image
             .read_raw(&mut head, pos)
@@ -69,18 +73,37 @@ impl Inode {
         Self::validate(image, nid, pos, raw)
     }
 
+    /// The metadata address of inode `nid`: its 32-byte slot counted from
+    /// `meta_blkaddr` on the primary device, or (bit 63 set) in the
+    /// metabox data.
+    pub fn position(image: &Image, nid: Nid) -> Result<u64> {
+        let at = Location::nid(nid.0);
+        if nid.0 & METABOX_SPACE != 0 {
+            if image.inner.metabox.is_none() {
+                return Err(Error::corrupt(
+                    at,
+                    "metabox nid in an image without a metabox",
+                ));
+            }
+            return (nid.0 & !METABOX_SPACE)
+                .checked_mul(INODE_SLOT_SIZE)
+                .filter(|p| p & METABOX_SPACE == 0)
+                .map(|p| p | METABOX_SPACE)
+                .ok_or_else(|| Error::corrupt(at, "inode address overflows"));
+        }
+        u64::from(image.inner.sb.meta_blkaddr)
+            .checked_mul(image.inner.bs.bytes())
+            .and_then(|base| base.checked_add(nid.0.checked_mul(INODE_SLOT_SIZE)?))
+            .filter(|p| p & METABOX_SPACE == 0)
+            .ok_or_else(|| Error::corrupt(at, "inode address overflows"))
+    }
+
     fn validate(image: &Image, nid: Nid, pos: u64, raw: RawInode) -> Result<Self> {
         let at = Location::nid(nid.0).with_offset(pos);
         if raw.format & !I_FORMAT_KNOWN != 0 {
             return Err(Error::unsupported(
                 at,
                 format!("inode format bits {:#x}", raw.format),
-            ));
-        }
-        if raw.format & I_FORMAT_NLINK1_OR_DOT_OMITTED != 0 {
-            return Err(Error::unsupported(
-                at,
-                "48-bit inode flags (nlink_1/dot_omitted)",
             ));
         }
         let layout = raw.layout().map_err(|_| {
@@ -95,9 +118,31 @@ impl Inode {
         let (mtime, mtime_nsec) = if raw.extended {
             (raw.mtime, raw.mtime_nsec)
         } else {
-            // Compact inodes: the superblock epoch plus the stored offset.
-            let epoch = i64::try_from(sb.epoch).unwrap_or(i64::MAX);
-            (epoch.saturating_add(raw.mtime), sb.fixed_nsec)
+            // Compact inodes: the (signed) superblock epoch plus the stored
+            // unsigned offset.
+            (sb.epoch().saturating_add(raw.mtime), sb.fixed_nsec)
+        };
+        // Bit 4 of i_format: NLINK_1 on compact non-directories (nlink is 1
+        // and i_nb holds address bits 32..47), DOT_OMITTED on directories.
+        let bit4 = raw.format & I_FORMAT_NLINK1_OR_DOT_OMITTED != 0;
+        let is_dir = file_type == FileType::Directory;
+        let nlink1 = bit4 && !is_dir && !raw.extended;
+        let dot_omitted = bit4 && is_dir;
+        // (The kernel reads the bit whatever the superblock says.)
+        let nlink = if nlink1 { 1 } else { raw.nlink };
+        // Extended inodes always carry the high address bits in i_nb (0 in
+        // images older than the 48-bit layout); compact ones only with
+        // NLINK_1. An all-ones address under the applicable mask marks a
+        // FLAT_PLAIN file without blocks.
+        let (addr, mask) = if raw.extended || nlink1 {
+            (u64::from(raw.i_u) | (u64::from(raw.nb) << 32), ADDR48_MASK)
+        } else {
+            (u64::from(raw.i_u), ADDR32_MASK)
+        };
+        let startblk = if layout == DataLayout::FlatPlain && (addr ^ u64::MAX) & mask == 0 {
+            None
+        } else {
+            Some(addr)
         };
         let rdev = match file_type {
             FileType::CharDevice | FileType::BlockDevice => decode_rdev(raw.i_u),
@@ -118,7 +163,7 @@ impl Inode {
             mode: raw.mode,
             uid: raw.uid,
             gid: raw.gid,
-            nlink: raw.nlink,
+            nlink,
             size,
             mtime,
             mtime_nsec,
@@ -127,6 +172,8 @@ impl Inode {
             extended: raw.extended,
             ino: raw.ino,
             i_u: raw.i_u,
+            startblk,
+            dot_omitted,
             xattr_icount: raw.xattr_icount,
             pos,
         })

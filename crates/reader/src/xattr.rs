@@ -9,7 +9,7 @@ use ferrofs_format::xattr::{
 
 use crate::error::{Error, Location, Result};
 use crate::file::read_data;
-use crate::image::Image;
+use crate::image::{Image, METABOX_SPACE};
 use crate::inode::Inode;
 
 /// One attribute: its full name and value.
@@ -27,7 +27,12 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
     if !sb.has_incompat(incompat::XATTR_PREFIXES) || sb.xattr_prefix_count == 0 {
         return Ok(Vec::new());
     }
-    let in_packed = !sb.has_compat(compat::PLAIN_XATTR_PFX) && image.inner.packed.is_some();
+    // Where the table lives (the kernel's order): raw on the primary
+    // device when PLAIN_XATTR_PFX says so, else in the metabox data, else in
+    // the packed inode's data, else raw on the primary device.
+    let plain = sb.has_compat(compat::PLAIN_XATTR_PFX);
+    let in_metabox = !plain && image.inner.metabox.is_some();
+    let in_packed = !plain && !in_metabox && image.inner.packed.is_some();
     let read = |buf: &mut [u8], off: u64| -> Result<()> {
         match (&image.inner.packed, in_packed) {
             (Some(p), true) => {
@@ -40,6 +45,7 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
                 }
                 Ok(())
             }
+            _ if in_metabox => image.read_raw(buf, off | METABOX_SPACE),
             _ => image.read_raw(buf, off),
         }
     };
@@ -128,10 +134,13 @@ fn shared_entry(
     at: Location,
 ) -> Result<(XattrEntryHeader, Vec<u8>, Vec<u8>)> {
     let sb = image.superblock();
-    let pos = u64::from(sb.xattr_blkaddr)
+    let mut pos = u64::from(sb.xattr_blkaddr)
         .checked_mul(image.block_size().bytes())
         .and_then(|b| b.checked_add(u64::from(id) * 4))
         .ok_or_else(|| Error::corrupt(at, "shared xattr address overflows"))?;
+    if sb.has_compat(compat::SHARED_EA_IN_METABOX) && image.inner.metabox.is_some() {
+        pos |= METABOX_SPACE;
+    }
     let mut hb = [0u8; XATTR_ENTRY_HEADER_SIZE];
     image.read_raw(&mut hb, pos)?;
     let h = XattrEntryHeader::parse(&hb);
@@ -160,6 +169,25 @@ pub fn list(image: &Image, inode: &Inode) -> Result<Vec<Xattr>> {
             });
         }
     }
+    for (index, suffix, value) in inline_entries(inode, &header, &b)? {
+        if let Some(name) = full_name(image, index, &suffix) {
+            out.push(Xattr {
+                name,
+                value,
+                shared: false,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// One stored entry: (name index, name suffix, value).
+type RawEntry = (u8, Vec<u8>, Vec<u8>);
+
+/// The inline entries of an xattr body as stored, hidden ones included.
+fn inline_entries(inode: &Inode, header: &XattrBodyHeader, b: &[u8]) -> Result<Vec<RawEntry>> {
+    let at = inode.loc();
+    let mut out = Vec::new();
     let mut off = XATTR_BODY_HEADER_SIZE + 4 * usize::from(header.shared_count);
     while off < b.len() {
         let h = entry_header(&b[off..])
@@ -171,16 +199,40 @@ pub fn list(image: &Image, inode: &Inode) -> Result<Vec<Xattr>> {
         if off + size > b.len() {
             return Err(Error::corrupt(at, "xattr entry runs past the body"));
         }
-        if let Some(name) = full_name(image, h.name_index, &b[start..name_end]) {
-            out.push(Xattr {
-                name,
-                value: b[name_end..value_end].to_vec(),
-                shared: false,
-            });
-        }
+        out.push((
+            h.name_index,
+            b[start..name_end].to_vec(),
+            b[name_end..value_end].to_vec(),
+        ));
         off += size;
     }
     Ok(out)
+}
+
+/// The inode fingerprint (`--xattr-inode-digest`) of an image with
+/// COMPAT_ISHARE_XATTRS: the value of the inline entry whose long prefix is
+/// the superblock's `ishare_xattr_prefix_id` and whose suffix is empty
+/// (hidden from listings when the prefix has no short base). `None` when
+/// the image or the inode has none.
+pub fn fingerprint(image: &Image, inode: &Inode) -> Result<Option<Vec<u8>>> {
+    let sb = image.superblock();
+    if !sb.has_compat(compat::ISHARE_XATTRS) {
+        return Ok(None);
+    }
+    let id = sb.ishare_xattr_prefix_id;
+    if usize::from(id) >= image.inner.prefixes.len() {
+        return Err(Error::corrupt(
+            Location::at(ferrofs_format::SUPERBLOCK_OFFSET + 0x69),
+            format!("fingerprint prefix {id} is not in the prefix table"),
+        ));
+    }
+    let Some((header, b)) = body(image, inode)? else {
+        return Ok(None);
+    };
+    Ok(inline_entries(inode, &header, &b)?
+        .into_iter()
+        .find(|(index, suffix, _)| *index == LONG_PREFIX_FLAG | id && suffix.is_empty())
+        .map(|(_, _, value)| value))
 }
 
 /// Whether the inode's name filter rules `name` out without a scan.

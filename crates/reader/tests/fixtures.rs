@@ -1,5 +1,8 @@
 //! The reader against the reference images in testdata/ (made by
-//! mkfs.erofs 1.8.6 and 1.5 from the tree scripts/make-fixtures.sh builds):
+//! mkfs.erofs 1.8.6 and 1.5 from the tree scripts/make-fixtures.sh builds)
+//! and testdata/v19/ (mkfs.erofs 1.9.4, scripts/make-fixtures-19.sh: the
+//! same tree plus new/, in the 48-bit, metabox, dot-omitted, --zD and --MZ
+//! forms; the `*times*` images hold another tree and are tested apart):
 //! contents, metadata and xattrs as that script wrote them, partial
 //! decoding, the cache budget, and concurrent readers.
 
@@ -9,16 +12,27 @@ use std::sync::Arc;
 use ferrofs::format::inode::FileType;
 use ferrofs::{Image, OpenOptions};
 
-fn fixture_paths() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+fn images_in(dir: &str) -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "erofs"))
         .collect();
     v.sort();
-    assert!(v.len() >= 8);
     v
+}
+
+/// Every image of the shared fixture tree, 1.8.6/1.5 and 1.9.4 ones.
+fn fixture_paths() -> Vec<PathBuf> {
+    let old = images_in("../../testdata");
+    assert!(old.len() >= 8);
+    let new: Vec<PathBuf> = images_in("../../testdata/v19")
+        .into_iter()
+        .filter(|p| !p.to_string_lossy().contains("times"))
+        .collect();
+    assert!(new.len() >= 20);
+    old.into_iter().chain(new).collect()
 }
 
 fn open(p: &PathBuf, cache: usize) -> Image {
@@ -203,8 +217,11 @@ fn sequential_reads_decode_each_pcluster_at_most_twice_and_respect_the_budget() 
                 })
                 .count() as u64
         };
-        // Fragments are decoded through the packed inode's pclusters.
-        let extents = pclusters(&f) + image.packed_file().map_or(0, |p| pclusters(&p));
+        // Fragments are decoded through the packed inode's pclusters, and
+        // inodes of metabox images through the metabox's.
+        let extents = pclusters(&f)
+            + image.packed_file().map_or(0, |p| pclusters(&p))
+            + image.metabox_file().map_or(0, |m| pclusters(&m));
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
         loop {

@@ -172,6 +172,47 @@ pub fn option_matrix() -> Vec<(&'static str, Vec<&'static str>, bool)> {
     ]
 }
 
+/// The options only the newest mkfs.erofs (1.9.x) has: `(name, mkfs options)`. Each turns on
+/// one of the 2025 on-disk features (48-bit layout and encoded extents, dot-omitted
+/// directories, the metabox, compressed directories, the metadata zone, inode fingerprints),
+/// alone or combined with the older ones.
+pub fn option_matrix_next() -> Vec<(&'static str, Vec<&'static str>)> {
+    vec![
+        ("e48", vec!["-E48bit"]),
+        ("e48_zstd_C128k", vec!["-E48bit", "-zzstd", "-C131072"]),
+        (
+            "e48_lz4hc_C64k_frag_dedupe",
+            vec!["-E48bit", "-zlz4hc", "-C65536", "-Efragments,dedupe"],
+        ),
+        (
+            "e48_lzma_ztail",
+            vec!["-E48bit", "-zlzma", "-Eztailpacking"],
+        ),
+        ("e48_deflate_chunk", vec!["-E48bit", "--chunksize=8192"]),
+        ("dot_omitted_lz4", vec!["-Edot-omitted", "-zlz4"]),
+        ("metabox", vec!["-m4096"]),
+        (
+            "metabox_lz4hc_tail_frag",
+            vec!["-m4096:lz4hc", "-zlz4hc", "-Eztailpacking,fragments"],
+        ),
+        ("zD_zstd", vec!["--zD", "-zzstd"]),
+        ("MZ_lz4", vec!["--MZ", "-zlz4"]),
+        ("digest", vec!["--xattr-inode-digest"]),
+        (
+            "kitchen_sink",
+            vec![
+                "-E48bit",
+                "-Edot-omitted",
+                "-m4096:zstd",
+                "--zD",
+                "-zzstd",
+                "-C65536",
+                "-Efragments,dedupe,ztailpacking",
+            ],
+        ),
+    ]
+}
+
 /// Builds an image: `mkfs -U IMAGE_UUID OPTS OUT SRC` (no `-T`: real mtimes are wanted;
 /// `SOURCE_DATE_EPOCH` is removed from the environment for the same reason).
 /// [`COMPRESS_HINTS_ARG`] in `opts` is replaced by a hints file written next to `out`.

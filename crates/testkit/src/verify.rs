@@ -58,8 +58,9 @@ pub fn build_at_two_thread_counts(
 
 /// Checks image `img` of tree `src`: the kernel's mount shows `src`
 /// (contents and metadata), `ferrofs extract` (into a directory under
-/// `work`) gives what the kernel shows, and `ferrofs fsck` and fsck.erofs
-/// 1.8.6 (when installed) accept it. Returns the failures, prefixed with
+/// `work`) gives what the kernel shows, and `ferrofs fsck`, fsck.erofs
+/// 1.8.6 (for images it can read) and 1.9.x, and dump.erofs 1.9.x's
+/// statistics walk (when installed) accept it. Returns the failures, prefixed with
 /// `name`.
 pub fn image_reads_as_source(
     ferrofs: &Path,
@@ -90,12 +91,34 @@ pub fn image_reads_as_source(
     if let Err(e) = run_ok(Command::new(ferrofs).arg("fsck").arg(img)) {
         f.push(format!("{name}: ferrofs fsck: {e}"));
     }
-    if let Some(fsck) = tools::fsck_upstream() {
+    // fsck.erofs 1.8.6 for images in the format it knows; 1.9.x (fsck, and
+    // dump's statistics walk) for every image.
+    let fscks = (!uses_2025_features(img))
+        .then(tools::fsck_upstream)
+        .flatten()
+        .into_iter()
+        .chain(tools::fsck_next());
+    for fsck in fscks {
         if let Err(e) = run_ok(Command::new(&fsck.path).arg(img)) {
             f.push(format!("{name}: fsck.erofs {}: {e}", fsck.version));
         }
     }
+    if let Some(dump) = tools::dump_next() {
+        if let Err(e) = run_ok(Command::new(&dump.path).arg("-S").arg(img)) {
+            f.push(format!("{name}: dump.erofs {} -S: {e}", dump.version));
+        }
+    }
     f
+}
+
+/// Whether the image at `img` sets an incompat feature of the 2025 format
+/// (48-bit layout, metabox), which erofs-utils 1.8 does not read.
+pub fn uses_2025_features(img: &Path) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut b = [0u8; 4];
+    fs::File::open(img)
+        .and_then(|f| f.read_exact_at(&mut b, 1024 + 0x50))
+        .is_ok_and(|()| u32::from_le_bytes(b) & 0x180 != 0)
 }
 
 /// [`build_at_two_thread_counts`], then (when the build worked)

@@ -285,23 +285,8 @@ fn write_packed(
     pool: &rayon::ThreadPool,
 ) -> Result<InodeId> {
     let bs = opts.block_size();
-    let (pid, offsets) = add_packed_inode(tree, plan, fr, opts);
-    placed.start_blk.push(0);
-    placed.chunk_blk.push(Vec::new());
-    let t: &Tree = tree;
-    let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
-    let ex = pool.install(|| compress_window(t, &zc, opts, &[pid], false, false))?;
-    match ex.into_iter().next().flatten() {
-        Some(ex) => {
-            let z = write_compressed(w, tree, plan, pid, ex, opts, None, None)?;
-            apply_z(plan, pid, z);
-        }
-        None => {
-            let mut buf = vec![0u8; 1 << 20];
-            let (s, _) = write_flat(w, None, tree, &plan.inodes[pid], pid, bs, &mut buf, None)?;
-            placed.start_blk[pid] = s;
-        }
-    }
+    let (pid, offsets) = add_packed_inode(tree, plan, fr, opts)?;
+    write_synthetic(w, tree, plan, placed, pid, opts, pool)?;
     for id in 0..plan.inodes.len() {
         let ix = plan.inodes[id].inode_size() + plan.xattrs.bodies[id].len() as u64;
         let size = plan.inodes[id].size;
@@ -334,6 +319,37 @@ fn write_packed(
     }
     plan.order.push(pid);
     Ok(pid)
+}
+
+/// Writes the data of an inode the build made itself (the packed inode,
+/// the metabox), just added to the tree and the plan: compressed as its
+/// plan says when that saves space, else flat.
+pub(super) fn write_synthetic(
+    w: &mut Writer,
+    tree: &Tree,
+    plan: &mut Plan,
+    placed: &mut Placed,
+    id: InodeId,
+    opts: &BuildOptions,
+    pool: &rayon::ThreadPool,
+) -> Result<()> {
+    let bs = opts.block_size();
+    placed.start_blk.resize(tree.inodes.len(), 0);
+    placed.chunk_blk.resize(tree.inodes.len(), Vec::new());
+    let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
+    let ex = pool.install(|| compress_window(tree, &zc, opts, &[id], false, false))?;
+    match ex.into_iter().next().flatten() {
+        Some(ex) => {
+            let z = write_compressed(w, tree, plan, id, ex, opts, None, None)?;
+            apply_z(plan, id, z);
+        }
+        None => {
+            let mut buf = vec![0u8; 1 << 20];
+            let (s, _) = write_flat(w, None, tree, &plan.inodes[id], id, bs, &mut buf, None)?;
+            placed.start_blk[id] = s;
+        }
+    }
+    Ok(())
 }
 
 /// Writes symlink targets that need blocks (longer than an inline tail

@@ -4,7 +4,7 @@
 
 use ferrofs_format::chunk::NULL_ADDR;
 use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
-use ferrofs_format::inode::{DataLayout, RawInode};
+use ferrofs_format::inode::{DataLayout, RawInode, I_FORMAT_NLINK1_OR_DOT_OMITTED};
 use ferrofs_format::Nid;
 
 use super::data::Placed;
@@ -17,8 +17,17 @@ use crate::tree::{InodeId, Kind, Tree};
 
 /// Where the metadata went, and the image's size.
 pub(super) struct Meta {
+    /// The metadata area on the primary device.
     pub(super) lay: MetaLayout,
     pub(super) total_blocks: u64,
+    pub(super) root_nid: u64,
+    /// The metabox inode's nid, when there is one.
+    pub(super) metabox_nid: Option<u64>,
+    /// Byte offset of the long-prefix table in its space (the primary
+    /// device or the metabox data; unused when it is in the packed inode).
+    pub(super) prefix_start: u64,
+    /// Base block of shared xattr ids (in the metabox data with one).
+    pub(super) xattr_blkaddr: u64,
 }
 
 /// Writes the metadata area and the directory blocks after the data.
@@ -30,17 +39,12 @@ pub(super) fn write_meta(
     bs: u64,
 ) -> Result<Meta> {
     let data_end = w.block(bs);
-    let item_len: Vec<u64> = (0..tree.inodes.len())
-        .map(|id| {
-            let p = &plan.inodes[id];
-            let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
-            match &p.z {
-                Some(z) => ix + z.tail_len(ix),
-                None => ix + p.table_len(ix) + p.tail,
-            }
-        })
-        .collect();
-    let prefixes = plan.xattrs.prefix_table();
+    let item_len = item_lengths(plan, tree.inodes.len());
+    let prefixes = if plan.xattrs.prefixes_in_packed {
+        Vec::new()
+    } else {
+        plan.xattrs.prefix_table()
+    };
     let lay = layout_meta(
         &plan.order,
         &item_len,
@@ -71,6 +75,11 @@ pub(super) fn write_meta(
         put_inode(&mut meta, tree, plan, placed, &lay, id, serial, bs)?;
     }
     w.write(&meta)?;
+    let (root_nid, prefix_start, xattr_blkaddr) = (
+        lay.nid(plan.order[0], bs),
+        lay.prefix_start,
+        lay.meta_blkaddr,
+    );
     // Directory blocks.
     for &id in &plan.order {
         let p = &plan.inodes[id];
@@ -84,13 +93,35 @@ pub(super) fn write_meta(
             w.pad_to_block(bs)?;
         }
     }
-    Ok(Meta { lay, total_blocks })
+    Ok(Meta {
+        lay,
+        total_blocks,
+        root_nid,
+        metabox_nid: None,
+        prefix_start,
+        xattr_blkaddr,
+    })
+}
+
+/// Bytes of each inode's record: the inode, its xattrs and what follows
+/// them (index, chunk table, inline tail).
+pub(super) fn item_lengths(plan: &Plan, n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|id| {
+            let p = &plan.inodes[id];
+            let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+            match &p.z {
+                Some(z) => ix + z.tail_len(ix),
+                None => ix + p.table_len(ix) + p.tail,
+            }
+        })
+        .collect()
 }
 
 /// Encodes inode `id` (the `serial`-th in nid order) with its xattrs and
 /// what follows them into its place in `meta`.
 #[allow(clippy::too_many_arguments)]
-fn put_inode(
+pub(super) fn put_inode(
     meta: &mut [u8],
     tree: &Tree,
     plan: &Plan,
@@ -117,17 +148,36 @@ fn put_inode(
             _ if p.rdev.is_some() => p.rdev.unwrap_or(0),
             _ if p.blocks > 0 => placed.start_blk[id] as u32,
             DataLayout::FlatInline => u32::MAX,
+            _ if p.all_hole => u32::MAX,
             _ => 0,
         }
     };
+    // Extended inodes carry address bits 32..47 in i_nb: all ones for the
+    // null address of an all-hole file, else 0 (addresses stay 32-bit).
+    let nb = if p.all_hole && p.extended { 0xFFFF } else { 0 };
+    // Bit 4: DOT_OMITTED on directories (NLINK_1 is never needed).
+    let format = p.layout.bits() << 1
+        | if p.dot_omitted {
+            I_FORMAT_NLINK1_OR_DOT_OMITTED
+        } else {
+            0
+        };
+    let mtime = if p.extended {
+        p.mtime
+    } else if plan.bit48 {
+        // An unsigned offset from the epoch (plan checked it fits).
+        p.mtime - plan.epoch
+    } else {
+        0
+    };
     let raw = RawInode {
-        format: p.layout.bits() << 1,
+        format,
         extended: p.extended,
         xattr_icount,
         mode: p.mode,
-        nb: 0,
+        nb,
         size: p.size,
-        mtime: if p.extended { p.mtime } else { 0 },
+        mtime,
         mtime_nsec: p.mtime_nsec,
         i_u,
         ino: (serial + 1) as u32,
@@ -192,7 +242,7 @@ fn put_inode(
 }
 
 /// Encodes a directory block (entries, then names).
-fn dir_block(p: &InodePlan, block: usize, lay: &MetaLayout, bs: u64) -> Vec<u8> {
+pub(super) fn dir_block(p: &InodePlan, block: usize, lay: &MetaLayout, bs: u64) -> Vec<u8> {
     let entries = &p.dir_blocks[block];
     let mut b = Vec::new();
     let mut nameoff = (entries.len() * DIRENT_SIZE) as u16;

@@ -8,6 +8,7 @@
 
 mod data;
 mod meta;
+mod metabox;
 mod stored;
 mod superblock;
 
@@ -328,7 +329,7 @@ fn write_image(
 ) -> Result<Summary> {
     let bs = opts.block_size();
     let records = superblock::compression_records(opts, bs);
-    let mut sb_end = 1024 + 128 + records.0.len() as u64;
+    let mut sb_end = 1024 + superblock::sb_size(opts) as u64 + records.0.len() as u64;
     // The device table (one slot, for the blob) follows, slot-aligned.
     let devt = blob.map(|_| {
         let at = sb_end.next_multiple_of(DEVICE_SLOT_SIZE as u64);
@@ -361,7 +362,10 @@ fn write_image(
             source,
         })?;
     let mut placed = data::write_data(&mut w, blob_w.as_mut(), tree, plan, opts, progress, pool)?;
-    let meta = meta::write_meta(&mut w, tree, plan, &mut placed, bs)?;
+    let meta = match &opts.metabox {
+        Some(mb) => metabox::write_meta(&mut w, tree, plan, &mut placed, opts, *mb, pool)?,
+        None => meta::write_meta(&mut w, tree, plan, &mut placed, bs)?,
+    };
     w.data.flush().map_err(|source| BuildError::Output {
         path: output.to_path_buf(),
         source,

@@ -30,6 +30,11 @@ pub(super) fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16
         .map(|h| h.pcluster_bytes)
         .chain([c.pcluster_bytes])
         .chain(c.packed_pcluster)
+        .chain(
+            opts.metabox
+                .filter(|m| m.compressor.is_some())
+                .map(|m| m.pcluster_bytes),
+        )
         .max()
         .unwrap_or(bs);
     let mut bitmap = 0u16;
@@ -74,6 +79,16 @@ pub(super) fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16
         rec(&p);
     }
     (r, bitmap, true)
+}
+
+/// Bytes of the superblock: one extension slot (the metabox nid) with a
+/// metabox.
+pub(super) fn sb_size(opts: &BuildOptions) -> usize {
+    if opts.metabox.is_some() {
+        144
+    } else {
+        128
+    }
 }
 
 /// The blob (`--blobdev`): where its device slot goes, its length, and a
@@ -144,21 +159,54 @@ pub(super) fn write_head(
         }
     }
     if !plan.xattrs.prefixes.is_empty() {
+        // The table is at the head of the packed inode's data, or raw on
+        // the primary device; then say so, or a 6.17+ kernel looks for it
+        // in the packed inode (mkfs.erofs 1.9 sets the bit whenever it
+        // writes the table there).
+        if !plan.xattrs.prefixes_in_packed {
+            let on_device = opts.metabox.is_none() && (packed.is_some() || opts.uses_48bit());
+            if opts.plain_xattr_prefixes || on_device {
+                sb.feature_compat |= compat::PLAIN_XATTR_PFX;
+            }
+            sb.xattr_prefix_start = (meta.prefix_start / 4) as u32;
+        }
         sb.feature_incompat |= incompat::XATTR_PREFIXES;
+        if let Some(id) = plan.xattrs.digest_prefix {
+            sb.feature_compat |= compat::ISHARE_XATTRS;
+            sb.ishare_xattr_prefix_id = id;
+        }
         sb.xattr_prefix_count = plan.xattrs.prefixes.len() as u8;
-        sb.xattr_prefix_start = (lay.prefix_start / 4) as u32;
     }
-    sb.root_nid_16 = lay.nid(plan.order[0], bs) as u16;
+    if let Some(mb) = meta.metabox_nid {
+        // The root is in the metabox: its nid needs the 64-bit field
+        // (root_nid_16 then holds the high bits of the block count).
+        sb.feature_incompat |= incompat::METABOX;
+        sb.sb_extslots = 1;
+        sb.metabox_nid = mb;
+        sb.root_nid_64 = meta.root_nid;
+        // Shared xattrs in the metabox data, said so (6.18 would look for
+        // them on the device and, for some inodes, read the wrong page).
+        if !plan.xattrs.shared.is_empty() {
+            sb.feature_compat |= compat::SHARED_EA_IN_METABOX;
+        }
+    } else {
+        sb.root_nid_16 = meta.root_nid as u16;
+    }
     if let Some(pid) = packed {
         sb.feature_incompat |= incompat::FRAGMENTS;
         sb.packed_nid = lay.nid(pid, bs);
     }
     sb.inos = plan.order.len() as u64;
-    sb.epoch = plan.epoch as u64;
+    // Two's complement: the 48-bit layout's epoch may be negative.
+    sb.epoch = u64::from_le_bytes(plan.epoch.to_le_bytes());
     sb.fixed_nsec = plan.fixed_nsec;
+    if plan.bit48 {
+        sb.feature_incompat |= incompat::BIT48;
+        sb.build_time = plan.build_time;
+    }
     sb.blocks = total_blocks as u32;
     sb.meta_blkaddr = lay.meta_blkaddr as u32;
-    sb.xattr_blkaddr = lay.meta_blkaddr as u32;
+    sb.xattr_blkaddr = meta.xattr_blkaddr as u32;
     sb.volume_name[..opts.label.len()].copy_from_slice(&opts.label);
     if let Some(b) = &blob {
         sb.feature_incompat |= incompat::DEVICE_TABLE;
@@ -169,7 +217,8 @@ pub(super) fn write_head(
         BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
     let head_len = (1024 + checksum_len(bsz)).max(sb_end as usize);
     let mut head = vec![0u8; head_len];
-    head[1152..1152 + records.len()].copy_from_slice(&records);
+    let rec_at = 1024 + sb_size(opts);
+    head[rec_at..rec_at + records.len()].copy_from_slice(&records);
     if let Some(b) = &blob {
         // Untagged, as mkfs.erofs leaves it; mapped after the image's own
         // blocks in the unified address space.
@@ -178,6 +227,9 @@ pub(super) fn write_head(
         head[at + 68..at + 72].copy_from_slice(&(total_blocks as u32).to_le_bytes());
     }
     head[1024..1152].copy_from_slice(&sb.to_bytes());
+    if sb.sb_extslots > 0 {
+        head[1152..1168].copy_from_slice(&sb.ext_to_bytes());
+    }
     sb.uuid = match opts.uuid {
         Some(u) => u,
         None => {

@@ -56,6 +56,10 @@ impl MapHeader {
     pub fn whole_file_fragment(&self) -> Option<u64> {
         (self.cluster_bits >> FRAGMENT_INODE_BIT != 0).then_some(self.raw & !(1u64 << 63))
     }
+    /// The eight header bytes as stored.
+    pub fn raw_bytes(&self) -> [u8; MAP_HEADER_SIZE] {
+        self.raw.to_le_bytes()
+    }
     pub fn has(&self, bit: u16) -> bool {
         self.advise & bit != 0
     }
@@ -395,4 +399,5 @@ mod tests {
 }
 
 mod encode;
+pub mod extent;
 pub use encode::*;

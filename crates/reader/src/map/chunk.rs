@@ -22,9 +22,6 @@ impl ChunkMap {
         let format = ChunkFormat::parse(inode.i_u).map_err(|_| {
             Error::unsupported(inode.loc(), format!("chunk format {:#x}", inode.i_u))
         })?;
-        if format.bit48 {
-            return Err(Error::unsupported(inode.loc(), "48-bit chunk indexes"));
-        }
         let chunkbits = u32::from(image.block_size().bits()) + u32::from(format.chunkbits_extra);
         if chunkbits > 48 {
             return Err(Error::corrupt(
@@ -56,7 +53,7 @@ impl ChunkMap {
         let e = if self.format.indexes {
             let mut b = [0u8; 8];
             image.read_raw(&mut b, pos)?;
-            let mut e = ChunkEntry::parse_index(&b, false);
+            let mut e = ChunkEntry::parse_index(&b, self.format.bit48);
             e.device_id &= self.device_mask;
             e
         } else {

@@ -20,6 +20,16 @@ use crate::inode::Inode;
 /// Largest decoded extent accepted (the kernel's limit).
 pub const MAX_EXTENT_BYTES: u64 = 12 << 20;
 
+/// Metadata address of a compressed inode's map header: the inode end
+/// rounded up to 8 bytes.
+pub(crate) fn header_pos(inode: &Inode) -> Result<u64> {
+    inode
+        .inode_end()
+        .checked_add(7)
+        .map(|e| e & !7)
+        .ok_or_else(|| Error::corrupt(inode.loc(), "map header address overflows"))
+}
+
 /// Mapping state of a compressed inode.
 #[derive(Clone, Debug)]
 pub struct ZMap {
@@ -49,7 +59,7 @@ struct Loaded {
 impl ZMap {
     pub(crate) fn new(image: &Image, inode: &Inode, is_packed: bool) -> Result<Self> {
         let at = inode.loc();
-        let hpos = inode.inode_end().div_ceil(8) * 8;
+        let hpos = header_pos(inode)?;
         let mut hb = [0u8; MAP_HEADER_SIZE];
         image.read_raw(&mut hb, hpos)?;
         let header = MapHeader::parse(&hb);

@@ -10,7 +10,8 @@ use crate::inode::Inode;
 
 #[derive(Clone, Debug)]
 pub struct FlatMap {
-    startblk: u64,
+    /// `None`: a FLAT_PLAIN file stored without blocks (reads as zeros).
+    startblk: Option<u64>,
     /// Bytes stored in whole blocks (the rest, if any, is inline).
     block_bytes: u64,
     inline_pos: Option<u64>,
@@ -19,7 +20,7 @@ pub struct FlatMap {
 impl FlatMap {
     pub(crate) fn new(image: &Image, inode: &Inode) -> Result<Self> {
         let bs = image.block_size().bytes();
-        let startblk = u64::from(inode.i_u);
+        let startblk = inode.startblk;
         let size = inode.size;
         let (block_bytes, inline_pos) = if inode.layout == DataLayout::FlatInline && size > 0 {
             let tail = size - (size - 1) / bs * bs;
@@ -34,7 +35,7 @@ impl FlatMap {
         } else {
             (size, None)
         };
-        if block_bytes > 0 {
+        if let (true, Some(startblk)) = (block_bytes > 0, startblk) {
             startblk
                 .checked_mul(bs)
                 .and_then(|p| p.checked_add(block_bytes))
@@ -52,13 +53,18 @@ impl FlatMap {
     pub(crate) fn map(&self, image: &Image, inode: &Inode, offset: u64) -> Result<Extent> {
         let bs = image.block_size().bytes();
         if offset < self.block_bytes {
+            let kind = match self.startblk {
+                // new() checked that the blocks fit the address space.
+                Some(blk) => ExtentKind::Raw {
+                    device: 0,
+                    pos: blk * bs,
+                },
+                None => ExtentKind::Hole,
+            };
             return Ok(Extent {
                 logical: 0,
                 len: self.block_bytes,
-                kind: ExtentKind::Raw {
-                    device: 0,
-                    pos: self.startblk * bs,
-                },
+                kind,
             });
         }
         match self.inline_pos {
@@ -71,8 +77,8 @@ impl FlatMap {
         }
     }
 
-    /// First data block, for the dump.
-    pub fn start_block(&self) -> u64 {
+    /// First data block, for the dump (`None`: no blocks, all hole).
+    pub fn start_block(&self) -> Option<u64> {
         self.startblk
     }
     /// Position of the inline tail, if any.

@@ -4,9 +4,11 @@
 
 pub mod chunk;
 pub mod compressed;
+pub mod extents;
 pub mod flat;
 
 use ferrofs_codec::Algorithm;
+use ferrofs_format::zmap::{advise, MapHeader, MAP_HEADER_SIZE};
 
 use crate::error::{Error, Result};
 use crate::image::Image;
@@ -74,6 +76,8 @@ pub enum DataMap {
     Flat(flat::FlatMap),
     Chunk(chunk::ChunkMap),
     Compressed(compressed::ZMap),
+    /// A compressed inode mapped by encoded extent records (48-bit images).
+    Extents(extents::ExtentMap),
 }
 
 impl DataMap {
@@ -83,7 +87,22 @@ impl DataMap {
             FlatPlain | FlatInline => DataMap::Flat(flat::FlatMap::new(image, inode)?),
             ChunkBased => DataMap::Chunk(chunk::ChunkMap::new(image, inode)?),
             CompressedFull | CompressedCompact => {
-                DataMap::Compressed(compressed::ZMap::new(image, inode, is_packed)?)
+                let hpos = compressed::header_pos(inode)?;
+                let mut hb = [0u8; MAP_HEADER_SIZE];
+                image.read_raw(&mut hb, hpos)?;
+                let header = MapHeader::parse(&hb);
+                // A whole-file fragment is recognised before anything else;
+                // extent records exist only in COMPRESSED_FULL inodes.
+                if header.whole_file_fragment().is_none()
+                    && inode.layout == CompressedFull
+                    && header.has(advise::EXTENTS)
+                {
+                    DataMap::Extents(extents::ExtentMap::new(
+                        image, inode, hpos, &header, is_packed,
+                    )?)
+                } else {
+                    DataMap::Compressed(compressed::ZMap::new(image, inode, is_packed)?)
+                }
             }
         })
     }
@@ -94,6 +113,7 @@ impl DataMap {
             DataMap::Flat(m) => m.map(image, inode, offset)?,
             DataMap::Chunk(m) => m.map(image, inode, offset)?,
             DataMap::Compressed(m) => m.map(image, inode, offset)?,
+            DataMap::Extents(m) => m.map(image, inode, offset)?,
         };
         if e.len == 0 || offset < e.logical || offset >= e.end() || e.end() > inode.size {
             return Err(Error::corrupt(

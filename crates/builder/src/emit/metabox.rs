@@ -1,0 +1,214 @@
+//! The metabox (`-m`): every inode of the tree, with its xattrs, index or
+//! chunk table and inline tail, plus the shared xattrs and the long-prefix
+//! table (unless it is plain), laid out in a second metadata space that
+//! is the data of one more inode, the metabox inode. Directory blocks and
+//! file data stay on the primary device, where the metabox data follows
+//! them, and a small metadata area after it holds the only inodes that
+//! must stay there: the packed inode and the metabox inode itself.
+//!
+//! `[data][directory blocks][metabox data][packed inode, metabox inode]`
+
+use std::os::unix::fs::FileExt;
+
+use ferrofs_format::inode::DataLayout;
+
+use super::data::{write_synthetic, Placed};
+use super::meta::{dir_block, item_lengths, put_inode, Meta};
+use super::Writer;
+use crate::content::{Content, Segment};
+use crate::error::{BuildError, Result};
+use crate::layout::{layout_meta, METABOX_NID_BIT};
+use crate::options::{BuildOptions, MetaboxOptions};
+use crate::plan::{InodePlan, Plan};
+use crate::tree::{InodeId, Kind, Tree};
+
+/// Writes the directory blocks, the metabox and the primary metadata area
+/// after the data.
+pub(super) fn write_meta(
+    w: &mut Writer,
+    tree: &mut Tree,
+    plan: &mut Plan,
+    placed: &mut Placed,
+    opts: &BuildOptions,
+    mb: MetaboxOptions,
+    pool: &rayon::ThreadPool,
+) -> Result<Meta> {
+    let bs = opts.block_size();
+    // Everything but the packed inode goes into the metabox.
+    let boxed: Vec<InodeId> = plan
+        .order
+        .iter()
+        .copied()
+        .filter(|&id| Some(id) != placed.packed)
+        .collect();
+    let item_len = item_lengths(plan, tree.inodes.len());
+    let prefixes = if plan.xattrs.prefixes_in_packed || opts.plain_xattr_prefixes {
+        Vec::new()
+    } else {
+        plan.xattrs.prefix_table()
+    };
+    let mut lay = layout_meta(
+        &boxed,
+        &item_len,
+        prefixes.len() as u64,
+        plan.xattrs.shared.len() as u64,
+        bs,
+        0,
+    )?;
+    lay.space = METABOX_NID_BIT;
+
+    // Directory blocks right after the data, on the primary device.
+    let mut cursor = w.block(bs);
+    for &id in &boxed {
+        if tree.inodes[id].is_dir() && plan.inodes[id].blocks > 0 {
+            placed.start_blk[id] = cursor;
+            cursor += plan.inodes[id].blocks;
+        }
+    }
+    for &id in &boxed {
+        let p = &plan.inodes[id];
+        if !tree.inodes[id].is_dir() || p.blocks == 0 {
+            continue;
+        }
+        for b in 0..p.blocks as usize {
+            w.write(&dir_block(p, b, &lay, bs))?;
+            w.pad_to_block(bs)?;
+        }
+    }
+
+    // The metabox data: prefix table, shared xattrs, inodes.
+    let mut data = vec![0u8; (lay.meta_blocks * bs) as usize];
+    data[..prefixes.len()].copy_from_slice(&prefixes);
+    let ss = lay.shared_start as usize;
+    data[ss..ss + plan.xattrs.shared.len()].copy_from_slice(&plan.xattrs.shared);
+    for (serial, &id) in boxed.iter().enumerate() {
+        put_inode(&mut data, tree, plan, placed, &lay, id, serial, bs)?;
+    }
+    // Trailing zeros of the last block are not data.
+    let used = boxed
+        .iter()
+        .map(|&id| lay.pos[id] + item_len[id])
+        .chain([lay.shared_start + plan.xattrs.shared.len() as u64])
+        .max()
+        .unwrap_or(0);
+    data.truncate(used as usize);
+    let root_nid = lay.nid(plan.order[0], bs);
+    let prefix_start = lay.prefix_start;
+
+    let mid = add_metabox_inode(tree, plan, &data, opts, mb, w.output)?;
+    write_synthetic(w, tree, plan, placed, mid, opts, pool)?;
+
+    // The primary metadata area: the packed inode and the metabox inode.
+    let primary: Vec<InodeId> = placed.packed.into_iter().chain([mid]).collect();
+    let item_len = item_lengths(plan, tree.inodes.len());
+    let data_end = w.block(bs);
+    // A plain long-prefix table stays raw on the primary device.
+    let plain = if opts.plain_xattr_prefixes && !plan.xattrs.prefixes_in_packed {
+        plan.xattrs.prefix_table()
+    } else {
+        Vec::new()
+    };
+    // At least one slot before the first inode: nid 0 would read as "no
+    // packed inode".
+    let head = (plain.len() as u64).max(32);
+    let play = layout_meta(&primary, &item_len, head, 0, bs, data_end)?;
+    let mut meta = vec![0u8; (play.meta_blocks * bs) as usize];
+    meta[..plain.len()].copy_from_slice(&plain);
+    let prefix_start = if plain.is_empty() {
+        prefix_start
+    } else {
+        play.prefix_start
+    };
+    for (k, &id) in primary.iter().enumerate() {
+        put_inode(
+            &mut meta,
+            tree,
+            plan,
+            placed,
+            &play,
+            id,
+            boxed.len() + k,
+            bs,
+        )?;
+    }
+    w.write(&meta)?;
+    let total_blocks = (play.meta_blkaddr + play.meta_blocks).max(4096u64.div_ceil(bs));
+    if total_blocks > u64::from(u32::MAX) {
+        return Err(BuildError::TooLarge(format!("{total_blocks} blocks")));
+    }
+    let metabox_nid = play.nid(mid, bs);
+    plan.order.push(mid);
+    Ok(Meta {
+        lay: play,
+        total_blocks,
+        root_nid,
+        metabox_nid: Some(metabox_nid),
+        prefix_start,
+        xattr_blkaddr: 0,
+    })
+}
+
+/// Adds the metabox inode (a regular file no directory names, whose bytes
+/// are `data`) to the tree and the plan; returns its id.
+fn add_metabox_inode(
+    tree: &mut Tree,
+    plan: &mut Plan,
+    data: &[u8],
+    opts: &BuildOptions,
+    mb: MetaboxOptions,
+    output: &std::path::Path,
+) -> Result<InodeId> {
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let spool = crate::spool::unlinked_file(dir, "metabox")?;
+    spool
+        .write_all_at(data, 0)
+        .map_err(BuildError::io(output))?;
+    let size = data.len() as u64;
+    let id = tree.inodes.len();
+    tree.inodes.push(crate::tree::Inode {
+        kind: Kind::File { size, data: None },
+        perm: 0o644,
+        uid: 0,
+        gid: 0,
+        mtime: plan.epoch,
+        mtime_nsec: plan.fixed_nsec,
+        xattrs: Vec::new(),
+        source: output.to_path_buf(),
+        content: Content::Archive {
+            archive: std::sync::Arc::new(spool),
+            segments: vec![Segment {
+                logical: 0,
+                len: size,
+                physical: 0,
+            }]
+            .into(),
+        },
+        rel: Vec::new(),
+        parent: tree.root,
+    });
+    plan.xattrs.bodies.push(Vec::new());
+    plan.inodes.push(InodePlan {
+        extended: size > u64::from(u32::MAX),
+        layout: DataLayout::FlatPlain,
+        mode: 0o100644,
+        uid: 0,
+        gid: 0,
+        nlink: 1,
+        size,
+        mtime: plan.epoch,
+        mtime_nsec: plan.fixed_nsec,
+        rdev: None,
+        tail: 0,
+        blocks: size.div_ceil(opts.block_size()),
+        chunks: None,
+        dir_blocks: Vec::new(),
+        compress: mb.compressor.map(|c| (mb.pcluster_bytes, c)),
+        z: None,
+        dot_omitted: false,
+        all_hole: false,
+    });
+    Ok(id)
+}

@@ -1,0 +1,314 @@
+//! Encoded extents (48-bit images): a compressed inode whose map is a table
+//! of extent records rather than lcluster indexes. The long record forms
+//! (16 and 32 bytes) carry their logical start and are binary-searched; the
+//! short forms hold one record per logical cluster, the 4-byte form with
+//! pclusters back to back from a base address (so a record's address is a
+//! sum over the records before it, kept as lazily built checkpoints).
+
+use std::sync::OnceLock;
+
+use ferrofs_codec::Algorithm;
+use ferrofs_format::compress::MAX_PCLUSTER_BYTES;
+use ferrofs_format::zmap::extent::{ExtentRecord, ExtentTable};
+use ferrofs_format::zmap::{MapHeader, MAP_HEADER_SIZE};
+
+use super::compressed::MAX_EXTENT_BYTES;
+use super::{Extent, ExtentKind, Pcluster, PclusterFormat};
+use crate::error::{Error, Result};
+use crate::image::Image;
+use crate::inode::Inode;
+
+/// Records between two checkpoints of the 4-byte form's running sum.
+const CHECKPOINT_EVERY: u64 = 64;
+
+/// Mapping state of an extent-mapped inode.
+#[derive(Debug)]
+pub struct ExtentMap {
+    pub table: ExtentTable,
+    /// Metadata address of record 0.
+    records: u64,
+    /// Form 4: physical byte address of the first pcluster.
+    base: u64,
+    /// Short forms: log2 of the logical cluster size.
+    pub lclusterbits: u32,
+    /// Short forms: records in the table (one per logical cluster).
+    lclusters: u64,
+    /// Form 4: physical address of records 0, 64, 128, ...
+    checkpoints: OnceLock<Vec<u64>>,
+}
+
+impl Clone for ExtentMap {
+    fn clone(&self) -> Self {
+        Self {
+            table: self.table,
+            records: self.records,
+            base: self.base,
+            lclusterbits: self.lclusterbits,
+            lclusters: self.lclusters,
+            checkpoints: OnceLock::new(),
+        }
+    }
+}
+
+impl ExtentMap {
+    pub(crate) fn new(
+        image: &Image,
+        inode: &Inode,
+        hpos: u64,
+        header: &MapHeader,
+        is_packed: bool,
+    ) -> Result<Self> {
+        let at = inode.loc();
+        let table = ExtentTable::from_header(header);
+        if table.fragment && is_packed {
+            return Err(Error::corrupt(at, "the packed inode has a fragment tail"));
+        }
+        let recsz = u64::from(table.recsz);
+        let header_end = hpos
+            .checked_add(MAP_HEADER_SIZE as u64)
+            .ok_or_else(|| Error::corrupt(at, "map header address overflows"))?;
+        let mut records = header_end.div_ceil(recsz) * recsz;
+        let lclusterbits = u32::from(image.block_size().bits()) + u32::from(table.cluster_bits);
+        let mut base = 0;
+        let mut lclusters = 0;
+        if !table.has_lstart() {
+            lclusters = inode.size.div_ceil(1u64 << lclusterbits);
+            if table.recsz == 4 {
+                let mut b = [0u8; 8];
+                image.read_raw(&mut b, records)?;
+                base = u64::from_le_bytes(b);
+                records += 8;
+            }
+        }
+        Ok(Self {
+            table,
+            records,
+            base,
+            lclusterbits,
+            lclusters,
+            checkpoints: OnceLock::new(),
+        })
+    }
+
+    /// Reads record `i` (no bounds check against the count).
+    fn record(&self, image: &Image, inode: &Inode, i: u64) -> Result<ExtentRecord> {
+        let recsz = self.table.recsz;
+        let pos = i
+            .checked_mul(u64::from(recsz))
+            .and_then(|o| o.checked_add(self.records))
+            .ok_or_else(|| Error::corrupt(inode.loc(), "extent table overflows"))?;
+        let mut b = [0u8; 32];
+        let b = &mut b[..recsz as usize];
+        image.read_raw(b, pos)?;
+        ExtentRecord::parse(b, recsz)
+            .ok_or_else(|| Error::corrupt(inode.loc().with_offset(pos), "bad extent record"))
+    }
+
+    /// Number of records in the table.
+    pub fn records(&self) -> u64 {
+        if self.table.has_lstart() {
+            self.table.count
+        } else {
+            self.lclusters
+        }
+    }
+
+    /// Record `i` as stored, for the dump and fsck.
+    pub fn record_at(&self, image: &Image, inode: &Inode, i: u64) -> Result<ExtentRecord> {
+        if i >= self.records() {
+            return Err(Error::corrupt(
+                inode.loc(),
+                format!("extent record {i} past the table"),
+            ));
+        }
+        self.record(image, inode, i)
+    }
+
+    /// Form 4: the physical address of record `k`'s pcluster, summing the
+    /// lengths before it from the nearest checkpoint.
+    fn summed_address(&self, image: &Image, inode: &Inode, k: u64) -> Result<u64> {
+        let overflow = || Error::corrupt(inode.loc(), "extent addresses overflow");
+        let (mut i, mut pa) = if k < CHECKPOINT_EVERY {
+            (0, self.base)
+        } else {
+            let cps = match self.checkpoints.get() {
+                Some(c) => c,
+                None => {
+                    let built = self.build_checkpoints(image, inode)?;
+                    self.checkpoints.get_or_init(|| built)
+                }
+            };
+            let c = usize::try_from(k / CHECKPOINT_EVERY).map_err(|_| overflow())?;
+            let pa = *cps.get(c).ok_or_else(overflow)?;
+            (k / CHECKPOINT_EVERY * CHECKPOINT_EVERY, pa)
+        };
+        while i < k {
+            let r = self.record(image, inode, i)?;
+            pa = pa.checked_add(u64::from(r.len())).ok_or_else(overflow)?;
+            i += 1;
+        }
+        Ok(pa)
+    }
+
+    fn build_checkpoints(&self, image: &Image, inode: &Inode) -> Result<Vec<u64>> {
+        let overflow = || Error::corrupt(inode.loc(), "extent addresses overflow");
+        // One u64 per 64 records: at most a 256th of the table's own bytes,
+        // which must lie in the image.
+        let mut out = Vec::new();
+        let mut pa = self.base;
+        for i in 0..self.lclusters {
+            if i % CHECKPOINT_EVERY == 0 {
+                out.push(pa);
+            }
+            let r = self.record(image, inode, i)?;
+            pa = pa.checked_add(u64::from(r.len())).ok_or_else(overflow)?;
+        }
+        Ok(out)
+    }
+
+    /// The extent holding byte `la` (< the file size).
+    pub(crate) fn map(&self, image: &Image, inode: &Inode, la: u64) -> Result<Extent> {
+        let at = inode.loc().with_offset(la);
+        let size = inode.size;
+        let (lstart, lend, rec, last) = if self.table.has_lstart() {
+            match self.search(image, inode, la)? {
+                Found::Before(first) => {
+                    return Ok(Extent {
+                        logical: 0,
+                        len: first,
+                        kind: ExtentKind::Hole,
+                    })
+                }
+                Found::At {
+                    lstart,
+                    lend,
+                    rec,
+                    last,
+                } => (lstart, lend, rec, last),
+            }
+        } else {
+            let lb = self.lclusterbits;
+            let k = la >> lb;
+            let mut rec = self.record(image, inode, k)?;
+            if self.table.recsz == 4 {
+                rec.pstart = self.summed_address(image, inode, k)?;
+            }
+            let lstart = k << lb;
+            let next = lstart.saturating_add(1 << lb);
+            (lstart, next.min(size), rec, k + 1 >= self.lclusters)
+        };
+        let llen = lend - lstart;
+        if last && self.table.fragment {
+            let mut off = u64::from(rec.plen);
+            if self.table.recsz >= 8 {
+                off |= rec.pstart << 32;
+            }
+            return Ok(Extent {
+                logical: lstart,
+                len: llen,
+                kind: ExtentKind::Fragment { offset: off },
+            });
+        }
+        if rec.is_empty() {
+            return Ok(Extent {
+                logical: lstart,
+                len: llen,
+                kind: ExtentKind::Hole,
+            });
+        }
+        let plen = u64::from(rec.len());
+        let bs = image.block_size().bytes();
+        let format = match rec.algorithm() {
+            Some(id) => {
+                let alg = Algorithm::from_id(id)
+                    .ok_or_else(|| Error::unsupported(at, format!("compression algorithm {id}")))?;
+                if image.superblock().available_algorithms() & (1 << id) == 0 {
+                    return Err(Error::corrupt(
+                        at,
+                        format!("algorithm {id} is not enabled in the superblock"),
+                    ));
+                }
+                PclusterFormat::Codec(alg)
+            }
+            None if self.table.interlaced && (rec.pstart | plen) % bs == 0 => {
+                PclusterFormat::Interlaced
+            }
+            None => PclusterFormat::Shifted,
+        };
+        if plen > MAX_PCLUSTER_BYTES {
+            return Err(Error::unsupported(at, format!("pcluster of {plen} bytes")));
+        }
+        if llen > MAX_EXTENT_BYTES {
+            return Err(Error::unsupported(at, format!("extent of {llen} bytes")));
+        }
+        if matches!(format, PclusterFormat::Shifted | PclusterFormat::Interlaced) && llen > plen {
+            return Err(Error::corrupt(
+                at,
+                format!("raw extent of {llen} bytes in a {plen}-byte pcluster"),
+            ));
+        }
+        Ok(Extent {
+            logical: lstart,
+            len: llen,
+            kind: ExtentKind::Pcluster(Pcluster {
+                pos: rec.pstart,
+                len: plen,
+                format,
+                partial: rec.partial(),
+                inline: false,
+            }),
+        })
+    }
+
+    /// Binary search of the long forms: the last record starting at or
+    /// before `la`, and where its extent ends.
+    fn search(&self, image: &Image, inode: &Inode, la: u64) -> Result<Found> {
+        let size = inode.size;
+        let (mut l, mut r) = (0u64, self.table.count);
+        let mut lend = size;
+        let mut hit: Option<(u64, ExtentRecord)> = None;
+        while l < r {
+            let mid = l + (r - l) / 2;
+            let rec = self.record(image, inode, mid)?;
+            if rec.lstart > la {
+                if rec.lstart > lend {
+                    return Err(Error::corrupt(
+                        inode.loc().with_offset(la),
+                        format!("extent records out of order at record {mid}"),
+                    ));
+                }
+                lend = rec.lstart;
+                r = mid;
+            } else {
+                l = mid + 1;
+                if rec.lstart == la {
+                    // The next record (if any) bounds the extent.
+                    r = r.min(l + 1);
+                }
+                hit = Some((mid, rec));
+            }
+        }
+        // Every record kept in `hit` starts at or before `la`, and `lend`
+        // is past `la`, so the extent is never empty.
+        match hit {
+            None => Ok(Found::Before(lend)),
+            Some((_, rec)) => Ok(Found::At {
+                lstart: rec.lstart,
+                lend,
+                rec,
+                last: l >= self.table.count,
+            }),
+        }
+    }
+}
+
+enum Found {
+    /// `la` lies before the first record, which starts at this offset.
+    Before(u64),
+    At {
+        lstart: u64,
+        lend: u64,
+        rec: ExtentRecord,
+        last: bool,
+    },
+}

@@ -65,8 +65,8 @@ pub fn lzma_dict(pcluster: u64) -> u32 {
     ferrofs_codec::lzma_dict_size_for_pcluster(pcluster.min(u64::from(u32::MAX)) as u32)
 }
 
-/// A `--compress-hints` line: files whose path matches use this pcluster
-/// size and compressor.
+/// A `--compress-hints` line (see [`crate::hints`]): files whose path
+/// matches use this pcluster size (0: stored uncompressed) and compressor.
 #[derive(Clone, Debug)]
 pub struct Hint {
     pub pcluster_bytes: u64,
@@ -95,57 +95,21 @@ pub struct CompressOptions {
     /// bytes (a multiple of the block size), bounding what a small read of
     /// very compressible data decodes.
     pub max_extent_bytes: Option<u64>,
+    /// `-E legacy-compress`: full (non-compact) indexes for every
+    /// compressed file, as mkfs.erofs 1.9 writes them with this option.
+    pub legacy_compress: bool,
 }
 
 impl CompressOptions {
-    /// Parses a hints file: `<pcluster bytes> <compressor index> <regex>`
-    /// per line (`#` comments), as mkfs.erofs 1.8 reads it.
-    pub fn parse_hints(text: &str, compressors: usize) -> Result<Vec<Hint>> {
-        let mut out = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let mut it = line.splitn(3, char::is_whitespace);
-            let bad = || BuildError::Option(format!("compress hints line {}: {line:?}", n + 1));
-            let size: u64 = it.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
-            let rest = it.next().ok_or_else(bad)?;
-            let (idx, re) = match (rest.parse::<usize>(), it.next()) {
-                (Ok(i), Some(re)) => (i, re.trim()),
-                _ => (
-                    0,
-                    line.split_once(char::is_whitespace)
-                        .map(|x| x.1)
-                        .unwrap_or("")
-                        .trim(),
-                ),
-            };
-            if idx >= compressors {
-                return Err(BuildError::Option(format!(
-                    "compress hints line {}: compressor {idx} not given with -z",
-                    n + 1
-                )));
-            }
-            let regex = Regex::new(re)
-                .map_err(|e| BuildError::Option(format!("compress hints line {}: {e}", n + 1)))?;
-            out.push(Hint {
-                pcluster_bytes: size,
-                compressor: idx,
-                regex,
-            });
+    /// (pcluster bytes, compressor index) for a path relative to the root;
+    /// `None` when the first hint that matches says pcluster size 0 (do
+    /// not compress), as mkfs.erofs takes it.
+    pub fn choose(&self, rel: &[u8]) -> Option<(u64, usize)> {
+        match self.hints.iter().find(|h| h.regex.is_match(rel)) {
+            Some(h) if h.pcluster_bytes == 0 => None,
+            Some(h) => Some((h.pcluster_bytes, h.compressor)),
+            None => Some((self.pcluster_bytes, 0)),
         }
-        Ok(out)
-    }
-
-    /// (pcluster bytes, compressor index) for a path relative to the root.
-    pub fn choose(&self, rel: &[u8]) -> (u64, usize) {
-        self.hints
-            .iter()
-            .find(|h| h.regex.is_match(rel))
-            .map_or((self.pcluster_bytes, 0), |h| {
-                (h.pcluster_bytes, h.compressor)
-            })
     }
 }
 

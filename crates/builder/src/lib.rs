@@ -9,12 +9,15 @@
 
 #![forbid(unsafe_code)]
 
+mod cnum;
 pub mod compress;
 pub mod content;
 pub mod dedupe;
 pub mod emit;
 pub mod error;
 mod fragments;
+pub mod fsconfig;
+pub mod hints;
 pub mod layout;
 pub mod options;
 pub mod plan;

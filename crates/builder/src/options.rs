@@ -91,6 +91,9 @@ pub struct BuildOptions {
     pub blobdev: Option<std::path::PathBuf>,
     /// `--file-contexts`: SELinux labels by path.
     pub file_contexts: Option<std::sync::Arc<crate::selabel::FileContexts>>,
+    /// `--fs-config-file`: Android's canned fs_config (owners, modes,
+    /// capabilities by path, under `mount_point`).
+    pub fs_config: Option<std::sync::Arc<crate::fsconfig::CannedFsConfig>>,
     /// `--offset`: the image starts this many bytes into the output file
     /// (the bytes before it are zeros).
     pub offset: u64,
@@ -159,6 +162,7 @@ impl Default for BuildOptions {
             archive_order: false,
             offset: 0,
             file_contexts: None,
+            fs_config: None,
             blobdev: None,
             root_xattr_isize: 0,
             dsunit: 0,

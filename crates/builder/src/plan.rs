@@ -42,6 +42,55 @@ impl ChunkPlan {
         };
         u32::from(self.bits_extra) | indexes
     }
+
+    /// After the data is written (`blks`: each chunk's first block, `None`
+    /// for a hole), takes the largest chunk size that still describes the
+    /// file, as mkfs.erofs does: runs of holes and runs of physically
+    /// contiguous chunks are measured in blocks, and the chunk size grows
+    /// to the smallest power of two dividing every run (the last run
+    /// counted in whole blocks). 20 MiB of zeros in 4 KiB chunks becomes
+    /// five 4 MiB holes. `blks` is rewritten to the merged table.
+    pub fn merge(&mut self, blks: &mut Vec<Option<u64>>, size: u64, bs: u64) {
+        let cs = bs << self.bits_extra;
+        let cblks = cs / bs;
+        let mut min = size.div_ceil(bs);
+        let mut shrink = |start: u64, end: u64| {
+            let run = (end - start) / bs;
+            if run > 0 {
+                min = min.min(1 << run.trailing_zeros());
+            }
+        };
+        let mut start = 0u64;
+        for k in 1..blks.len() {
+            let joined = match (blks[k - 1], blks[k]) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.checked_add(cblks) == Some(b),
+                _ => false,
+            };
+            if !joined {
+                let pos = k as u64 * cs;
+                shrink(start, pos);
+                start = pos;
+            }
+        }
+        shrink(start, size);
+        let extra = u64::from(min.max(1).ilog2()).min(31) as u8;
+        if extra <= self.bits_extra || blks.len() != self.chunks.len() {
+            return;
+        }
+        let step = 1usize << (extra - self.bits_extra);
+        let new_cs = bs << extra;
+        *blks = blks.iter().step_by(step).copied().collect();
+        self.chunks = blks
+            .iter()
+            .enumerate()
+            .map(|(k, b)| {
+                let len = new_cs.min(size - k as u64 * new_cs);
+                b.map(|_| len.div_ceil(bs))
+            })
+            .collect();
+        self.bits_extra = extra;
+    }
 }
 
 /// One directory entry as written (the nid is filled in by the layout).
@@ -186,6 +235,8 @@ fn dir_blocks(mut entries: Vec<DirEntryPlan>, bs: u64) -> (Vec<Vec<DirEntryPlan>
 fn chunk_plan(size: u64, data: Option<&[(u64, u64)]>, opts: &BuildOptions) -> Result<ChunkPlan> {
     let bs = opts.block_size();
     let mut cs = match opts.chunk_size {
+        // A file with no data at all is one hole, as mkfs.erofs makes it.
+        _ if data.is_some_and(<[_]>::is_empty) => size.next_power_of_two().max(bs),
         Some(c) => c,
         None => bs,
     };
@@ -372,8 +423,7 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             chunked = true;
         } else if size > 0 {
             if let (Some(c), Some(_)) = (&opts.compress, file_data) {
-                let (pcl, comp) = c.choose(&ino.rel);
-                p.compress = Some((pcl, comp));
+                p.compress = c.choose(&ino.rel);
             }
             let tail = size % bs;
             let fits = inode_size + xattr_len + tail <= bs;
@@ -451,5 +501,36 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.chunks, vec![Some(1), None, None, None, Some(1), Some(1)]);
+    }
+
+    fn merged(blks: &[Option<u64>], size: u64) -> (u8, Vec<Option<u64>>) {
+        let mut c = ChunkPlan {
+            bits_extra: 0,
+            chunks: blks.iter().map(|b| b.map(|_| 1)).collect(),
+            indexes: false,
+        };
+        let mut b = blks.to_vec();
+        c.merge(&mut b, size, 4096);
+        assert_eq!(c.chunks.len(), b.len());
+        (c.bits_extra, b)
+    }
+
+    #[test]
+    fn chunks_merge_as_mkfs_erofs_merges_them() {
+        // 20 MiB of zeros: 5120 one-block holes, one run; 1024 blocks
+        // divide it: five 4 MiB holes.
+        assert_eq!(merged(&[None; 5120], 20 << 20), (10, vec![None; 5]));
+        // Contiguous data of 8 blocks then 8 holes: 32 KiB chunks.
+        let mut v: Vec<Option<u64>> = (10..18).map(Some).collect();
+        v.extend([None; 8]);
+        assert_eq!(merged(&v, 16 * 4096), (3, vec![Some(10), None]));
+        // A break in contiguity or a short run keeps the chunk size.
+        let v = [Some(1), Some(3), None, None];
+        assert_eq!(merged(&v, 4 * 4096), (0, v.to_vec()));
+        let v = [Some(1), Some(2), Some(3), None];
+        assert_eq!(merged(&v, 4 * 4096), (0, v.to_vec()));
+        // The last run counts in whole blocks: 2 blocks and 100 bytes.
+        let v = [Some(5), Some(6), Some(7)];
+        assert_eq!(merged(&v, 2 * 4096 + 100), (1, vec![Some(5), Some(7)]));
     }
 }

@@ -122,9 +122,9 @@ pub enum Tail {
     Fragment(u64),
 }
 
-/// Encodes header and indexes: compact when possible, else full.
-/// `inode_and_xattrs` is the inode plus xattr length (the inode itself is
-/// 32-aligned, which is all the compact layout depends on).
+/// Encodes header and indexes: compact when possible (and `compact_ok`),
+/// else full. `inode_and_xattrs` is the inode plus xattr length (the inode
+/// itself is 32-aligned, which is all the compact layout depends on).
 pub fn encode_index(
     extents: &[ZExtent],
     size: u64,
@@ -132,6 +132,7 @@ pub fn encode_index(
     alg: u8,
     tail: Tail,
     inode_and_xattrs: u64,
+    compact_ok: bool,
 ) -> (Vec<u8>, bool) {
     let big = extents.iter().any(|e| e.blocks > 1);
     let mut entries = lclusters(extents, size, bs, big);
@@ -161,7 +162,7 @@ pub fn encode_index(
     let compact_2b = lbits <= 12;
     // Compact indexes hold only 32 bits of a fragment's offset.
     let fits32 = fragoff.is_none_or(|o| o >> 32 == 0);
-    if fits32 {
+    if fits32 && compact_ok {
         if let Some(ix) = encode_compact(&entries, ebase, lbits, compact_2b, big) {
             let mut v = header(adv | if compact_2b { advise::COMPACTED_2B } else { 0 });
             v.extend_from_slice(&ix);
@@ -182,11 +183,13 @@ pub fn encode_index(
     (v, false)
 }
 
-/// Encodes the map of a compressed inode of a 48-bit image the smaller
-/// way: lcluster indexes ([`encode_index`]) or encoded extent records
+/// Encodes the map of a compressed inode (in a 48-bit image, with
+/// `allow_extents`) the smaller way: lcluster indexes ([`encode_index`],
+/// compact when `compact_ok`) or encoded extent records
 /// ([`encode_extents`]; one 16-byte record per pcluster instead of an entry
 /// per logical block, so they win from 8 KiB pclusters up). Returns the
 /// bytes and whether they are compact indexes.
+#[allow(clippy::too_many_arguments)]
 pub fn encode_map(
     extents: &[ZExtent],
     size: u64,
@@ -194,10 +197,13 @@ pub fn encode_map(
     alg: u8,
     tail: Tail,
     inode_and_xattrs: u64,
+    compact_ok: bool,
     allow_extents: bool,
 ) -> (Vec<u8>, bool) {
-    let (index, compact) = encode_index(extents, size, bs, alg, tail, inode_and_xattrs);
-    if allow_extents {
+    let (index, compact) =
+        encode_index(extents, size, bs, alg, tail, inode_and_xattrs, compact_ok);
+    // (-E legacy-compress asks for full lcluster indexes: no extents.)
+    if allow_extents && compact_ok {
         if let Some(e) = encode_extents(extents, size, bs, alg, tail, inode_and_xattrs) {
             if e.len() < index.len() {
                 return (e, false);

@@ -2,6 +2,12 @@
 //! owners (as root), times with nanoseconds, xattrs, hard links, symlinks,
 //! devices and fifos. Every name is checked so nothing lands outside the
 //! target, and nothing existing is ever followed or overwritten.
+//!
+//! An xattr or owner the target refuses (Linux allows no `user.*` xattrs
+//! on a symlink; a filesystem holds only so many xattr bytes per inode;
+//! an unprivileged or id-mapped chown) does not stop the extraction: it is
+//! recorded in [`Summary::not_restored`] (path, what, reason) and the next
+//! one is tried. Restoring either is optional ([`Options`]).
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -50,6 +56,40 @@ pub struct Summary {
     pub hardlinks: u64,
     pub special: u64,
     pub bytes: u64,
+    /// Extended attributes set.
+    pub xattrs: u64,
+    /// What the target refused, in extraction order.
+    pub not_restored: Vec<NotRestored>,
+}
+
+/// An xattr or owner that could not be set on an extracted entry.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NotRestored {
+    /// The entry's path in the image (`/dir/name`).
+    pub path: String,
+    /// What was not set.
+    pub what: Attribute,
+    /// Why, as the target's filesystem said it.
+    pub reason: String,
+}
+
+/// The attribute of a [`NotRestored`].
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attribute {
+    /// An extended attribute, by full name (lossy UTF-8).
+    Xattr(String),
+    /// The owner and group.
+    Owner { uid: u32, gid: u32 },
+}
+
+impl std::fmt::Display for Attribute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Attribute::Xattr(name) => write!(f, "xattr {name}"),
+            Attribute::Owner { uid, gid } => write!(f, "owner {uid}:{gid}"),
+        }
+    }
 }
 
 /// Extraction options.
@@ -234,19 +274,34 @@ impl Extractor<'_> {
         Ok(())
     }
 
+    /// Records an attribute the target refused for the entry at `path`.
+    fn not_restored(&mut self, path: &Path, what: Attribute, e: rustix::io::Errno) {
+        let rel = path.strip_prefix(&self.target).unwrap_or(path);
+        self.summary.not_restored.push(NotRestored {
+            path: format!("/{}", rel.display()),
+            what,
+            reason: io::Error::from(e).to_string(),
+        });
+    }
+
     fn metadata(&mut self, path: &Path, inode: &Inode) -> Result<(), ExtractError> {
         let is_link = inode.is_symlink();
         // Order matters: chown clears security.capability and setuid bits,
         // so owners first, then xattrs, then the mode, then times.
         if self.opts.owners {
-            rustix::fs::chownat(
+            if let Err(e) = rustix::fs::chownat(
                 CWD,
                 path,
                 Some(rustix::fs::Uid::from_raw(inode.uid)),
                 Some(rustix::fs::Gid::from_raw(inode.gid)),
                 AtFlags::SYMLINK_NOFOLLOW,
-            )
-            .map_err(rx_err(path))?;
+            ) {
+                let what = Attribute::Owner {
+                    uid: inode.uid,
+                    gid: inode.gid,
+                };
+                self.not_restored(path, what, e);
+            }
         }
         if self.opts.xattrs {
             let xs = self
@@ -257,13 +312,18 @@ impl Extractor<'_> {
                     source,
                 })?;
             for x in xs {
-                rustix::fs::lsetxattr(
+                match rustix::fs::lsetxattr(
                     path,
                     x.name.as_slice(),
                     &x.value,
                     rustix::fs::XattrFlags::empty(),
-                )
-                .map_err(rx_err(path))?;
+                ) {
+                    Ok(()) => self.summary.xattrs += 1,
+                    Err(e) => {
+                        let name = String::from_utf8_lossy(&x.name).into_owned();
+                        self.not_restored(path, Attribute::Xattr(name), e);
+                    }
+                }
             }
         }
         if !is_link {

@@ -31,10 +31,15 @@ pub struct Report {
     pub data_bytes: u64,
     pub extents: u64,
     pub pclusters_decoded: u64,
+    /// Damage: what makes the kernel return wrong data or errors.
     pub problems: Vec<Problem>,
+    /// Oddities the kernel reads the image through unharmed (a link count
+    /// that is not the number of entries naming the inode).
+    pub warnings: Vec<Problem>,
 }
 
 impl Report {
+    /// No damage (warnings do not count).
     pub fn is_clean(&self) -> bool {
         self.problems.is_empty()
     }
@@ -75,6 +80,14 @@ struct Checker<'a> {
 impl Checker<'_> {
     fn problem(&mut self, path: &[u8], nid: Option<Nid>, message: impl Into<String>) {
         self.report.problems.push(Problem {
+            path: show(path),
+            nid: nid.map(|n| n.0),
+            message: message.into(),
+        });
+    }
+
+    fn warning(&mut self, path: &[u8], nid: Option<Nid>, message: impl Into<String>) {
+        self.report.warnings.push(Problem {
             path: show(path),
             nid: nid.map(|n| n.0),
             message: message.into(),
@@ -301,9 +314,12 @@ pub fn check(image: &Image, opts: Options, progress: Option<&dyn Fn(u64, u64)>) 
         Visit::Entry { path, entry, inode } => c.entry(path, entry, inode),
         Visit::Error { path, nid, error } => c.problem(path, nid, error.to_string()),
     });
+    // The kernel reports i_nlink as it is on disk and relies on it for
+    // nothing else: writers that copy the source's count (of a file whose
+    // other links were left out) make images it reads correctly.
     for (nid, (seen, nlink, path)) in std::mem::take(&mut c.links) {
         if seen != nlink {
-            c.problem(
+            c.warning(
                 &path,
                 Some(nid),
                 format!("nlink {nlink} but {seen} directory entries"),
@@ -312,7 +328,7 @@ pub fn check(image: &Image, opts: Options, progress: Option<&dyn Fn(u64, u64)>) 
     }
     for (nid, (expect, nlink, path)) in std::mem::take(&mut c.subdirs) {
         if expect != nlink {
-            c.problem(
+            c.warning(
                 &path,
                 Some(nid),
                 format!("directory nlink {nlink}, expected {expect}"),
@@ -325,5 +341,6 @@ pub fn check(image: &Image, opts: Options, progress: Option<&dyn Fn(u64, u64)>) 
         }
     }
     c.report.problems.sort_by(|a, b| a.path.cmp(&b.path));
+    c.report.warnings.sort_by(|a, b| a.path.cmp(&b.path));
     c.report
 }

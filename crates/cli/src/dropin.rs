@@ -9,16 +9,18 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// mkfs.erofs options ferrofs does not implement (matched before `=`).
+/// mkfs.erofs options ferrofs does not implement (matched before `=`;
+/// `-M…` as a short option with its value attached).
 const UNSUPPORTED: &[&str] = &[
     "--block-list-file",
     "--clean",
-    "--fs-config-file",
     "--fsalignblks",
+    "--gzinfo",
     "--incremental",
-    "--product-out",
+    "--oci",
     "--random-algorithms",
     "--random-pclusterblks",
+    "--s3",
     "--vmdk-desc",
     "--zfeature-bits",
     "-M",
@@ -27,11 +29,101 @@ const UNSUPPORTED: &[&str] = &[
 /// Options mkfs.erofs accepts that only restate ferrofs's default.
 const NO_OPS: &[&str] = &["--preserve-mtime", "--all-time"];
 
+/// Options with a value that change nothing in ferrofs's image (its
+/// pipeline bounds its own queues): accepted and dropped, value included.
+const NO_OP_VALUES: &[&str] = &["--async-queue-limit"];
+
+/// Every option `mkfs.erofs --help` (1.9.4) lists, spelled as it spells
+/// them (scripts grep the help for features), with what the drop-in does
+/// with it. clap's list above it gives ferrofs's own spelling of each.
+const UPSTREAM_OPTIONS: &str = "\
+mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
+ -V, --version         the erofs-utils version whose command line this implements, and ferrofs's
+ -h, --help            this help
+ -b#                   block size: 512, 1024, 2048 or 4096 (default 4096)
+ -d<0-9>               verbosity; 0 prints errors only
+ -x#                   xattrs on at least # inodes are shared (< 0: no xattrs; default 2)
+ -zX[,level=Y]         compressor X: lz4, lz4hc (level 0-12), lzma (0-9, 100-109),
+    [,dictsize=Z]      deflate or libdeflate (0-9), zstd (0-22); dictsize is accepted
+    [:...]             and sized by ferrofs; alternatives for --compress-hints after ':'
+ -C#                   physical cluster size in bytes (a multiple of the block size, <= 1 MiB)
+ -EX[,...]             extended options: ztailpacking, fragments[=#], all-fragments, dedupe,
+                       legacy-compress, noinline_data (^inline_data), force-inode-compact,
+                       force-inode-extended, force-chunk-indexes, force-inode-blockmap,
+                       nosbcrc, ^xattr-name-filter, 48bit, dot-omitted,
+                       plain-xattr-prefixes (^X or noX turns X off)
+ -L volume-label       volume label (at most 15 bytes)
+ -m#[:X]               metadata in a metabox compressed in #-byte pclusters (with X)
+ -T#                   fixed UNIX timestamp # as build time and every file's mtime
+    --all-time         the timestamp is every file's mtime too (the default)
+    --mkfs-time        the timestamp is the build time only
+ -UX                   filesystem UUID X, `clear` or `random`
+ --MZ[=<0|[id]>]       accepted: ferrofs always writes inodes and directories after the data
+ --all-root            every file owned by root
+ --async-queue-limit=# accepted; no effect on the image
+ --blobdev=X           chunks of chunk-based files go to the extra device X
+ --chunksize=#         every regular file chunk-based with #-byte chunks (zero chunks are holes)
+ --compress-hints=X    per-file pcluster size and compressor from file X
+ --dsunit=#            file data starts at multiples of # blocks
+ --exclude-path=X      leave out the path X
+ --exclude-regex=X     leave out paths matching X
+ --file-contexts=X     SELinux labels from the file_contexts file X
+ --force-uid=#         every uid is #
+ --force-gid=#         every gid is #
+ --uid-offset=#        add # to every uid
+ --gid-offset=#        add # to every gid
+ --hard-dereference    every hard link an inode of its own
+ --ignore-mtime        every file gets the build time
+ --max-extent-bytes=#  no pcluster decodes to more than # bytes
+ --mount-point=X       prefix of the paths --file-contexts labels (default /)
+ --preserve-mtime      per-file mtimes (the default)
+ --offset=#            the image starts # bytes into FILE
+ --root-xattr-isize=#  room for # bytes of inline xattrs in the root directory
+ --aufs                with --tar: aufs whiteouts become overlayfs ones
+ --sort=<path,none>    with --tar: data order (none: the archive's, without inline data)
+ --tar=X               build from a tar archive; X = f (full data; i and headerball are not supported)
+ --ovlfs-strip=<0,1>   with --tar: 1 leaves overlayfs metadata out
+ --quiet               print nothing but errors
+ --ungzip[=X]          with --tar: gunzip the archive (and keep it plain in X)
+ --unxz[=X]            with --tar: unxz/unlzma/unlzip the archive (and keep it plain in X)
+ --workers=#           compression threads (the image is the same for any number)
+ --xattr-inode-digest=X record every regular file's SHA-256 in the xattr X
+ --xattr-prefix=X      store the long xattr name prefix X once
+ --zD[=<0|1>]          directories whole in the packed inode, compressed (=0: off)
+Android's options (mkfs.erofs built for Android):
+ --fs-config-file=X    owners, modes and capabilities by path from the canned fs_config X
+ --product-out=X       product_out directory (with --fs-config-file, which does not use it)
+Not supported by ferrofs (refused by name; nothing is written):
+ --clean=X, --incremental=X, --fsalignblks=#, --s3=X, --oci=[f|i],
+ --gzinfo[=X], --vmdk-desc=X, --zfeature-bits=#, --block-list-file=X (1.8's Android option)
+";
+
+/// What `-V` prints after `mkfs.erofs `: the erofs-utils release whose
+/// mkfs.erofs command line and image features the drop-in implements. Wrappers read it from the first line
+/// of `mkfs.erofs -V` (`mkfs.erofs (erofs-utils) X.Y.Z`, the third word)
+/// and compare it with the features they need, so it must not claim more
+/// than is there: 1.8.6's command line is implemented, and of 1.9's the
+/// 48-bit layout, dot-omitted directories, the metabox (-m), --MZ,
+/// compressed directories (--zD) and inode digests, but not S3 and OCI
+/// sources or 1.8.7's --fsalignblks and --vmdk-desc. After it, ferrofs's
+/// own version; on the second line the compressors, as upstream prints
+/// them.
+const VERSION: &str = concat!(
+    "(erofs-utils) 1.8.6 (ferrofs ",
+    env!("CARGO_PKG_VERSION"),
+    ")\navailable compressors: lz4, lz4hc, lzma, deflate, libdeflate, zstd"
+);
+
+/// As getopt does for mkfs.erofs, an option given twice keeps its last
+/// value (`-zlz4hc -zlz4` is lz4); list options (-E, --exclude-path, ...)
+/// add up.
 #[derive(Parser)]
 #[command(
     name = "mkfs.erofs",
-    version,
-    about = "Build an EROFS image (ferrofs, mkfs.erofs-compatible command line)"
+    version = VERSION,
+    args_override_self = true,
+    about = "Build an EROFS image (ferrofs, mkfs.erofs-compatible command line)",
+    after_help = UPSTREAM_OPTIONS
 )]
 struct DropIn {
     #[command(flatten)]
@@ -50,19 +142,41 @@ pub fn invoked_as_mkfs() -> bool {
         .unwrap_or(false)
 }
 
+/// Removes the options of [`NO_OP_VALUES`] with their values
+/// (`--opt=V` or `--opt V`) before `--`.
+fn drop_no_op_values(args: &mut Vec<OsString>) {
+    let mut i = 1;
+    while i < args.len() {
+        let s = args[i].to_string_lossy().into_owned();
+        if s == "--" {
+            break;
+        }
+        let name = s.split('=').next().unwrap_or_default();
+        if NO_OP_VALUES.contains(&name) {
+            let n = if s.contains('=') { 1 } else { 2 };
+            args.drain(i..(i + n).min(args.len()));
+            continue;
+        }
+        i += 1;
+    }
+}
+
 /// Runs mkfs with mkfs.erofs's command line.
 pub fn main() -> ExitCode {
     let mut args: Vec<OsString> = std::env::args_os().collect();
     args.retain(|a| !NO_OPS.contains(&a.to_string_lossy().as_ref()));
+    drop_no_op_values(&mut args);
     for a in args.iter().skip(1) {
         let s = a.to_string_lossy();
         if s == "--" {
             break;
         }
         let name = s.split('=').next().unwrap_or_default();
-        let short_m = name.starts_with("-M") && !name.starts_with("--");
-        if UNSUPPORTED.contains(&name) || short_m {
-            let name = if short_m { "-M" } else { name };
+        let short = ["-M"]
+            .into_iter()
+            .find(|o| name.starts_with(o) && !name.starts_with("--"));
+        if UNSUPPORTED.contains(&name) || short.is_some() {
+            let name = short.unwrap_or(name);
             eprintln!(
                 "mkfs.erofs: option {name} is not supported by ferrofs; nothing was written \
                  (see `mkfs.erofs --help` for what is)"
@@ -82,11 +196,5 @@ pub fn main() -> ExitCode {
     if d.debug.is_some_and(|l| l <= 0) {
         m.quiet = true;
     }
-    match crate::mkfs::mkfs(&m) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("mkfs.erofs: {}", crate::report(&e));
-            ExitCode::from(1)
-        }
-    }
+    crate::out::finish("mkfs.erofs", crate::mkfs::mkfs(&m), 1)
 }

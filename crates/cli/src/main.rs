@@ -11,6 +11,7 @@ mod bench;
 mod dropin;
 mod mkfs;
 mod mount;
+mod out;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -58,7 +59,10 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
-    /// Check every inode, directory entry and pcluster of an image.
+    /// Check every inode, directory entry and pcluster of an image. Exit
+    /// status 1 on damage (what makes the kernel return wrong data or
+    /// errors); warnings (a link count other than the entries naming the
+    /// inode) are printed but leave it 0.
     Fsck {
         #[command(flatten)]
         img: ImageArgs,
@@ -69,18 +73,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Extract the image's tree into DIR (empty or absent).
+    /// Extract the image's tree into DIR (empty or absent). An xattr or
+    /// owner the target refuses is reported (path, name, reason) and the
+    /// extraction goes on; the exit status is then 1 (2: extraction failed).
     Extract {
         #[command(flatten)]
         img: ImageArgs,
         /// Target directory.
         dir: PathBuf,
         /// Do not restore owners (default: restore when running as root).
-        #[arg(long)]
+        #[arg(long, overrides_with = "owners")]
         no_owners: bool,
-        /// Do not restore extended attributes.
-        #[arg(long)]
+        /// Restore owners even when not running as root (what the target
+        /// refuses is reported).
+        #[arg(long, overrides_with = "no_owners")]
+        owners: bool,
+        /// Do not restore extended attributes (as tar's and fsck.erofs's
+        /// --no-xattrs).
+        #[arg(long, overrides_with = "xattrs")]
         no_xattrs: bool,
+        /// Restore extended attributes (the default).
+        #[arg(long, overrides_with = "no_xattrs")]
+        xattrs: bool,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -154,13 +168,7 @@ fn main() -> ExitCode {
         return dropin::main();
     }
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("ferrofs: {}", report(&e));
-            ExitCode::from(2)
-        }
-    }
+    out::finish("ferrofs", run(cli), 2)
 }
 
 /// An error and its causes on one line, `what: why: ...`, leaving out a
@@ -201,17 +209,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Some(&tick),
             );
             pb.finish_and_clear();
+            let mut out = out::stdout();
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                for p in &report.problems {
+                let warnings = report.warnings.iter().map(|p| ("warning: ", p));
+                for (kind, p) in report.problems.iter().map(|p| ("", p)).chain(warnings) {
                     match p.nid {
-                        Some(n) => println!("{} (nid {n}): {}", p.path, p.message),
-                        None => println!("{}: {}", p.path, p.message),
+                        Some(n) => writeln!(out, "{kind}{} (nid {n}): {}", p.path, p.message)?,
+                        None => writeln!(out, "{kind}{}: {}", p.path, p.message)?,
                     }
                 }
-                println!(
-                    "{}: {} inodes ({} dirs, {} files, {} symlinks, {} special), {} bytes read, {} pclusters decoded, {} problems",
+                writeln!(
+                    out,
+                    "{}: {} inodes ({} dirs, {} files, {} symlinks, {} special), {} bytes read, {} pclusters decoded, {} problems, {} warnings",
                     img.image.display(),
                     report.inodes,
                     report.directories,
@@ -220,9 +231,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     report.special,
                     report.data_bytes,
                     report.pclusters_decoded,
-                    report.problems.len()
-                );
+                    report.problems.len(),
+                    report.warnings.len()
+                )?;
             }
+            out.flush()?;
             Ok(if report.is_clean() {
                 ExitCode::SUCCESS
             } else {
@@ -233,12 +246,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             img,
             dir,
             no_owners,
+            owners,
             no_xattrs,
+            xattrs: _,
             json,
         } => {
             let image = open(&img)?;
             let mut opts = ferrofs_check::extract::Options::default();
-            opts.owners &= !no_owners;
+            opts.owners = (opts.owners || owners) && !no_owners;
             opts.xattrs = !no_xattrs;
             let pb = progress(None);
             let tick = |bytes: u64| pb.set_position(bytes);
@@ -246,22 +261,43 @@ fn run(cli: Cli) -> Result<ExitCode> {
             pb.finish_and_clear();
             let s = res?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
+                let mut out = out::stdout();
+                writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?;
+                out.flush()?;
             } else {
+                for n in &s.not_restored {
+                    eprintln!("ferrofs: {}: {} not restored: {}", n.path, n.what, n.reason);
+                }
+                let refused = if s.not_restored.is_empty() {
+                    String::new()
+                } else {
+                    let xattrs = s
+                        .not_restored
+                        .iter()
+                        .filter(|n| matches!(n.what, ferrofs_check::extract::Attribute::Xattr(_)))
+                        .count();
+                    let owners = s.not_restored.len() - xattrs;
+                    format!("; NOT restored: {xattrs} xattrs, {owners} owners")
+                };
                 eprintln!(
-                    "extracted {} dirs, {} files, {} symlinks, {} hard links, {} special, {} bytes into {}",
-                    s.dirs, s.files, s.symlinks, s.hardlinks, s.special, s.bytes, dir.display()
+                    "extracted {} dirs, {} files, {} symlinks, {} hard links, {} special, {} bytes, {} xattrs into {}{refused}",
+                    s.dirs, s.files, s.symlinks, s.hardlinks, s.special, s.bytes, s.xattrs, dir.display()
                 );
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(if s.not_restored.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Ls { img, path, long } => {
             let image = open(&img)?;
             let p = path.unwrap_or_default();
             let inode = image.lookup_path(p.as_bytes(), true)?;
-            let mut out = io::stdout().lock();
+            let mut out = out::stdout();
             if !inode.is_dir() {
                 print_entry(&image, &mut out, p.as_bytes(), &inode, long)?;
+                out.flush()?;
                 return Ok(ExitCode::SUCCESS);
             }
             for e in image.read_dir(&inode)? {
@@ -271,6 +307,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 let child = image.inode(e.nid)?;
                 print_entry(&image, &mut out, &e.name, &child, long)?;
             }
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Cat { img, path } => {
@@ -288,12 +325,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 if n == 0 {
                     break;
                 }
-                match out.write_all(&buf[..n]) {
-                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                        return Ok(ExitCode::SUCCESS)
-                    }
-                    r => r?,
-                }
+                out.write_all(&buf[..n])?;
                 pos += n as u64;
             }
             out.flush()?;
@@ -332,11 +364,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     "statistics": ferrofs_check::dump::statistics(&image),
                 })
             };
+            let mut out = out::stdout();
             if json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             } else {
-                print_text(&v, 0);
+                print_text(&mut out, &v, 0)?;
             }
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -411,29 +445,30 @@ fn mode_string(mode: u16) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
-fn print_text(v: &Value, indent: usize) {
+fn print_text(out: &mut impl Write, v: &Value, indent: usize) -> io::Result<()> {
     let pad = " ".repeat(indent);
     match v {
         Value::Object(m) => {
             for (k, val) in m {
                 match val {
                     Value::Object(_) => {
-                        println!("{pad}{k}:");
-                        print_text(val, indent + 2);
+                        writeln!(out, "{pad}{k}:")?;
+                        print_text(out, val, indent + 2)?;
                     }
                     Value::Array(a) if a.iter().any(|x| x.is_object()) => {
-                        println!("{pad}{k}:");
+                        writeln!(out, "{pad}{k}:")?;
                         for item in a {
-                            println!("{pad}  -");
-                            print_text(item, indent + 4);
+                            writeln!(out, "{pad}  -")?;
+                            print_text(out, item, indent + 4)?;
                         }
                     }
-                    _ => println!("{pad}{k}: {}", scalar(val)),
+                    _ => writeln!(out, "{pad}{k}: {}", scalar(val))?,
                 }
             }
         }
-        other => println!("{pad}{}", scalar(other)),
+        other => writeln!(out, "{pad}{}", scalar(other))?,
     }
+    Ok(())
 }
 
 fn scalar(v: &Value) -> String {

@@ -2,6 +2,7 @@
 //! build they drive with progress and a summary.
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -133,7 +134,10 @@ pub(crate) struct MkfsArgs {
     /// (no xattr name bloom filters), 48bit (the 48-bit layout, Linux
     /// 6.15+: compact inodes keep their own mtime, all-hole files take no
     /// blocks), dot-omitted (directories without "."; implies 48bit),
-    /// plain-xattr-prefixes (the long-prefix table raw on the device).
+    /// plain-xattr-prefixes (the long-prefix table raw on the device),
+    /// legacy-compress (full, not compact, indexes of compressed files, as
+    /// mkfs.erofs 1.9 writes them; its pre-5.4 layout without LZ4 0padding
+    /// is not made, as 1.9 makes it no longer).
     #[arg(short = 'E', value_name = "OPTS")]
     extended: Vec<String>,
     /// Metadata zone: i (inodes), d (directory blocks), id (both, the
@@ -190,6 +194,16 @@ pub(crate) struct MkfsArgs {
     /// regexes; labels from the source are dropped.
     #[arg(long, value_name = "FILE")]
     file_contexts: Option<PathBuf>,
+    /// Android's canned fs_config file: every file's owner, permission
+    /// bits and capabilities by its path under --mount-point (lines `PATH
+    /// UID GID MODE [capabilities=N]`); a file without a line is an error.
+    #[arg(long, value_name = "FILE")]
+    fs_config_file: Option<PathBuf>,
+    /// Android's product_out directory: accepted with --fs-config-file,
+    /// which does not use it (as in mkfs.erofs); Android's built-in
+    /// fs_config tables, which do, are not implemented.
+    #[arg(long, value_name = "DIR", requires = "fs_config_file")]
+    product_out: Option<PathBuf>,
     /// With --chunksize: write the chunks of chunk-based files to this file,
     /// the image's extra device (created or replaced; readers take it as
     /// `--device FILE`, the kernel as `-o device=FILE`).
@@ -298,6 +312,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     o.chunk_size = a.chunksize;
     o.mount_point = a.mount_point.as_bytes().to_vec();
     let mut ztailpacking = false;
+    let mut legacy_compress = false;
     let (mut fragments, mut all_fragments, mut packed_pcluster) = (false, false, None);
     for e in a.extended.iter().flat_map(|s| s.split(',')) {
         match e {
@@ -329,6 +344,8 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             "^plain-xattr-prefixes" => o.plain_xattr_prefixes = false,
             "xattr-name-filter" => o.xattr_filter = true,
             "^xattr-name-filter" | "noxattr-name-filter" => o.xattr_filter = false,
+            "legacy-compress" => legacy_compress = true,
+            "^legacy-compress" | "nolegacy-compress" => legacy_compress = false,
             "noinline_data" | "^inline_data" => o.inline_data = false,
             "inline_data" => o.inline_data = true,
             other => bail!("-E {other}: unsupported extended option"),
@@ -346,6 +363,12 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             ferrofs_builder::selabel::FileContexts::load(p)?,
         ));
     }
+    if let Some(p) = &a.fs_config_file {
+        o.fs_config = Some(std::sync::Arc::new(
+            ferrofs_builder::fsconfig::CannedFsConfig::load(p)
+                .with_context(|| format!("--fs-config-file {}", p.display()))?,
+        ));
+    }
     if !a.profile.is_empty() {
         let mut p = ferrofs_builder::profile::Profile::load(&a.profile)?;
         p.window = a.profile_readahead as u64;
@@ -358,9 +381,18 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             .collect::<Result<Vec<_>, _>>()?;
         let hints = match &a.compress_hints {
             Some(p) => {
-                let text = std::fs::read_to_string(p)
+                let text = std::fs::read(p)
                     .with_context(|| format!("--compress-hints {}", p.display()))?;
-                ferrofs_builder::compress::CompressOptions::parse_hints(&text, compressors.len())?
+                let h = ferrofs_builder::hints::parse(
+                    &text,
+                    compressors.len(),
+                    u64::from(a.block_size),
+                )
+                .with_context(|| format!("--compress-hints {}", p.display()))?;
+                for w in &h.warnings {
+                    eprintln!("warning: {w}");
+                }
+                h.hints
             }
             None => Vec::new(),
         };
@@ -376,6 +408,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 let bs = u64::from(a.block_size);
                 (n as u64 / bs * bs).max(bs)
             }),
+            legacy_compress,
         });
     } else if a.pcluster.is_some()
         || a.compress_hints.is_some()
@@ -478,13 +511,16 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
+    let mut out = crate::out::stdout();
     if a.json {
-        println!(
+        writeln!(
+            out,
             "{}",
             serde_json::json!({"image": a.image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes, "compressed_files": s.compressed_files, "pclusters": s.pclusters})
-        );
+        )?;
     } else if !a.quiet {
-        println!(
+        writeln!(
+            out,
             "{}: {} inodes ({} compact), {} compressed files in {} pclusters, {} blocks of {} bytes ({} metadata), {} bytes",
             a.image.display(),
             s.inodes,
@@ -495,8 +531,9 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             a.block_size,
             s.meta_blocks,
             s.bytes
-        );
+        )?;
     }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -539,6 +576,7 @@ fn metabox_options(
                         packed_pcluster: None,
                         hints: Vec::new(),
                         max_extent_bytes: None,
+                        legacy_compress: false,
                     });
                     Some(0)
                 }

@@ -121,7 +121,7 @@ pub(super) fn write_data<'a>(
                 match (dup[id], compressed[k].clone()) {
                     // Same bytes as an earlier file stored the same way:
                     // its data serve this one too.
-                    (Some(orig), _) => share_data(plan, &mut start_blk, id, orig, bs),
+                    (Some(orig), _) => share_data(plan, &mut start_blk, id, orig, opts),
                     (None, Some(ex)) => {
                         let z = write_compressed(
                             w,
@@ -147,6 +147,10 @@ pub(super) fn write_data<'a>(
                             pdedupe.as_mut(),
                         )?;
                         start_blk[id] = s;
+                        let mut c = c;
+                        if let Some(cp) = plan.inodes[id].chunks.as_mut() {
+                            cp.merge(&mut c, tree.inodes[id].data_size(), bs);
+                        }
                         chunk_blk[id] = c;
                     }
                 }
@@ -242,7 +246,20 @@ fn windows(tree: &Tree, files: &[InodeId]) -> Vec<Range<usize>> {
 
 /// File `id` has the same bytes as `orig`, stored the same way: `orig`'s
 /// data serve it too (a compressed one gets an index of its own).
-fn share_data(plan: &mut Plan, start_blk: &mut [u64], id: InodeId, orig: InodeId, bs: u64) {
+/// Whether compressed files may take compact indexes (not with `-E
+/// legacy-compress`).
+fn compact_ok(opts: &BuildOptions) -> bool {
+    !opts.compress.as_ref().is_some_and(|c| c.legacy_compress)
+}
+
+fn share_data(
+    plan: &mut Plan,
+    start_blk: &mut [u64],
+    id: InodeId,
+    orig: InodeId,
+    opts: &BuildOptions,
+) {
+    let bs = opts.block_size();
     match plan.inodes[orig].z.clone() {
         Some(mut z) => {
             if z.fragment.is_none() {
@@ -252,7 +269,16 @@ fn share_data(plan: &mut Plan, start_blk: &mut [u64], id: InodeId, orig: InodeId
                     .inline
                     .as_ref()
                     .map_or(Tail::Blocks, |v| Tail::Inline(v.len() as u16));
-                (z.index, z.compact) = encode_index(&z.extents, p.size, bs, z.alg, tail, ix);
+                (z.index, z.compact) = encode_map(
+                    &z.extents,
+                    p.size,
+                    bs,
+                    z.alg,
+                    tail,
+                    ix,
+                    compact_ok(opts),
+                    plan.bit48,
+                );
             }
             apply_z(plan, id, z)
         }
@@ -292,6 +318,7 @@ pub(super) fn write_packed(
                     z.alg,
                     Tail::Fragment(off),
                     ix,
+                    compact_ok(opts),
                     plan.bit48,
                 );
                 z.index = index;
@@ -444,6 +471,7 @@ fn write_compressed(
                 alg,
                 Tail::Inline(bytes.len() as u16),
                 inode_and_xattrs,
+                compact_ok(opts),
             );
             let pad = inode_and_xattrs.div_ceil(8) * 8 - inode_and_xattrs;
             if inode_and_xattrs + pad + index.len() as u64 + bytes.len() as u64 <= bs {
@@ -523,7 +551,16 @@ fn write_compressed(
         }
         (None, None) => Tail::Blocks,
     };
-    let (index, compact) = encode_map(&zext, size, bs, alg, tail, inode_and_xattrs, plan.bit48);
+    let (index, compact) = encode_map(
+        &zext,
+        size,
+        bs,
+        alg,
+        tail,
+        inode_and_xattrs,
+        compact_ok(opts),
+        plan.bit48,
+    );
     Ok(ZInode {
         alg,
         extents: zext,
@@ -548,9 +585,24 @@ fn apply_z(plan: &mut Plan, id: InodeId, z: ZInode) {
     p.z = Some(z);
 }
 
+/// Whether `len` bytes of `f` from `from` are all zeros (read through
+/// `buf`, stopping at the first byte that is not).
+fn all_zeros(f: &ContentReader, buf: &mut [u8], from: u64, len: u64) -> Result<bool> {
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(buf.len() as u64) as usize;
+        f.read_exact_at(&mut buf[..n], from + done)?;
+        if buf[..n].iter().any(|b| *b != 0) {
+            return Ok(false);
+        }
+        done += n as u64;
+    }
+    Ok(true)
+}
+
 /// Copies a flat or chunk-based file into the data area. With `dedupe`,
 /// a chunk whose (zero-padded) blocks are already stored points at them
-/// instead (confirmed against the stored bytes).
+/// instead (confirmed against the stored bytes); a chunk of zeros is a hole.
 #[allow(clippy::too_many_arguments)]
 fn write_flat<'a>(
     w: &mut Writer<'a>,
@@ -595,6 +647,12 @@ fn write_flat<'a>(
             }
             let from = k as u64 * cs;
             let len = cs.min(size - from);
+            // As mkfs.erofs: a chunk of zeros is a hole (a null index),
+            // read back as zeros and stored nowhere.
+            if all_zeros(&f, buf, from, len)? {
+                chunks.push(None);
+                continue;
+            }
             let padded = len.div_ceil(bs) * bs;
             match dedupe.as_deref_mut() {
                 Some(d) if padded as usize <= buf.len() => {

@@ -157,7 +157,7 @@ fn check_options(opts: &BuildOptions) -> Result<()> {
         }
         for p in std::iter::once(c.pcluster_bytes)
             .chain(c.packed_pcluster)
-            .chain(c.hints.iter().map(|h| h.pcluster_bytes))
+            .chain(c.hints.iter().map(|h| h.pcluster_bytes).filter(|p| *p != 0))
         {
             if p < bs || !p.is_multiple_of(bs) || p > 1 << 20 {
                 return Err(BuildError::Option(format!(
@@ -192,6 +192,9 @@ pub fn build_tree(
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
     check_options(opts)?;
+    if let Some(fc) = &opts.fs_config {
+        fc.apply(&mut tree, &opts.mount_point)?;
+    }
     if let Some(fc) = &opts.file_contexts {
         fc.apply(&mut tree, &opts.mount_point);
     }

@@ -335,7 +335,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                print_text(&v, 0);
+                let mut text = String::new();
+                print_text(&v, 0, &mut text);
+                match io::stdout().lock().write_all(text.as_bytes()) {
+                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+                    r => r?,
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -411,28 +416,49 @@ fn mode_string(mode: u16) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
-fn print_text(v: &Value, indent: usize) {
+/// The dump as indented `key: value` lines. An array of objects becomes a
+/// list of `-` items; an item whose values are all scalars (an extent
+/// record) fits on one line.
+fn print_text(v: &Value, indent: usize, out: &mut String) {
+    use std::fmt::Write as _;
     let pad = " ".repeat(indent);
     match v {
         Value::Object(m) => {
             for (k, val) in m {
                 match val {
                     Value::Object(_) => {
-                        println!("{pad}{k}:");
-                        print_text(val, indent + 2);
+                        let _ = writeln!(out, "{pad}{k}:");
+                        print_text(val, indent + 2, out);
                     }
                     Value::Array(a) if a.iter().any(|x| x.is_object()) => {
-                        println!("{pad}{k}:");
+                        let _ = writeln!(out, "{pad}{k}:");
                         for item in a {
-                            println!("{pad}  -");
-                            print_text(item, indent + 4);
+                            match item {
+                                Value::Object(f)
+                                    if f.values().all(|x| !x.is_object() && !x.is_array()) =>
+                                {
+                                    let line: Vec<String> = f
+                                        .iter()
+                                        .map(|(k, x)| format!("{k} {}", scalar(x)))
+                                        .collect();
+                                    let _ = writeln!(out, "{pad}  - {}", line.join(", "));
+                                }
+                                _ => {
+                                    let _ = writeln!(out, "{pad}  -");
+                                    print_text(item, indent + 4, out);
+                                }
+                            }
                         }
                     }
-                    _ => println!("{pad}{k}: {}", scalar(val)),
+                    _ => {
+                        let _ = writeln!(out, "{pad}{k}: {}", scalar(val));
+                    }
                 }
             }
         }
-        other => println!("{pad}{}", scalar(other)),
+        other => {
+            let _ = writeln!(out, "{pad}{}", scalar(other));
+        }
     }
 }
 

@@ -139,7 +139,12 @@ impl Image {
             read_exact(&*source, &mut ext, SUPERBLOCK_OFFSET + SB_BASE_SIZE as u64)?;
             sb.parse_ext(&ext);
         }
-        let bs = sb.validate().map_err(|e| Error::format(at, e))?;
+        let bs = sb.validate().map_err(|e| match e {
+            // A feature this reader does not know is not damage: refuse it
+            // as unsupported, naming the bits.
+            FormatError::UnknownIncompat { .. } => Error::unsupported(at, e.to_string()),
+            e => Error::format(at, e),
+        })?;
 
         if opts.verify_checksum && sb.has_compat(compat::SB_CHKSUM) {
             let mut region = vec![0u8; checksum_len(bs)];

@@ -104,6 +104,18 @@ fn unknown_incompat_bits_are_unsupported_not_corrupt() {
             "{name}: {t}"
         );
         assert!(!t.contains("unsupported:"), "{name}: {t}");
+        // the same unknown bit without the checksum fixed (a flipped bit,
+        // as the kernel sees it: the checksum is checked first),
+        let mut b = orig.clone();
+        b[INCOMPAT_AT + 1] |= 0x02; // 0x200
+        let img = w.join("flipped.erofs");
+        std::fs::write(&img, &b).unwrap();
+        let t = text(&ferrofs(&["fsck"], &img));
+        assert!(
+            t.contains("corrupt") && t.contains("checksum"),
+            "{name}: {t}"
+        );
+        assert!(!t.contains("unsupported:"), "{name}: {t}");
         // a bad magic (checksum fixed),
         let mut b = orig.clone();
         b[SUPERBLOCK_OFFSET as usize] ^= 1;

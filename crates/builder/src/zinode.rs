@@ -200,8 +200,7 @@ pub fn encode_map(
     compact_ok: bool,
     allow_extents: bool,
 ) -> (Vec<u8>, bool) {
-    let (index, compact) =
-        encode_index(extents, size, bs, alg, tail, inode_and_xattrs, compact_ok);
+    let (index, compact) = encode_index(extents, size, bs, alg, tail, inode_and_xattrs, compact_ok);
     // (-E legacy-compress asks for full lcluster indexes: no extents.)
     if allow_extents && compact_ok {
         if let Some(e) = encode_extents(extents, size, bs, alg, tail, inode_and_xattrs) {

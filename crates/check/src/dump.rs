@@ -6,7 +6,11 @@
 use std::collections::{BTreeMap, HashSet};
 
 use ferrofs::format::compress::algorithm_name;
-use ferrofs::format::superblock::{compat_names, incompat};
+use ferrofs::format::inode::DataLayout;
+use ferrofs::format::superblock::{compat, compat_names, incompat};
+use ferrofs::format::xattr::short_prefix;
+use ferrofs::image::METABOX_SPACE;
+use ferrofs::map::extents::ExtentMap;
 use ferrofs::map::{DataMap, ExtentKind, PclusterFormat};
 use ferrofs::{Image, Inode};
 use serde_json::{json, Value};
@@ -26,18 +30,42 @@ pub fn superblock(image: &Image) -> Value {
         .iter()
         .map(|d| json!({"tag": d.slot.tag_str(), "blocks": d.slot.blocks, "uniaddr": d.slot.uniaddr}))
         .collect();
+    // The build time: the epoch plus the 48-bit layout's offset from it
+    // (0 in older images, whose epoch is the build time).
+    let created = sb.epoch().saturating_add(i64::from(sb.build_time));
+    let ishare = if sb.has_compat(compat::ISHARE_XATTRS) {
+        let id = sb.ishare_xattr_prefix_id;
+        let name = image
+            .xattr_prefixes()
+            .get(usize::from(id))
+            .map(|(base, infix)| {
+                let mut n = short_prefix(*base).unwrap_or_default().to_vec();
+                n.extend_from_slice(infix);
+                String::from_utf8_lossy(&n).into_owned()
+            });
+        json!({"id": id, "name": name})
+    } else {
+        Value::Null
+    };
     json!({
         "magic": format!("{:#010x}", sb.magic),
         "checksum": format!("{:#010x}", sb.checksum),
         "block_size": image.block_size().bytes(),
-        "blocks": sb.blocks,
+        "sb_size": sb.sb_size(),
+        "blocks": sb.total_blocks(),
         "inodes": sb.inos,
         "root_nid": image.root_nid().0,
+        "root_in_metabox": image.root_nid().0 & METABOX_SPACE != 0,
         "meta_blkaddr": sb.meta_blkaddr,
         "xattr_blkaddr": sb.xattr_blkaddr,
         "packed_nid": sb.packed_nid,
-        "epoch": sb.epoch,
+        "metabox": metabox(image),
+        "epoch": sb.epoch(),
+        "build_time": sb.build_time,
         "fixed_nsec": sb.fixed_nsec,
+        "created": created,
+        "created_utc": utc_string(created),
+        "ishare_xattr_prefix": ishare,
         "uuid": sb.uuid_string(),
         "label": String::from_utf8_lossy(sb.label()),
         "feature_compat": compat_names(sb.feature_compat),
@@ -50,6 +78,131 @@ pub fn superblock(image: &Image) -> Value {
         "xattr_prefixes": image.xattr_prefixes().iter().map(|(b, i)| json!({"base": b, "infix": String::from_utf8_lossy(i)})).collect::<Vec<_>>(),
         "devices": devices,
         "image_bytes": image.source_len(),
+    })
+}
+
+/// The metabox inode (nid, size, layout), or null without one.
+fn metabox(image: &Image) -> Value {
+    let sb = image.superblock();
+    if !sb.has_incompat(incompat::METABOX) {
+        return Value::Null;
+    }
+    match image.metabox_file() {
+        Some(f) => json!({
+            "nid": sb.metabox_nid,
+            "size": f.size(),
+            "layout": f.inode().layout.name(),
+            "map": map_form(f.data_map()),
+        }),
+        None => json!({"nid": sb.metabox_nid}),
+    }
+}
+
+/// An inode fingerprint as text: `ALG:` followed by the raw digest bytes,
+/// shown as hex (`sha256:a594...`); other values as lossy text.
+fn fingerprint_text(v: &[u8]) -> String {
+    match v.iter().position(|&c| c == b':') {
+        Some(i) if v[..i].iter().all(u8::is_ascii_alphanumeric) => {
+            let hex: String = v[i + 1..].iter().map(|b| format!("{b:02x}")).collect();
+            format!("{}:{hex}", String::from_utf8_lossy(&v[..i]))
+        }
+        _ => String::from_utf8_lossy(v).into_owned(),
+    }
+}
+
+/// Seconds since 1970 as `YYYY-MM-DD hh:mm:ss` (UTC, proleptic Gregorian).
+pub fn utc_string(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Days to a civil date (H. Hinnant's algorithm), in i128 so no input
+    // can overflow.
+    let z = i128::from(days) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i128::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// How an inode's data is mapped: a short name for the statistics.
+fn map_form(m: &DataMap) -> String {
+    match m {
+        DataMap::Flat(_) => "flat".into(),
+        DataMap::Chunk(c) => format!("chunks ({})", chunk_table(c)),
+        DataMap::Compressed(z) if z.whole_fragment.is_some() => "whole-file fragment".into(),
+        DataMap::Compressed(z) if z.full => "full lcluster index".into(),
+        DataMap::Compressed(_) => "compact lcluster index".into(),
+        DataMap::Extents(x) => format!("extents, {}-byte records", x.table.recsz),
+    }
+}
+
+/// Records listed per inode at most (a damaged count can claim 2^48).
+const MAX_LISTED_RECORDS: u64 = 100_000;
+
+/// The extent table of an extent-mapped inode: its form and each record
+/// as stored, with the logical start and physical address it resolves to
+/// (forms 4 and 8 have one record per logical cluster; form 4 sums the
+/// lengths from its base address).
+fn extent_table(image: &Image, inode: &Inode, x: &ExtentMap) -> Value {
+    let t = &x.table;
+    let count = x.records();
+    let mut records = Vec::new();
+    let mut pstart = x.base();
+    let mut error = Value::Null;
+    for i in 0..count.min(MAX_LISTED_RECORDS) {
+        let r = match x.record_at(image, inode, i) {
+            Ok(r) => r,
+            Err(e) => {
+                error = json!(e.to_string());
+                break;
+            }
+        };
+        let lstart = if t.has_lstart() {
+            r.lstart
+        } else {
+            i.checked_shl(x.lclusterbits).unwrap_or(u64::MAX)
+        };
+        let at = if t.recsz == 4 { pstart } else { r.pstart };
+        pstart = pstart.saturating_add(u64::from(r.len()));
+        let mut v = json!({
+            "index": i,
+            "lstart": lstart,
+            "plen": r.len(),
+            "pstart": at,
+            "format": match r.algorithm() {
+                None => "stored",
+                Some(id) => algorithm_name(id),
+            },
+            "partial": r.partial(),
+        });
+        if t.fragment && i + 1 == count {
+            // The last record names the tail in the packed inode.
+            let mut off = u64::from(r.plen);
+            if t.recsz >= 8 {
+                off |= r.pstart << 32;
+            }
+            v = json!({"index": i, "lstart": lstart, "fragment_offset": off});
+        }
+        records.push(v);
+    }
+    json!({
+        "record_size": t.recsz,
+        "records": count,
+        "lclusterbits": if t.has_lstart() { Value::Null } else { json!(x.lclusterbits) },
+        "base": if t.recsz == 4 { json!(x.base()) } else { Value::Null },
+        "interlaced": t.interlaced,
+        "fragment_tail": t.fragment,
+        "entries": records,
+        "error": error,
     })
 }
 
@@ -100,10 +253,23 @@ pub fn inode(image: &Image, inode: &Inode) -> Value {
         "mtime_nsec": inode.mtime_nsec,
         "layout": inode.layout.name(),
         "extended": inode.extended,
+        "in_metabox": inode.nid.0 & METABOX_SPACE != 0,
+        "nlink_1": inode.nlink1,
+        "dot_omitted": inode.dot_omitted,
         "xattr_icount": inode.xattr_icount,
-        "position": inode.pos,
+        "position": inode.pos & !METABOX_SPACE,
         "xattrs": xattrs,
     });
+    match ferrofs::xattr::fingerprint(image, inode) {
+        Ok(Some(fp)) => v["fingerprint"] = json!(fingerprint_text(&fp)),
+        Ok(None) => {}
+        Err(e) => v["fingerprint"] = json!({"error": e.to_string()}),
+    }
+    if matches!(inode.layout, DataLayout::FlatPlain | DataLayout::FlatInline) {
+        // The 48-bit start block; none for an all-hole FLAT_PLAIN file.
+        v["startblk"] = json!(inode.startblk);
+        v["all_hole"] = json!(inode.startblk.is_none());
+    }
     if matches!(
         inode.file_type,
         ferrofs::format::inode::FileType::CharDevice
@@ -130,6 +296,10 @@ pub fn inode(image: &Image, inode: &Inode) -> Value {
                     "fragment_off": z.fragment_off,
                     "whole_file_fragment": z.whole_fragment.is_some(),
                 });
+            }
+            v["map"] = json!(map_form(f.data_map()));
+            if let DataMap::Extents(x) = f.data_map() {
+                v["extent_table"] = extent_table(image, inode, x);
             }
             let exts: Vec<Value> = f
                 .extents()
@@ -183,6 +353,9 @@ pub fn statistics(image: &Image) -> Value {
     let mut by_layout: BTreeMap<&str, u64> = BTreeMap::new();
     let mut chunk_tables: BTreeMap<&str, u64> = BTreeMap::new();
     let mut extended = 0u64;
+    let mut maps: BTreeMap<String, u64> = BTreeMap::new();
+    let mut extent_records: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut in_metabox, mut dot_omitted, mut nlink1, mut all_hole) = (0u64, 0u64, 0u64, 0u64);
     let mut pclusters: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new(); // count, plen, llen
     let (mut inplace_total, mut inplace_safe) = (0u64, 0u64);
     let mut seen_inodes = HashSet::new();
@@ -196,6 +369,10 @@ pub fn statistics(image: &Image) -> Value {
         }
         *by_type.entry(inode.file_type.name()).or_default() += 1;
         extended += u64::from(inode.extended);
+        in_metabox += u64::from(inode.nid.0 & METABOX_SPACE != 0);
+        dot_omitted += u64::from(inode.dot_omitted);
+        nlink1 += u64::from(inode.nlink1);
+        all_hole += u64::from(inode.layout == DataLayout::FlatPlain && inode.startblk.is_none());
         if !matches!(
             inode.file_type,
             ferrofs::format::inode::FileType::Regular
@@ -212,6 +389,10 @@ pub fn statistics(image: &Image) -> Value {
         };
         if let DataMap::Chunk(c) = f.data_map() {
             *chunk_tables.entry(chunk_table(c)).or_default() += 1;
+        }
+        *maps.entry(map_form(f.data_map())).or_default() += 1;
+        if let DataMap::Extents(x) = f.data_map() {
+            *extent_records.entry(x.table.recsz.to_string()).or_default() += x.records();
         }
         for e in f.extents() {
             let Ok(e) = e else {
@@ -263,6 +444,12 @@ pub fn statistics(image: &Image) -> Value {
         "inodes_by_type": by_type,
         "inodes_by_layout": by_layout,
         "extended_inodes": extended,
+        "inodes_by_map": maps,
+        "extent_records_by_size": extent_records,
+        "metabox_inodes": in_metabox,
+        "dot_omitted_dirs": dot_omitted,
+        "nlink_1_inodes": nlink1,
+        "all_hole_files": all_hole,
         "chunk_tables": chunk_tables,
         "logical_bytes": logical,
         "compressed_logical_bytes": compressed_logical,

@@ -64,6 +64,12 @@ fn exercise(bytes: Vec<u8>, verify_checksum: bool) -> bool {
     let report = ferrofs_check::fsck::check(&image, Default::default(), None);
     let _ = ferrofs_check::dump::superblock(&image);
     let _ = ferrofs_check::dump::statistics(&image);
+    // The per-inode dump too: extent tables (v19 big.txt) and chunk tables.
+    for p in [&b"new/big.txt"[..], b"text.txt", b"sparse"] {
+        if let Ok(inode) = image.lookup_path(p, false) {
+            let _ = ferrofs_check::dump::inode(&image, &inode);
+        }
+    }
     // Random-offset reads through the path API as well.
     if let Ok(f) = image.open_path_file(b"text.txt") {
         let mut buf = [0u8; 777];

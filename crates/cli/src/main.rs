@@ -445,6 +445,9 @@ fn mode_string(mode: u16) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
+/// The dump as indented `key: value` lines. An array of objects becomes a
+/// list of `-` items; an item whose values are all scalars (an extent
+/// record) fits on one line.
 fn print_text(out: &mut impl Write, v: &Value, indent: usize) -> io::Result<()> {
     let pad = " ".repeat(indent);
     match v {
@@ -458,8 +461,21 @@ fn print_text(out: &mut impl Write, v: &Value, indent: usize) -> io::Result<()> 
                     Value::Array(a) if a.iter().any(|x| x.is_object()) => {
                         writeln!(out, "{pad}{k}:")?;
                         for item in a {
-                            writeln!(out, "{pad}  -")?;
-                            print_text(out, item, indent + 4)?;
+                            match item {
+                                Value::Object(f)
+                                    if f.values().all(|x| !x.is_object() && !x.is_array()) =>
+                                {
+                                    let line: Vec<String> = f
+                                        .iter()
+                                        .map(|(k, x)| format!("{k} {}", scalar(x)))
+                                        .collect();
+                                    writeln!(out, "{pad}  - {}", line.join(", "))?;
+                                }
+                                _ => {
+                                    writeln!(out, "{pad}  -")?;
+                                    print_text(out, item, indent + 4)?;
+                                }
+                            }
                         }
                     }
                     _ => writeln!(out, "{pad}{k}: {}", scalar(val))?,

@@ -696,12 +696,7 @@ fn dropin_help_lists_every_upstream_option() {
     assert_eq!(build(&["--async-queue-limit", "8"], "c.img"), plain);
     // --zD is implemented: a directory goes into the packed inode.
     assert_ne!(build(&["--zD"], "zd.img"), plain);
-    for bad in [
-        "--s3=x",
-        "--oci",
-        "--gzinfo",
-        "--fsalignblks=4",
-    ] {
+    for bad in ["--s3=x", "--oci", "--gzinfo", "--fsalignblks=4"] {
         let img = work.join("bad.img");
         let out = Command::new(&link)
             .arg(bad)

@@ -184,7 +184,16 @@ impl ErofsFuse {
         if !dir.is_dir() {
             return Err(Errno::ENOTDIR);
         }
-        Ok(self.image.read_dir(&dir).map_err(errno)?.into())
+        let mut entries = self.image.read_dir(&dir).map_err(errno)?;
+        if dir.dot_omitted {
+            // The image leaves "." out; list it last, as the kernel does.
+            entries.push(DirEntry {
+                name: b".".to_vec(),
+                nid: dir.nid,
+                type_code: ferrofs::format::inode::FileType::Directory.dirent_code(),
+            });
+        }
+        Ok(entries.into())
     }
 
     /// The attributes the kernel's EROFS driver would report.

@@ -139,8 +139,10 @@ impl Image {
             read_exact(&*source, &mut ext, SUPERBLOCK_OFFSET + SB_BASE_SIZE as u64)?;
             sb.parse_ext(&ext);
         }
-        let bs = sb.validate().map_err(|e| Error::format(at, e))?;
-
+        // The checksum comes first, as in the kernel: a flipped feature bit
+        // is damage, while a feature bit under a valid checksum is one this
+        // reader may not know.
+        let bs = BlockSize::from_bits(sb.blkszbits).map_err(|e| Error::format(at, e))?;
         if opts.verify_checksum && sb.has_compat(compat::SB_CHKSUM) {
             let mut region = vec![0u8; checksum_len(bs)];
             read_exact(&*source, &mut region, SUPERBLOCK_OFFSET)?;
@@ -155,6 +157,12 @@ impl Image {
                 ));
             }
         }
+        let bs = sb.validate().map_err(|e| match e {
+            // A feature this reader does not know is not damage: refuse it
+            // as unsupported, naming the bits.
+            FormatError::UnknownIncompat { .. } => Error::unsupported(at, e.to_string()),
+            e => Error::format(at, e),
+        })?;
 
         let cfg = read_compression_config(&*source, &sb)?;
         let devices = read_device_table(&*source, &sb)?;

@@ -36,6 +36,9 @@ pub struct Inode {
     pub startblk: Option<u64>,
     /// A directory stored without its "." entry (48-bit images).
     pub dot_omitted: bool,
+    /// A compact non-directory with the NLINK_1 bit: nlink is 1 and the
+    /// nlink field holds address bits 32..47 (48-bit images).
+    pub nlink1: bool,
     pub xattr_icount: u16,
     /// Metadata address of the inode: a byte of the primary device, or of
     /// the metabox data when [`METABOX_SPACE`] is set.
@@ -174,6 +177,7 @@ impl Inode {
             i_u: raw.i_u,
             startblk,
             dot_omitted,
+            nlink1,
             xattr_icount: raw.xattr_icount,
             pos,
         })

@@ -113,6 +113,12 @@ impl ExtentMap {
         }
     }
 
+    /// Form 4: the physical byte address of record 0's pcluster (the
+    /// others follow back to back); 0 in the other forms.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
     /// Record `i` as stored, for the dump and fsck.
     pub fn record_at(&self, image: &Image, inode: &Inode, i: u64) -> Result<ExtentRecord> {
         if i >= self.records() {

@@ -1,0 +1,67 @@
+#!/bin/sh
+# Fills the fuzz targets' default corpus directories (fuzz/corpus/TARGET,
+# where `cargo +nightly fuzz run TARGET` looks) with seeds from testdata:
+#   open_and_walk, read_every_file: every reference image (testdata/*.erofs
+#     by mkfs.erofs 1.5/1.8.6 and testdata/v19/*.erofs by 1.9.4: 48-bit
+#     layout, encoded extents, metabox, dot-omitted, --zD, fingerprints);
+#   decompress: compressed pclusters cut out of those images (found with
+#     `ferrofs dump --json`), framed as the target reads them: byte 0 the
+#     algorithm (0 lz4, 1 lzma, 2 deflate, 3 zstd), bytes 1-2 the output
+#     length / 4 (little-endian), then the stream.
+# Existing corpus files are kept. FERROFS names the ferrofs binary (default:
+# target/ci/ferrofs, then target/release/ferrofs, then target/debug/ferrofs);
+# without one the decompress seeds are skipped.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+corpus="$here/corpus"
+
+for t in open_and_walk read_every_file; do
+  mkdir -p "$corpus/$t"
+  for f in "$root"/testdata/*.erofs; do cp "$f" "$corpus/$t/$(basename "$f")"; done
+  for f in "$root"/testdata/v19/*.erofs; do cp "$f" "$corpus/$t/v19-$(basename "$f")"; done
+done
+
+ferrofs=${FERROFS:-}
+if [ -z "$ferrofs" ]; then
+  for p in "$root/target/ci/ferrofs" "$root/target/release/ferrofs" "$root/target/debug/ferrofs"; do
+    if [ -x "$p" ]; then ferrofs=$p; break; fi
+  done
+fi
+if [ -z "$ferrofs" ]; then
+  echo "seeds.sh: no ferrofs binary (build it or set FERROFS): decompress seeds skipped" >&2
+  exit 0
+fi
+mkdir -p "$corpus/decompress"
+python3 - "$ferrofs" "$root/testdata" "$corpus/decompress" <<'PY'
+import glob, hashlib, json, os, struct, subprocess, sys
+
+ferrofs, testdata, out = sys.argv[1:4]
+algs = {"lz4": 0, "lzma": 1, "deflate": 2, "zstd": 3}
+paths = ["/new/big.txt", "/text.txt", "/dir/sub/copy.txt", "/dir/random.bin", "/dir/aaaa"]
+images = sorted(glob.glob(os.path.join(testdata, "*.erofs")) + glob.glob(os.path.join(testdata, "v19", "*.erofs")))
+n = 0
+for img in images:
+    data = open(img, "rb").read()
+    for p in paths:
+        r = subprocess.run([ferrofs, "dump", "--json", "--path", p, img], capture_output=True)
+        if r.returncode != 0:
+            continue
+        taken = 0
+        for e in json.loads(r.stdout).get("extents", []):
+            m = e.get("map", {})
+            if m.get("type") != "pcluster" or m.get("format") not in algs or m.get("inline"):
+                continue
+            pos, plen, llen = m["pos"], m["plen"], e["len"]
+            if llen > 4 * 0xFFFF or pos + plen > len(data):
+                continue
+            seed = bytes([algs[m["format"]]]) + struct.pack("<H", (llen + 3) // 4) + data[pos:pos + plen]
+            name = hashlib.sha1(seed).hexdigest()
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(seed)
+            n += 1
+            taken += 1
+            if taken == 3:
+                break
+print(f"seeds.sh: {n} decompress seeds from {len(images)} images")
+PY

@@ -71,6 +71,10 @@ fn printing_commands_end_quietly_on_a_closed_pipe() {
     let bad_s = bad.to_string_lossy().into_owned();
     let out = work.join("out.img").to_string_lossy().into_owned();
     let src_s = src.to_string_lossy().into_owned();
+    let root_nid = ferrofs::Image::open_path(&img)
+        .unwrap()
+        .root_nid()
+        .to_string();
     let cases: Vec<Vec<&str>> = vec![
         vec!["fsck", &img_s],
         vec!["fsck", "--json", &img_s],
@@ -79,7 +83,7 @@ fn printing_commands_end_quietly_on_a_closed_pipe() {
         vec!["dump", &img_s],
         vec!["dump", "--json", &img_s],
         vec!["dump", "--path", "/big", &img_s],
-        vec!["dump", "--json", "--nid", "0", &img_s],
+        vec!["dump", "--json", "--nid", &root_nid, &img_s],
         vec!["ls", &img_s, "dir"],
         vec!["ls", "-l", &img_s, "dir"],
         vec!["cat", &img_s, "big"],

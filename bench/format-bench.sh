@@ -16,6 +16,8 @@
 #            every file (default: none, i.e. plain `fsck.erofs IMG`)
 #   RAW      if set, per-run measurements are also written to this TSV file
 #   KEEP     if 1, the scratch directory (with the last images) is kept
+#   WARMUP   0: no untimed warm-up build (the first build of a row is timed
+#            run 1; read the tree into the page cache beforehand)  [default: 1]
 #
 # What it does, per TREE and per codec:
 #   1. one untimed warm-up build per row (brings the tree into the page cache);
@@ -51,6 +53,7 @@ TMPROOT=${TMPROOT:-/tmp}
 FSCK_ARGS=${FSCK_ARGS:-}
 RAW=${RAW:-}
 KEEP=${KEEP:-0}
+WARMUP=${WARMUP:-1}
 TIME=/usr/bin/time
 
 die() { echo "format-bench: $*" >&2; exit 1; }
@@ -241,10 +244,17 @@ for tree_arg in "$@"; do
                 continue
             fi
             img="$WORK/$row.img"
-            log "$tname $codec $row: warm-up"
+            log "$tname $codec $row: first build"
             if run_build "$row" "$codec" "$img" "$tree"; then
                 active+=("$row")
                 OK[$row]=1
+                if [[ $WARMUP == 0 ]]; then
+                    # No warm-up: this build is timed run 1.
+                    WALLS[$row]+="$R_WALL "
+                    CPUS[$row]+="$(awk -v u="$R_USER" -v s="$R_SYS" 'BEGIN { printf "%.2f", u + s }') "
+                    RSSES[$row]+="$R_RSS "
+                    SIZES[$row]+="$R_BYTES "
+                fi
             else
                 SKIP[$row]="build FAILED: $(tail -n 1 "$WORK/last.err" | tr '|' '/')"
                 FAILED=1
@@ -254,7 +264,7 @@ for tree_arg in "$@"; do
 
         # Timed rounds. Round r starts at row index r mod N and goes round.
         n=${#active[@]}
-        for (( r = 0; r < RUNS; r++ )); do
+        for (( r = (WARMUP == 0 ? 1 : 0); r < RUNS; r++ )); do
             for (( k = 0; k < n; k++ )); do
                 row=${active[$(( (r + k) % n ))]}
                 [[ ${OK[$row]:-} == 1 ]] || continue

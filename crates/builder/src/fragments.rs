@@ -233,47 +233,84 @@ pub(crate) fn add_packed_inode(
         physical: frags.entries[i].at,
     }));
     let size = frags.len + head;
+    let pcl = opts
+        .compress
+        .as_ref()
+        .map_or(bs, |c| c.packed_pcluster.unwrap_or(c.pcluster_bytes));
+    let id = add_internal_file(
+        tree,
+        plan,
+        InternalFile {
+            spool: frags.spool,
+            segments,
+            size,
+            source: frags.output.clone(),
+            compress: Some((pcl, 0)),
+        },
+        bs,
+    );
+    Ok((id, offsets))
+}
+
+/// A regular file the build makes itself (the packed inode, the metabox):
+/// its bytes in a spool file, how it may be compressed.
+pub(crate) struct InternalFile {
+    pub(crate) spool: File,
+    pub(crate) segments: Vec<Segment>,
+    pub(crate) size: u64,
+    /// For messages: the image it is built for.
+    pub(crate) source: PathBuf,
+    pub(crate) compress: Option<(u64, usize)>,
+}
+
+/// Adds an internal file to the tree and the plan (no directory names it;
+/// root-owned 0644 at the image's epoch); returns its id.
+pub(crate) fn add_internal_file(
+    tree: &mut Tree,
+    plan: &mut Plan,
+    f: InternalFile,
+    bs: u64,
+) -> InodeId {
     let id = tree.inodes.len();
     tree.inodes.push(crate::tree::Inode {
-        kind: Kind::File { size, data: None },
+        kind: Kind::File {
+            size: f.size,
+            data: None,
+        },
         perm: 0o644,
         uid: 0,
         gid: 0,
         mtime: plan.epoch,
         mtime_nsec: plan.fixed_nsec,
         xattrs: Vec::new(),
-        source: frags.output.clone(),
+        source: f.source,
         content: Content::Archive {
-            archive: std::sync::Arc::new(frags.spool),
-            segments: segments.into(),
+            archive: std::sync::Arc::new(f.spool),
+            segments: f.segments.into(),
         },
         rel: Vec::new(),
         parent: tree.root,
     });
-    let pcl = opts
-        .compress
-        .as_ref()
-        .map_or(bs, |c| c.packed_pcluster.unwrap_or(c.pcluster_bytes));
     plan.xattrs.bodies.push(Vec::new());
     plan.inodes.push(InodePlan {
-        extended: size > u64::from(u32::MAX),
+        extended: f.size > u64::from(u32::MAX),
         layout: DataLayout::FlatPlain,
         mode: 0o100644,
         uid: 0,
         gid: 0,
         nlink: 1,
-        size,
+        size: f.size,
         mtime: plan.epoch,
         mtime_nsec: plan.fixed_nsec,
         rdev: None,
         tail: 0,
-        blocks: size.div_ceil(bs),
+        blocks: f.size.div_ceil(bs),
         chunks: None,
         dir_blocks: Vec::new(),
-        compress: Some((pcl, 0)),
+        compress: f.compress,
         z: None,
         dot_omitted: false,
         all_hole: false,
     });
-    Ok((id, offsets))
+    id
 }

@@ -10,17 +10,16 @@
 
 use std::os::unix::fs::FileExt;
 
-use ferrofs_format::inode::DataLayout;
-
 use super::data::{write_synthetic, Placed};
 use super::meta::{dir_block, item_lengths, put_inode, Meta};
 use super::Writer;
-use crate::content::{Content, Segment};
+use crate::content::Segment;
 use crate::error::{BuildError, Result};
+use crate::fragments::{add_internal_file, InternalFile};
 use crate::layout::{layout_meta, METABOX_NID_BIT};
 use crate::options::{BuildOptions, MetaboxOptions};
-use crate::plan::{InodePlan, Plan};
-use crate::tree::{InodeId, Kind, Tree};
+use crate::plan::Plan;
+use crate::tree::{InodeId, Tree};
 
 /// Writes the directory blocks, the metabox and the primary metadata area
 /// after the data.
@@ -166,48 +165,21 @@ fn add_metabox_inode(
         .write_all_at(data, 0)
         .map_err(BuildError::io(output))?;
     let size = data.len() as u64;
-    let id = tree.inodes.len();
-    tree.inodes.push(crate::tree::Inode {
-        kind: Kind::File { size, data: None },
-        perm: 0o644,
-        uid: 0,
-        gid: 0,
-        mtime: plan.epoch,
-        mtime_nsec: plan.fixed_nsec,
-        xattrs: Vec::new(),
-        source: output.to_path_buf(),
-        content: Content::Archive {
-            archive: std::sync::Arc::new(spool),
+    let id = add_internal_file(
+        tree,
+        plan,
+        InternalFile {
+            spool,
             segments: vec![Segment {
                 logical: 0,
                 len: size,
                 physical: 0,
-            }]
-            .into(),
+            }],
+            size,
+            source: output.to_path_buf(),
+            compress: mb.compressor.map(|c| (mb.pcluster_bytes, c)),
         },
-        rel: Vec::new(),
-        parent: tree.root,
-    });
-    plan.xattrs.bodies.push(Vec::new());
-    plan.inodes.push(InodePlan {
-        extended: size > u64::from(u32::MAX),
-        layout: DataLayout::FlatPlain,
-        mode: 0o100644,
-        uid: 0,
-        gid: 0,
-        nlink: 1,
-        size,
-        mtime: plan.epoch,
-        mtime_nsec: plan.fixed_nsec,
-        rdev: None,
-        tail: 0,
-        blocks: size.div_ceil(opts.block_size()),
-        chunks: None,
-        dir_blocks: Vec::new(),
-        compress: mb.compressor.map(|c| (mb.pcluster_bytes, c)),
-        z: None,
-        dot_omitted: false,
-        all_hole: false,
-    });
+        opts.block_size(),
+    );
     Ok(id)
 }

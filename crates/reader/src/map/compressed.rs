@@ -20,6 +20,30 @@ use crate::inode::Inode;
 /// Largest decoded extent accepted (the kernel's limit).
 pub const MAX_EXTENT_BYTES: u64 = 12 << 20;
 
+/// The kernel's limits on one pcluster (shared by both compressed map
+/// forms): at most 1 MiB stored, 12 MiB decoded, and a raw extent no
+/// longer than its pcluster.
+pub(crate) fn check_pcluster(
+    at: Location,
+    plen: u64,
+    llen: u64,
+    format: PclusterFormat,
+) -> Result<()> {
+    if plen > MAX_PCLUSTER_BYTES {
+        return Err(Error::unsupported(at, format!("pcluster of {plen} bytes")));
+    }
+    if llen > MAX_EXTENT_BYTES {
+        return Err(Error::unsupported(at, format!("extent of {llen} bytes")));
+    }
+    if matches!(format, PclusterFormat::Shifted | PclusterFormat::Interlaced) && llen > plen {
+        return Err(Error::corrupt(
+            at,
+            format!("raw extent of {llen} bytes in a {plen}-byte pcluster"),
+        ));
+    }
+    Ok(())
+}
+
 /// Metadata address of a compressed inode's map header: the inode end
 /// rounded up to 8 bytes.
 pub(crate) fn header_pos(inode: &Inode) -> Result<u64> {
@@ -386,18 +410,7 @@ impl ZMap {
                 (pos, plen, false)
             }
         };
-        if plen > MAX_PCLUSTER_BYTES {
-            return Err(Error::unsupported(at, format!("pcluster of {plen} bytes")));
-        }
-        if llen > MAX_EXTENT_BYTES {
-            return Err(Error::unsupported(at, format!("extent of {llen} bytes")));
-        }
-        if matches!(format, PclusterFormat::Shifted | PclusterFormat::Interlaced) && llen > plen {
-            return Err(Error::corrupt(
-                at,
-                format!("raw extent of {llen} bytes in a {plen}-byte pcluster"),
-            ));
-        }
+        check_pcluster(at, plen, llen, format)?;
         Ok(Extent {
             logical: m_la,
             len: llen,

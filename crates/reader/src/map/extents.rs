@@ -8,11 +8,10 @@
 use std::sync::OnceLock;
 
 use ferrofs_codec::Algorithm;
-use ferrofs_format::compress::MAX_PCLUSTER_BYTES;
 use ferrofs_format::zmap::extent::{ExtentRecord, ExtentTable};
 use ferrofs_format::zmap::{MapHeader, MAP_HEADER_SIZE};
 
-use super::compressed::MAX_EXTENT_BYTES;
+use super::compressed::check_pcluster;
 use super::{Extent, ExtentKind, Pcluster, PclusterFormat};
 use crate::error::{Error, Result};
 use crate::image::Image;
@@ -241,18 +240,7 @@ impl ExtentMap {
             }
             None => PclusterFormat::Shifted,
         };
-        if plen > MAX_PCLUSTER_BYTES {
-            return Err(Error::unsupported(at, format!("pcluster of {plen} bytes")));
-        }
-        if llen > MAX_EXTENT_BYTES {
-            return Err(Error::unsupported(at, format!("extent of {llen} bytes")));
-        }
-        if matches!(format, PclusterFormat::Shifted | PclusterFormat::Interlaced) && llen > plen {
-            return Err(Error::corrupt(
-                at,
-                format!("raw extent of {llen} bytes in a {plen}-byte pcluster"),
-            ));
-        }
+        check_pcluster(at, plen, llen, format)?;
         Ok(Extent {
             logical: lstart,
             len: llen,

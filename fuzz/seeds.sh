@@ -1,7 +1,7 @@
 #!/bin/sh
 # Fills the fuzz targets' default corpus directories (fuzz/corpus/TARGET,
 # where `cargo +nightly fuzz run TARGET` looks) with seeds from testdata:
-#   open_and_walk, read_every_file: every reference image (testdata/*.erofs
+#   open_and_walk, read_every_file, path_api: every reference image (testdata/*.erofs
 #     by mkfs.erofs 1.5/1.8.6 and testdata/v19/*.erofs by 1.9.4: 48-bit
 #     layout, encoded extents, metabox, dot-omitted, --zD, fingerprints);
 #   decompress: compressed pclusters cut out of those images (found with
@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 corpus="$here/corpus"
 
-for t in open_and_walk read_every_file; do
+for t in open_and_walk read_every_file path_api; do
   mkdir -p "$corpus/$t"
   for f in "$root"/testdata/*.erofs; do cp "$f" "$corpus/$t/$(basename "$f")"; done
   for f in "$root"/testdata/v19/*.erofs; do cp "$f" "$corpus/$t/v19-$(basename "$f")"; done

@@ -2,25 +2,25 @@
 //! fingerprint xattr must hold `sha256:` and the SHA-256 of its contents,
 //! as fsck.erofs 1.9 checks them.
 
-use ferrofs::{Error, Image, Inode};
+use ferrofs::{raw::Inode, Error, Image};
 use sha2::{Digest, Sha256};
 
 /// Checks the fingerprint of regular file `inode` in an image with
 /// COMPAT_ISHARE_XATTRS: `Ok(None)` when it matches (or the file is empty
 /// and has none), `Ok(Some(why))` when it is missing or wrong.
 pub fn check(image: &Image, inode: &Inode) -> Result<Option<String>, Error> {
-    let stored = ferrofs::xattr::fingerprint(image, inode)?;
-    if inode.size == 0 {
+    let stored = image.raw().fingerprint(inode)?;
+    if inode.size() == 0 {
         return Ok(None);
     }
     let Some(stored) = stored else {
         return Ok(Some("no inode fingerprint".into()));
     };
-    let file = image.open_file(inode.clone())?;
+    let file = image.raw().open(inode.clone())?;
     let mut h = Sha256::new();
-    let mut buf = vec![0u8; (1usize << 20).min(usize::try_from(inode.size).unwrap_or(1 << 20))];
+    let mut buf = vec![0u8; (1usize << 20).min(usize::try_from(inode.size()).unwrap_or(1 << 20))];
     let mut pos = 0u64;
-    while pos < inode.size {
+    while pos < inode.size() {
         let n = file.read_at(&mut buf, pos)?;
         if n == 0 {
             return Ok(Some("file ends early".into()));

@@ -9,10 +9,10 @@ use ferrofs::format::compress::algorithm_name;
 use ferrofs::format::inode::DataLayout;
 use ferrofs::format::superblock::{compat, compat_names, incompat};
 use ferrofs::format::xattr::short_prefix;
-use ferrofs::image::METABOX_SPACE;
 use ferrofs::map::extents::ExtentMap;
 use ferrofs::map::{DataMap, ExtentKind, PclusterFormat};
-use ferrofs::{Image, Inode};
+use ferrofs::raw::METABOX_SPACE;
+use ferrofs::{raw::Inode, Image};
 use serde_json::{json, Value};
 
 use crate::walk::{walk, Visit};
@@ -87,11 +87,11 @@ fn metabox(image: &Image) -> Value {
     if !sb.has_incompat(incompat::METABOX) {
         return Value::Null;
     }
-    match image.metabox_file() {
+    match image.raw().metabox_file() {
         Some(f) => json!({
             "nid": sb.metabox_nid,
             "size": f.size(),
-            "layout": f.inode().layout.name(),
+            "layout": f.inode().layout().name(),
             "map": map_form(f.data_map()),
         }),
         None => json!({"nid": sb.metabox_nid}),
@@ -138,10 +138,10 @@ fn map_form(m: &DataMap) -> String {
     match m {
         DataMap::Flat(_) => "flat".into(),
         DataMap::Chunk(c) => format!("chunks ({})", chunk_table(c)),
-        DataMap::Compressed(z) if z.whole_fragment.is_some() => "whole-file fragment".into(),
-        DataMap::Compressed(z) if z.full => "full lcluster index".into(),
+        DataMap::Compressed(z) if z.whole_fragment().is_some() => "whole-file fragment".into(),
+        DataMap::Compressed(z) if z.is_full() => "full lcluster index".into(),
         DataMap::Compressed(_) => "compact lcluster index".into(),
-        DataMap::Extents(x) => format!("extents, {}-byte records", x.table.recsz),
+        DataMap::Extents(x) => format!("extents, {}-byte records", x.table().recsz),
     }
 }
 
@@ -153,7 +153,7 @@ const MAX_LISTED_RECORDS: u64 = 100_000;
 /// (forms 4 and 8 have one record per logical cluster; form 4 sums the
 /// lengths from its base address).
 fn extent_table(image: &Image, inode: &Inode, x: &ExtentMap) -> Value {
-    let t = &x.table;
+    let t = &x.table();
     let count = x.records();
     let mut records = Vec::new();
     let mut pstart = x.base();
@@ -169,7 +169,7 @@ fn extent_table(image: &Image, inode: &Inode, x: &ExtentMap) -> Value {
         let lstart = if t.has_lstart() {
             r.lstart
         } else {
-            i.checked_shl(x.lclusterbits).unwrap_or(u64::MAX)
+            i.checked_shl(x.lclusterbits()).unwrap_or(u64::MAX)
         };
         let at = if t.recsz == 4 { pstart } else { r.pstart };
         pstart = pstart.saturating_add(u64::from(r.len()));
@@ -197,7 +197,7 @@ fn extent_table(image: &Image, inode: &Inode, x: &ExtentMap) -> Value {
     json!({
         "record_size": t.recsz,
         "records": count,
-        "lclusterbits": if t.has_lstart() { Value::Null } else { json!(x.lclusterbits) },
+        "lclusterbits": if t.has_lstart() { Value::Null } else { json!(x.lclusterbits()) },
         "base": if t.recsz == 4 { json!(x.base()) } else { Value::Null },
         "interlaced": t.interlaced,
         "fragment_tail": t.fragment,
@@ -234,7 +234,7 @@ fn format_name(f: PclusterFormat) -> &'static str {
 
 /// One inode: fields, xattrs and its extent map.
 pub fn inode(image: &Image, inode: &Inode) -> Value {
-    let xattrs: Value = match image.xattrs(inode) {
+    let xattrs: Value = match image.raw().xattrs(inode) {
         Ok(xs) => xs
             .iter()
             .map(|x| json!({"name": String::from_utf8_lossy(&x.name), "value": String::from_utf8_lossy(&x.value), "shared": x.shared}))
@@ -242,59 +242,62 @@ pub fn inode(image: &Image, inode: &Inode) -> Value {
         Err(e) => json!({"error": e.to_string()}),
     };
     let mut v = json!({
-        "nid": inode.nid.0,
-        "type": inode.file_type.name(),
-        "mode": format!("{:o}", inode.mode),
-        "uid": inode.uid,
-        "gid": inode.gid,
-        "nlink": inode.nlink,
-        "size": inode.size,
-        "mtime": inode.mtime,
-        "mtime_nsec": inode.mtime_nsec,
-        "layout": inode.layout.name(),
-        "extended": inode.extended,
-        "in_metabox": inode.nid.0 & METABOX_SPACE != 0,
-        "nlink_1": inode.nlink1,
-        "dot_omitted": inode.dot_omitted,
-        "xattr_icount": inode.xattr_icount,
-        "position": inode.pos & !METABOX_SPACE,
+        "nid": inode.nid().0,
+        "type": inode.file_type().name(),
+        "mode": format!("{:o}", inode.mode()),
+        "uid": inode.uid(),
+        "gid": inode.gid(),
+        "nlink": inode.nlink(),
+        "size": inode.size(),
+        "mtime": inode.mtime(),
+        "mtime_nsec": inode.mtime_nsec(),
+        "layout": inode.layout().name(),
+        "extended": inode.is_extended(),
+        "in_metabox": inode.nid().0 & METABOX_SPACE != 0,
+        "nlink_1": inode.nlink1(),
+        "dot_omitted": inode.dot_omitted(),
+        "xattr_icount": inode.xattr_icount(),
+        "position": inode.pos() & !METABOX_SPACE,
         "xattrs": xattrs,
     });
-    match ferrofs::xattr::fingerprint(image, inode) {
+    match image.raw().fingerprint(inode) {
         Ok(Some(fp)) => v["fingerprint"] = json!(fingerprint_text(&fp)),
         Ok(None) => {}
         Err(e) => v["fingerprint"] = json!({"error": e.to_string()}),
     }
-    if matches!(inode.layout, DataLayout::FlatPlain | DataLayout::FlatInline) {
+    if matches!(
+        inode.layout(),
+        DataLayout::FlatPlain | DataLayout::FlatInline
+    ) {
         // The 48-bit start block; none for an all-hole FLAT_PLAIN file.
-        v["startblk"] = json!(inode.startblk);
-        v["all_hole"] = json!(inode.startblk.is_none());
+        v["startblk"] = json!(inode.startblk());
+        v["all_hole"] = json!(inode.startblk().is_none());
     }
     if matches!(
-        inode.file_type,
+        inode.file_type(),
         ferrofs::format::inode::FileType::CharDevice
             | ferrofs::format::inode::FileType::BlockDevice
     ) {
-        v["rdev"] = json!(format!("{}:{}", inode.rdev.0, inode.rdev.1));
+        v["rdev"] = json!(format!("{}:{}", inode.rdev().0, inode.rdev().1));
     }
-    match image.open_file(inode.clone()) {
+    match image.raw().open(inode.clone()) {
         Ok(f) => {
             if let DataMap::Chunk(c) = f.data_map() {
                 v["chunks"] = json!({
-                    "chunk_size": 1u64 << c.chunkbits,
-                    "count": c.chunks,
+                    "chunk_size": 1u64 << c.chunkbits(),
+                    "count": c.chunks(),
                     "table": chunk_table(c),
                 });
             }
             if let DataMap::Compressed(z) = f.data_map() {
                 v["compression"] = json!({
-                    "advise": format!("{:#x}", z.header.advise),
-                    "algorithms": z.header.algorithms().iter().map(|a| algorithm_name(*a)).collect::<Vec<_>>(),
-                    "lclusterbits": z.lclusterbits,
-                    "index": if z.full { "full" } else { "compact" },
-                    "inline_tail": z.idata.map(|(p, s)| json!({"pos": p, "size": s})),
-                    "fragment_off": z.fragment_off,
-                    "whole_file_fragment": z.whole_fragment.is_some(),
+                    "advise": format!("{:#x}", z.header().advise),
+                    "algorithms": z.header().algorithms().iter().map(|a| algorithm_name(*a)).collect::<Vec<_>>(),
+                    "lclusterbits": z.lclusterbits(),
+                    "index": if z.is_full() { "full" } else { "compact" },
+                    "inline_tail": z.idata().map(|(p, s)| json!({"pos": p, "size": s})),
+                    "fragment_off": z.fragment_off(),
+                    "whole_file_fragment": z.whole_fragment().is_some(),
                 });
             }
             v["map"] = json!(map_form(f.data_map()));
@@ -328,7 +331,7 @@ pub fn in_place_safe(image: &Image, e: &ferrofs::map::Extent, p: &ferrofs::map::
     }
     let window = p.len.min(image.block_size().bytes()) as usize;
     let mut head = vec![0u8; window];
-    if image.read_raw(&mut head, p.pos).is_err() {
+    if image.raw().read_raw(&mut head, p.pos).is_err() {
         return false;
     }
     let zeros = head.iter().take_while(|&&b| b == 0).count() as u64;
@@ -340,7 +343,7 @@ pub fn in_place_safe(image: &Image, e: &ferrofs::map::Extent, p: &ferrofs::map::
 
 /// The kind of a chunk-based file's table.
 fn chunk_table(c: &ferrofs::map::chunk::ChunkMap) -> &'static str {
-    if c.format.indexes {
+    if c.format().indexes {
         "indexes"
     } else {
         "block_map"
@@ -364,26 +367,27 @@ pub fn statistics(image: &Image) -> Value {
     let (mut inline_bytes, mut fragment_bytes, mut hole_bytes, mut errors) =
         (0u64, 0u64, 0u64, 0u64);
     let mut visit_inode = |inode: &Inode| {
-        if !seen_inodes.insert(inode.nid) {
+        if !seen_inodes.insert(inode.nid()) {
             return;
         }
-        *by_type.entry(inode.file_type.name()).or_default() += 1;
-        extended += u64::from(inode.extended);
-        in_metabox += u64::from(inode.nid.0 & METABOX_SPACE != 0);
-        dot_omitted += u64::from(inode.dot_omitted);
-        nlink1 += u64::from(inode.nlink1);
-        all_hole += u64::from(inode.layout == DataLayout::FlatPlain && inode.startblk.is_none());
+        *by_type.entry(inode.file_type().name()).or_default() += 1;
+        extended += u64::from(inode.is_extended());
+        in_metabox += u64::from(inode.nid().0 & METABOX_SPACE != 0);
+        dot_omitted += u64::from(inode.dot_omitted());
+        nlink1 += u64::from(inode.nlink1());
+        all_hole +=
+            u64::from(inode.layout() == DataLayout::FlatPlain && inode.startblk().is_none());
         if !matches!(
-            inode.file_type,
+            inode.file_type(),
             ferrofs::format::inode::FileType::Regular
                 | ferrofs::format::inode::FileType::Directory
                 | ferrofs::format::inode::FileType::Symlink
         ) {
             return;
         }
-        *by_layout.entry(inode.layout.name()).or_default() += 1;
-        logical += inode.size;
-        let Ok(f) = image.open_file(inode.clone()) else {
+        *by_layout.entry(inode.layout().name()).or_default() += 1;
+        logical += inode.size();
+        let Ok(f) = image.raw().open(inode.clone()) else {
             errors += 1;
             return;
         };
@@ -392,7 +396,9 @@ pub fn statistics(image: &Image) -> Value {
         }
         *maps.entry(map_form(f.data_map())).or_default() += 1;
         if let DataMap::Extents(x) = f.data_map() {
-            *extent_records.entry(x.table.recsz.to_string()).or_default() += x.records();
+            *extent_records
+                .entry(x.table().recsz.to_string())
+                .or_default() += x.records();
         }
         for e in f.extents() {
             let Ok(e) = e else {
@@ -423,7 +429,7 @@ pub fn statistics(image: &Image) -> Value {
             }
         }
     };
-    if let Ok(root) = image.root() {
+    if let Ok(root) = image.raw().root() {
         visit_inode(&root);
     }
     walk(image, |v| {
@@ -493,7 +499,14 @@ pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead], windo
             }
         }
     }
-    fn touch(image: &Image, file: &ferrofs::File, from: u64, to: u64, acc: &mut Acc, depth: u8) {
+    fn touch(
+        image: &Image,
+        file: &ferrofs::raw::InodeFile,
+        from: u64,
+        to: u64,
+        acc: &mut Acc,
+        depth: u8,
+    ) {
         let bs = image.block_size().bytes();
         let mut pos = from;
         while pos < to {
@@ -519,7 +532,7 @@ pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead], windo
                     acc.decoded += n;
                 }
                 ExtentKind::Inline { .. } => acc.decoded += n,
-                ExtentKind::Fragment { offset } => match image.packed_file() {
+                ExtentKind::Fragment { offset } => match image.raw().packed_file() {
                     Some(packed) if depth == 0 => {
                         touch(image, &packed, offset + rel, offset + rel + n, acc, 1)
                     }
@@ -554,8 +567,9 @@ pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead], windo
     let mut missing = 0u64;
     for r in reads {
         let file = match image
+            .raw()
             .lookup_path(&r.path, true)
-            .and_then(|i| image.open_file(i))
+            .and_then(|i| image.raw().open(i))
         {
             Ok(f) => f,
             Err(_) => {

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use ferrofs::format::inode::FileType;
 use ferrofs::format::Nid;
 use ferrofs::map::ExtentKind;
-use ferrofs::{Image, Inode};
+use ferrofs::{raw::Inode, Image};
 use rustix::fs::{AtFlags, FileType as RxType, Mode, Timespec, Timestamps, CWD};
 use thiserror::Error;
 
@@ -159,19 +159,19 @@ impl Extractor<'_> {
             });
         }
         let path = self.out_path(rel);
-        if !inode.is_dir() && inode.nlink > 1 {
-            if let Some(first) = self.first_path.get(&inode.nid) {
+        if !inode.is_dir() && inode.nlink() > 1 {
+            if let Some(first) = self.first_path.get(&inode.nid()) {
                 fs::hard_link(first, &path).map_err(io_err(&path))?;
                 self.summary.hardlinks += 1;
                 return Ok(());
             }
-            self.first_path.insert(inode.nid, path.clone());
+            self.first_path.insert(inode.nid(), path.clone());
         }
         let img_err = |source| ExtractError::Image {
             path: String::from_utf8_lossy(rel).into_owned(),
             source,
         };
-        match inode.file_type {
+        match inode.file_type() {
             FileType::Directory => {
                 fs::create_dir(&path).map_err(io_err(&path))?;
                 rustix::fs::chmod(&path, Mode::from_raw_mode(0o700)).map_err(rx_err(&path))?;
@@ -190,12 +190,12 @@ impl Extractor<'_> {
                 self.summary.files += 1;
             }
             FileType::Symlink => {
-                let target = self.image.read_link(inode).map_err(img_err)?;
+                let target = self.image.raw().read_link(inode).map_err(img_err)?;
                 symlink(OsStr::from_bytes(&target), &path).map_err(io_err(&path))?;
                 self.summary.symlinks += 1;
             }
             FileType::CharDevice | FileType::BlockDevice | FileType::Fifo | FileType::Socket => {
-                let kind = match inode.file_type {
+                let kind = match inode.file_type() {
                     FileType::CharDevice => RxType::CharacterDevice,
                     FileType::BlockDevice => RxType::BlockDevice,
                     FileType::Fifo => RxType::Fifo,
@@ -205,7 +205,7 @@ impl Extractor<'_> {
                 if is_dev && !self.opts.devices {
                     return Ok(());
                 }
-                let dev = rustix::fs::makedev(inode.rdev.0, inode.rdev.1);
+                let dev = rustix::fs::makedev(inode.rdev().0, inode.rdev().1);
                 rustix::fs::mknodat(CWD, &path, kind, Mode::from_raw_mode(0o600), dev)
                     .map_err(rx_err(&path))?;
                 self.summary.special += 1;
@@ -217,7 +217,8 @@ impl Extractor<'_> {
     fn write_file(&mut self, path: &Path, inode: &Inode) -> Result<(), WriteError> {
         let file = self
             .image
-            .open_file(inode.clone())
+            .raw()
+            .open(inode.clone())
             .map_err(WriteError::Image)?;
         let mut out = fs::OpenOptions::new()
             .write(true)
@@ -228,7 +229,7 @@ impl Extractor<'_> {
             .map_err(WriteError::Io)?;
         // One buffer for the whole extraction, grown only when needed.
         let mut buf = std::mem::take(&mut self.buf);
-        let want = (inode.size.min(1 << 20)) as usize;
+        let want = (inode.size().min(1 << 20)) as usize;
         if buf.len() < want {
             buf.resize(want, 0);
         }
@@ -236,7 +237,7 @@ impl Extractor<'_> {
         self.buf = buf;
         res?;
         if self.sparse_pending {
-            out.set_len(inode.size).map_err(WriteError::Io)?;
+            out.set_len(inode.size()).map_err(WriteError::Io)?;
         }
         out.flush().map_err(WriteError::Io)?;
         Ok(())
@@ -244,7 +245,7 @@ impl Extractor<'_> {
 
     fn copy_extents(
         &mut self,
-        file: &ferrofs::File,
+        file: &ferrofs::raw::InodeFile,
         out: &fs::File,
         buf: &mut [u8],
     ) -> Result<(), WriteError> {
@@ -292,13 +293,13 @@ impl Extractor<'_> {
             if let Err(e) = rustix::fs::chownat(
                 CWD,
                 path,
-                Some(rustix::fs::Uid::from_raw(inode.uid)),
-                Some(rustix::fs::Gid::from_raw(inode.gid)),
+                Some(rustix::fs::Uid::from_raw(inode.uid())),
+                Some(rustix::fs::Gid::from_raw(inode.gid())),
                 AtFlags::SYMLINK_NOFOLLOW,
             ) {
                 let what = Attribute::Owner {
-                    uid: inode.uid,
-                    gid: inode.gid,
+                    uid: inode.uid(),
+                    gid: inode.gid(),
                 };
                 self.not_restored(path, what, e);
             }
@@ -306,6 +307,7 @@ impl Extractor<'_> {
         if self.opts.xattrs {
             let xs = self
                 .image
+                .raw()
                 .xattrs(inode)
                 .map_err(|source| ExtractError::Image {
                     path: path.display().to_string(),
@@ -332,8 +334,8 @@ impl Extractor<'_> {
                 .map_err(rx_err(path))?;
         }
         let t = Timespec {
-            tv_sec: inode.mtime,
-            tv_nsec: i64::from(inode.mtime_nsec).min(999_999_999) as _,
+            tv_sec: inode.mtime(),
+            tv_nsec: i64::from(inode.mtime_nsec()).min(999_999_999) as _,
         };
         rustix::fs::utimensat(
             CWD,
@@ -372,7 +374,7 @@ pub fn extract(
         }
         Err(e) => return Err(io_err(target)(e)),
     }
-    let root = image.root().map_err(|source| ExtractError::Image {
+    let root = image.raw().root().map_err(|source| ExtractError::Image {
         path: "/".into(),
         source,
     })?;

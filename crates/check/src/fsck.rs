@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use ferrofs::format::inode::FileType;
 use ferrofs::format::Nid;
 use ferrofs::map::ExtentKind;
-use ferrofs::{Error, File, Image, Inode};
+use ferrofs::{raw::Inode, raw::InodeFile as File, Error, Image};
 use serde::Serialize;
 
 use crate::walk::{walk, Visit};
@@ -94,7 +94,13 @@ impl Checker<'_> {
         });
     }
 
-    fn dir(&mut self, path: &[u8], inode: &Inode, entries: &[ferrofs::DirEntry], parent: Nid) {
+    fn dir(
+        &mut self,
+        path: &[u8],
+        inode: &Inode,
+        entries: &[ferrofs::raw::RawDirEntry],
+        parent: Nid,
+    ) {
         let mut prev: Option<&[u8]> = None;
         let (mut dot, mut dotdot) = (false, false);
         let mut nsub = 0u32;
@@ -103,7 +109,7 @@ impl Checker<'_> {
                 if p >= &e.name[..] {
                     self.problem(
                         path,
-                        Some(inode.nid),
+                        Some(inode.nid()),
                         format!(
                             "entries out of order: {:?} before {:?}",
                             String::from_utf8_lossy(p),
@@ -116,17 +122,17 @@ impl Checker<'_> {
             if e.name.contains(&b'/') || e.name.contains(&0) {
                 self.problem(
                     path,
-                    Some(inode.nid),
+                    Some(inode.nid()),
                     format!("bad name {:?}", String::from_utf8_lossy(&e.name)),
                 );
             }
             match &e.name[..] {
                 b"." => {
                     dot = true;
-                    if e.nid != inode.nid {
+                    if e.nid != inode.nid() {
                         self.problem(
                             path,
-                            Some(inode.nid),
+                            Some(inode.nid()),
                             format!("'.' points to nid {}", e.nid),
                         );
                     }
@@ -136,7 +142,7 @@ impl Checker<'_> {
                     if e.nid != parent {
                         self.problem(
                             path,
-                            Some(inode.nid),
+                            Some(inode.nid()),
                             format!("'..' points to nid {}, parent is {parent}", e.nid),
                         );
                     }
@@ -150,29 +156,29 @@ impl Checker<'_> {
         }
         // A dot-omitted directory (48-bit images) stores no "." entry;
         // readers supply it.
-        if dot == inode.dot_omitted || !dotdot {
-            let what = if dot && inode.dot_omitted {
+        if dot == inode.dot_omitted() || !dotdot {
+            let what = if dot && inode.dot_omitted() {
                 "a '.' entry in a dot-omitted directory"
             } else {
                 "missing '.' or '..'"
             };
-            self.problem(path, Some(inode.nid), what);
+            self.problem(path, Some(inode.nid()), what);
         }
         self.subdirs
-            .insert(inode.nid, (nsub + 2, inode.nlink, path.to_vec()));
+            .insert(inode.nid(), (nsub + 2, inode.nlink(), path.to_vec()));
         self.report.directories += 1;
         self.inode(path, inode);
     }
 
-    fn entry(&mut self, path: &[u8], entry: &ferrofs::DirEntry, inode: &Inode) {
-        if entry.file_type() != Some(inode.file_type) {
+    fn entry(&mut self, path: &[u8], entry: &ferrofs::raw::RawDirEntry, inode: &Inode) {
+        if entry.file_type() != Some(inode.file_type()) {
             self.problem(
                 path,
-                Some(inode.nid),
+                Some(inode.nid()),
                 format!(
                     "dirent type {} but inode is a {}",
                     entry.type_code,
-                    inode.file_type.name()
+                    inode.file_type().name()
                 ),
             );
         }
@@ -181,13 +187,13 @@ impl Checker<'_> {
         }
         let e = self
             .links
-            .entry(inode.nid)
-            .or_insert((0, inode.nlink, path.to_vec()));
+            .entry(inode.nid())
+            .or_insert((0, inode.nlink(), path.to_vec()));
         e.0 += 1;
         if e.0 > 1 {
             return; // a hard link: data already checked
         }
-        match inode.file_type {
+        match inode.file_type() {
             FileType::Regular => self.report.files += 1,
             FileType::Symlink => self.report.symlinks += 1,
             _ => self.report.special += 1,
@@ -196,26 +202,26 @@ impl Checker<'_> {
     }
 
     fn inode(&mut self, path: &[u8], inode: &Inode) {
-        if !self.checked.insert(inode.nid) {
+        if !self.checked.insert(inode.nid()) {
             return;
         }
         self.report.inodes += 1;
-        if let Err(e) = self.image.xattrs(inode) {
-            self.problem(path, Some(inode.nid), format!("xattrs: {e}"));
+        if let Err(e) = self.image.raw().xattrs(inode) {
+            self.problem(path, Some(inode.nid()), format!("xattrs: {e}"));
         } else if let Err(msg) = self.check_filter(inode) {
-            self.problem(path, Some(inode.nid), msg);
+            self.problem(path, Some(inode.nid()), msg);
         }
-        match inode.file_type {
+        match inode.file_type() {
             FileType::Regular | FileType::Directory | FileType::Symlink => {}
             _ => return,
         }
         if inode.is_symlink() {
-            if let Err(e) = self.image.read_link(inode) {
-                self.problem(path, Some(inode.nid), format!("symlink: {e}"));
+            if let Err(e) = self.image.raw().read_link(inode) {
+                self.problem(path, Some(inode.nid()), format!("symlink: {e}"));
             }
         }
         if let Err(e) = self.data(inode) {
-            self.problem(path, Some(inode.nid), format!("data: {e}"));
+            self.problem(path, Some(inode.nid()), format!("data: {e}"));
         }
         if let Some(p) = self.progress {
             p(self.report.inodes, self.report.data_bytes);
@@ -223,11 +229,11 @@ impl Checker<'_> {
     }
 
     fn check_filter(&self, inode: &Inode) -> Result<(), String> {
-        let Ok(Some(filter)) = ferrofs::xattr::name_filter(self.image, inode) else {
+        let Ok(Some(filter)) = self.image.raw().xattr_name_filter(inode) else {
             return Ok(());
         };
-        for x in self.image.xattrs(inode).unwrap_or_default() {
-            if ferrofs::xattr::filtered_out(self.image, filter, &x.name) {
+        for x in self.image.raw().xattrs(inode).unwrap_or_default() {
+            if self.image.raw().xattr_filtered_out(filter, &x.name) {
                 return Err(format!(
                     "xattr name filter hides {}",
                     String::from_utf8_lossy(&x.name)
@@ -238,7 +244,7 @@ impl Checker<'_> {
     }
 
     fn data(&mut self, inode: &Inode) -> Result<(), Error> {
-        let file = self.image.open_file(inode.clone())?;
+        let file = self.image.raw().open(inode.clone())?;
         if !self.opts.read_data {
             return Ok(());
         }
@@ -247,7 +253,7 @@ impl Checker<'_> {
         if inode.is_reg() && sb.has_compat(ferrofs::format::superblock::compat::ISHARE_XATTRS) {
             if let Some(why) = crate::digest::check(self.image, inode)? {
                 return Err(Error::Corrupt {
-                    at: ferrofs::Location::nid(inode.nid.0),
+                    at: ferrofs::Location::nid(inode.nid().0),
                     what: why.into(),
                 });
             }
@@ -282,7 +288,7 @@ pub fn read_every_extent(file: &File, report: &mut Report) -> Result<(), Error> 
             let n = file.read_at(&mut buf, pos)?;
             if n as u64 != step {
                 return Err(Error::Corrupt {
-                    at: ferrofs::Location::nid(file.inode().nid.0).with_offset(pos),
+                    at: ferrofs::Location::nid(file.inode().nid().0).with_offset(pos),
                     what: "short read inside the file".into(),
                 });
             }
@@ -335,9 +341,9 @@ pub fn check(image: &Image, opts: Options, progress: Option<&dyn Fn(u64, u64)>) 
             );
         }
     }
-    if let Some(packed) = image.packed_file() {
+    if let Some(packed) = image.raw().packed_file() {
         if let Err(e) = read_every_extent(&packed, &mut c.report) {
-            c.problem(b"<packed inode>", Some(packed.inode().nid), e.to_string());
+            c.problem(b"<packed inode>", Some(packed.inode().nid()), e.to_string());
         }
     }
     c.report.problems.sort_by(|a, b| a.path.cmp(&b.path));

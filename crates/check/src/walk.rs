@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use ferrofs::format::Nid;
-use ferrofs::{DirEntry, Error, Image, Inode};
+use ferrofs::{raw::Inode, raw::RawDirEntry as DirEntry, Error, Image};
 
 /// Deepest directory nesting walked (Linux paths hold at most 4096 bytes,
 /// so real trees stay far below this).
@@ -50,7 +50,7 @@ pub fn join(parent: &[u8], name: &[u8]) -> Vec<u8> {
 /// entry. Directories reached twice (loops, hard-linked directories) are
 /// reported as errors and not entered again.
 pub fn walk(image: &Image, mut visit: impl FnMut(Visit<'_>)) {
-    let root = match image.root() {
+    let root = match image.raw().root() {
         Ok(r) => r,
         Err(error) => {
             visit(Visit::Error {
@@ -63,15 +63,15 @@ pub fn walk(image: &Image, mut visit: impl FnMut(Visit<'_>)) {
     };
     let mut seen: HashSet<Nid> = HashSet::new();
     let mut stack: Vec<(Vec<u8>, Inode, Nid, usize)> =
-        vec![(Vec::new(), root.clone(), root.nid, 0)];
-    seen.insert(root.nid);
+        vec![(Vec::new(), root.clone(), root.nid(), 0)];
+    seen.insert(root.nid());
     while let Some((path, inode, parent, depth)) = stack.pop() {
-        let entries = match image.read_dir(&inode) {
+        let entries = match image.raw().read_dir(&inode) {
             Ok(e) => e,
             Err(error) => {
                 visit(Visit::Error {
                     path: &path,
-                    nid: Some(inode.nid),
+                    nid: Some(inode.nid()),
                     error,
                 });
                 continue;
@@ -86,7 +86,7 @@ pub fn walk(image: &Image, mut visit: impl FnMut(Visit<'_>)) {
         let mut subdirs = Vec::new();
         for e in entries.iter().filter(|e| !e.is_dot()) {
             let p = join(&path, &e.name);
-            let child = match image.inode(e.nid) {
+            let child = match image.raw().inode(e.nid) {
                 Ok(c) => c,
                 Err(error) => {
                     visit(Visit::Error {
@@ -112,7 +112,7 @@ pub fn walk(image: &Image, mut visit: impl FnMut(Visit<'_>)) {
                             what: "directory nesting deeper than the walk limit".into(),
                         },
                     });
-                } else if !seen.insert(child.nid) {
+                } else if !seen.insert(child.nid()) {
                     visit(Visit::Error {
                         path: &p,
                         nid: Some(e.nid),
@@ -122,7 +122,7 @@ pub fn walk(image: &Image, mut visit: impl FnMut(Visit<'_>)) {
                         },
                     });
                 } else {
-                    subdirs.push((p, child, inode.nid, depth + 1));
+                    subdirs.push((p, child, inode.nid(), depth + 1));
                 }
             }
         }

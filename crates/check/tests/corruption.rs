@@ -66,12 +66,12 @@ fn exercise(bytes: Vec<u8>, verify_checksum: bool) -> bool {
     let _ = ferrofs_check::dump::statistics(&image);
     // The per-inode dump too: extent tables (v19 big.txt) and chunk tables.
     for p in [&b"new/big.txt"[..], b"text.txt", b"sparse"] {
-        if let Ok(inode) = image.lookup_path(p, false) {
+        if let Ok(inode) = image.raw().lookup_path(p, false) {
             let _ = ferrofs_check::dump::inode(&image, &inode);
         }
     }
     // Random-offset reads through the path API as well.
-    if let Ok(f) = image.open_path_file(b"text.txt") {
+    if let Ok(f) = image.raw().open_path(b"text.txt") {
         let mut buf = [0u8; 777];
         for off in [0u64, 1, 4095, 4096, 30000, 60000] {
             let _ = f.read_at(&mut buf, off);
@@ -83,7 +83,7 @@ fn exercise(bytes: Vec<u8>, verify_checksum: bool) -> bool {
         b"dir/sub/copy.txt",
         b"nothing/here",
     ] {
-        let _ = image.lookup_path(p, true);
+        let _ = image.raw().lookup_path(p, true);
     }
     report.is_clean()
 }

@@ -293,18 +293,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ls { img, path, long } => {
             let image = open(&img)?;
             let p = path.unwrap_or_default();
-            let inode = image.lookup_path(p.as_bytes(), true)?;
+            let inode = image.raw().lookup_path(p.as_bytes(), true)?;
             let mut out = out::stdout();
             if !inode.is_dir() {
                 print_entry(&image, &mut out, p.as_bytes(), &inode, long)?;
                 out.flush()?;
                 return Ok(ExitCode::SUCCESS);
             }
-            for e in image.read_dir(&inode)? {
+            for e in image.raw().read_dir(&inode)? {
                 if e.is_dot() {
                     continue;
                 }
-                let child = image.inode(e.nid)?;
+                let child = image.raw().inode(e.nid)?;
                 print_entry(&image, &mut out, &e.name, &child, long)?;
             }
             out.flush()?;
@@ -312,11 +312,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Cat { img, path } => {
             let image = open(&img)?;
-            let inode = image.lookup_path(path.as_bytes(), true)?;
+            let inode = image.raw().lookup_path(path.as_bytes(), true)?;
             if inode.is_dir() {
                 bail!("{}: is a directory", path.to_string_lossy());
             }
-            let file = image.open_file(inode)?;
+            let file = image.raw().open(inode)?;
             let mut out = io::stdout().lock();
             let mut buf = vec![0u8; 1 << 20];
             let mut pos = 0u64;
@@ -353,10 +353,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 ferrofs_check::dump::profile(&image, &reads, readahead as u64)
             } else if let Some(p) = path {
-                let inode = image.lookup_path(p.as_bytes(), false)?;
+                let inode = image.raw().lookup_path(p.as_bytes(), false)?;
                 ferrofs_check::dump::inode(&image, &inode)
             } else if let Some(n) = nid {
-                let inode = image.inode(Nid(n))?;
+                let inode = image.raw().inode(Nid(n))?;
                 ferrofs_check::dump::inode(&image, &inode)
             } else {
                 serde_json::json!({
@@ -380,7 +380,7 @@ fn print_entry(
     image: &Image,
     out: &mut impl Write,
     name: &[u8],
-    inode: &ferrofs::Inode,
+    inode: &ferrofs::raw::Inode,
     long: bool,
 ) -> Result<()> {
     let shown = String::from_utf8_lossy(name);
@@ -388,7 +388,7 @@ fn print_entry(
         writeln!(out, "{shown}")?;
         return Ok(());
     }
-    let t = match inode.file_type {
+    let t = match inode.file_type() {
         FileType::Regular => '-',
         FileType::Directory => 'd',
         FileType::Symlink => 'l',
@@ -397,28 +397,31 @@ fn print_entry(
         FileType::Fifo => 'p',
         FileType::Socket => 's',
     };
-    let size = match inode.file_type {
+    let size = match inode.file_type() {
         FileType::CharDevice | FileType::BlockDevice => {
-            format!("{},{}", inode.rdev.0, inode.rdev.1)
+            format!("{},{}", inode.rdev().0, inode.rdev().1)
         }
-        _ => inode.size.to_string(),
+        _ => inode.size().to_string(),
     };
     let target = if inode.is_symlink() {
-        format!(" -> {}", String::from_utf8_lossy(&image.read_link(inode)?))
+        format!(
+            " -> {}",
+            String::from_utf8_lossy(&image.raw().read_link(inode)?)
+        )
     } else {
         String::new()
     };
     writeln!(
         out,
         "{t}{} {:>3} {:>6} {:>6} {:>10} {}.{:09} {:>8} {shown}{target}",
-        mode_string(inode.mode),
-        inode.nlink,
-        inode.uid,
-        inode.gid,
+        mode_string(inode.mode()),
+        inode.nlink(),
+        inode.uid(),
+        inode.gid(),
         size,
-        inode.mtime,
-        inode.mtime_nsec,
-        inode.nid.0,
+        inode.mtime(),
+        inode.mtime_nsec(),
+        inode.nid().0,
     )?;
     Ok(())
 }

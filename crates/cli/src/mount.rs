@@ -181,6 +181,7 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
     let image = ferrofs::Image::open_with(Box::new(source), opts)
         .with_context(|| a.image.display().to_string())?;
     image
+        .raw()
         .root()
         .with_context(|| a.image.display().to_string())?;
 

@@ -36,11 +36,12 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
     let has = |o: &str| opts.iter().any(|x| x.contains(o));
     if has("--zD") {
         // Directories are whole-file fragments of the packed inode.
-        match image.root() {
+        match image.raw().root() {
             Ok(r)
                 if matches!(
                     image
-                        .open_file(r.clone())
+                        .raw()
+                        .open(r.clone())
                         .and_then(|f| f.map(0))
                         .map(|e| e.kind),
                     Ok(ferrofs::map::ExtentKind::Fragment { .. })
@@ -68,7 +69,7 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
                     image.root_nid()
                 ));
             }
-            let compressed = image.metabox_file().is_some_and(|m| {
+            let compressed = image.raw().metabox_file().is_some_and(|m| {
                 m.extents()
                     .any(|e| matches!(e.map(|e| e.kind), Ok(ferrofs::map::ExtentKind::Pcluster(_))))
             });
@@ -80,32 +81,36 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
         if sb.epoch() >= 0 {
             f.push(format!("epoch {} is not the pre-1970 mtime", sb.epoch()));
         }
-        let look = |p: &str| image.lookup_path(p.as_bytes(), false);
+        let look = |p: &str| image.raw().lookup_path(p.as_bytes(), false);
         // An all-hole file needs neither blocks nor a chunk table (even with
         // --chunksize): FLAT_PLAIN with the null address.
         match look("sparse/all_hole") {
-            Ok(i) if i.startblk.is_some() || i.layout != DataLayout::FlatPlain => f.push(format!(
-                "all-hole file stored as {:?} {:?}",
-                i.layout, i.startblk
-            )),
+            Ok(i) if i.startblk().is_some() || i.layout() != DataLayout::FlatPlain => {
+                f.push(format!(
+                    "all-hole file stored as {:?} {:?}",
+                    i.layout(),
+                    i.startblk()
+                ))
+            }
             Ok(_) => {}
             Err(e) => f.push(format!("sparse/all_hole: {e}")),
         }
     }
-    match image.root() {
+    match image.raw().root() {
         Ok(root) => {
             let names: Vec<Vec<u8>> = image
+                .raw()
                 .read_dir(&root)
                 .map(|v| v.into_iter().map(|e| e.name).collect())
                 .unwrap_or_default();
             let dot = names.iter().any(|n| n == b".");
-            if root.dot_omitted != has("dot-omitted") || dot == has("dot-omitted") {
+            if root.dot_omitted() != has("dot-omitted") || dot == has("dot-omitted") {
                 f.push(format!(
                     "root: dot_omitted {} with a '.' entry {dot}",
-                    root.dot_omitted
+                    root.dot_omitted()
                 ));
             }
-            if !root.extended && root.mtime < 0 {
+            if !root.is_extended() && root.mtime() < 0 {
                 f.push("a compact root with a negative mtime".into());
             }
         }
@@ -116,16 +121,18 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
     let mut compact = 0;
     let mut total = 0;
     let mut extent_mapped = 0;
-    let mut stack = vec![image.root().map(|r| r.nid)];
+    let mut stack = vec![image.raw().root().map(|r| r.nid())];
     while let Some(Ok(nid)) = stack.pop() {
-        let Ok(ino) = image.inode(nid) else { continue };
+        let Ok(ino) = image.raw().inode(nid) else {
+            continue;
+        };
         total += 1;
-        compact += usize::from(!ino.extended);
-        if let Ok(f) = image.open_file(ino.clone()) {
+        compact += usize::from(!ino.is_extended());
+        if let Ok(f) = image.raw().open(ino.clone()) {
             extent_mapped += usize::from(matches!(f.data_map(), ferrofs::map::DataMap::Extents(_)));
         }
         if ino.is_dir() {
-            for e in image.read_dir(&ino).unwrap_or_default() {
+            for e in image.raw().read_dir(&ino).unwrap_or_default() {
                 if !e.is_dot() {
                     stack.push(Ok(e.nid));
                 }
@@ -175,7 +182,7 @@ fn digests(img: &Path, image: &Image) -> Vec<String> {
     }
     let src = img.parent().unwrap().join("tree");
     for p in ["files/text/t4097", "files/repeat_a"] {
-        let ino = match image.lookup_path(p.as_bytes(), false) {
+        let ino = match image.raw().lookup_path(p.as_bytes(), false) {
             Ok(i) => i,
             Err(e) => {
                 f.push(format!("{p}: {e}"));
@@ -184,7 +191,7 @@ fn digests(img: &Path, image: &Image) -> Vec<String> {
         };
         let mut want = b"sha256:".to_vec();
         want.extend(sha256(&src.join(p)));
-        match ferrofs::xattr::fingerprint(image, &ino) {
+        match image.raw().fingerprint(&ino) {
             Ok(Some(v)) if v == want => {}
             other => f.push(format!("{p}: fingerprint {other:?}")),
         }
@@ -378,9 +385,9 @@ fn hand_patched_48bit_fields_read_as_the_kernel_reads_them() {
     .unwrap();
     let (one_pos, bs) = {
         let image = Image::open_path(&img).unwrap();
-        let one = image.lookup_path(b"one", false).unwrap();
-        assert!(!one.extended && one.nlink == 1);
-        (one.pos, image.block_size())
+        let one = image.raw().lookup_path(b"one", false).unwrap();
+        assert!(!one.is_extended() && one.nlink() == 1);
+        (one.pos(), image.block_size())
     };
     let mut bytes = std::fs::read(&img).unwrap();
     // Epoch -86400 * 365 (a year before 1970) instead of 1700000000.
@@ -396,22 +403,22 @@ fn hand_patched_48bit_fields_read_as_the_kernel_reads_them() {
     std::fs::write(&img, &bytes).unwrap();
 
     let image = Image::open_path(&img).unwrap();
-    let one = image.lookup_path(b"one", false).unwrap();
-    let two = image.lookup_path(b"two", false).unwrap();
-    assert_eq!(one.nlink, 1);
-    assert_eq!(two.nlink, 2);
+    let one = image.raw().lookup_path(b"one", false).unwrap();
+    let two = image.raw().lookup_path(b"two", false).unwrap();
+    assert_eq!(one.nlink(), 1);
+    assert_eq!(two.nlink(), 2);
     let mnt = ferrofs_testkit::LoopMount::new(&img, &[]).expect("kernel mount");
     use std::os::unix::fs::MetadataExt;
     for (name, ino) in [("one", &one), ("two", &two)] {
         let m = std::fs::metadata(mnt.path().join(name)).unwrap();
         assert_eq!(
             (m.mtime(), m.nlink()),
-            (ino.mtime, u64::from(ino.nlink)),
+            (ino.mtime(), u64::from(ino.nlink())),
             "{name}"
         );
     }
     // Every mtime was the old epoch (offset 0): now it is the new epoch.
-    assert_eq!(one.mtime, epoch);
+    assert_eq!(one.mtime(), epoch);
     assert_eq!(
         std::fs::read(mnt.path().join("one")).unwrap(),
         b"a file with one name\n"

@@ -4,39 +4,39 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ferrofs::format::inode::{DataLayout, FileType as Ft};
-use ferrofs::{Error, Inode};
+use ferrofs::{raw::Inode, Error};
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 
 /// The attributes the kernel's EROFS driver would report for `i`, as
 /// FUSE inode `ino` of an image with blocks of 2^`bits` bytes.
 pub(crate) fn attr(i: &Inode, ino: INodeNo, bits: u8) -> FileAttr {
-    let t = time(i.mtime, i.mtime_nsec);
-    let (major, minor) = i.rdev;
+    let t = time(i.mtime(), i.mtime_nsec());
+    let (major, minor) = i.rdev();
     let bits = u32::from(bits);
     let compressed = matches!(
-        i.layout,
+        i.layout(),
         DataLayout::CompressedFull | DataLayout::CompressedCompact
     );
     // Compressed files count their stored blocks (none when all the
     // data is inline or in the packed inode), others their size.
     let blocks = if compressed {
-        u64::from(i.i_u) << (bits - 9)
+        u64::from(i.i_u()) << (bits - 9)
     } else {
-        i.size.div_ceil(1 << bits) << (bits - 9)
+        i.size().div_ceil(1 << bits) << (bits - 9)
     };
     FileAttr {
         ino,
-        size: i.size,
+        size: i.size(),
         blocks,
         atime: t,
         mtime: t,
         ctime: t,
         crtime: t,
-        kind: kind(i.file_type),
+        kind: kind(i.file_type()),
         perm: i.permissions(),
-        nlink: i.nlink,
-        uid: i.uid,
-        gid: i.gid,
+        nlink: i.nlink(),
+        uid: i.uid(),
+        gid: i.gid(),
         rdev: makedev(major, minor),
         blksize: 1 << bits,
         flags: 0,

@@ -26,7 +26,7 @@ use std::time::Duration;
 pub use convert::errno;
 use convert::kind;
 use ferrofs::format::Nid;
-use ferrofs::{DirEntry, File, Image, Inode};
+use ferrofs::{raw::Inode, raw::InodeFile as File, raw::RawDirEntry as DirEntry, Image};
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
@@ -131,7 +131,7 @@ impl ErofsFuse {
     }
 
     fn inode(&self, ino: INodeNo) -> Result<Inode, Errno> {
-        self.image.inode(self.nid(ino)?).map_err(errno)
+        self.image.raw().inode(self.nid(ino)?).map_err(errno)
     }
 
     fn table(&self) -> MutexGuard<'_, Handles> {
@@ -159,7 +159,7 @@ impl ErofsFuse {
     /// sent a handle we do not know.
     fn file(&self, ino: INodeNo, fh: FileHandle) -> Result<File, Errno> {
         if let Some(Handle::File(f)) = self.handle(fh) {
-            if self.ino(f.inode().nid) == ino {
+            if self.ino(f.inode().nid()) == ino {
                 return Ok(f);
             }
         }
@@ -167,7 +167,7 @@ impl ErofsFuse {
         if let Some(f) = files.get(&ino.0) {
             return Ok(f.clone());
         }
-        let f = self.image.open_file(self.inode(ino)?).map_err(errno)?;
+        let f = self.image.raw().open(self.inode(ino)?).map_err(errno)?;
         if files.len() >= OPEN_FILES {
             files.clear();
         }
@@ -184,12 +184,12 @@ impl ErofsFuse {
         if !dir.is_dir() {
             return Err(Errno::ENOTDIR);
         }
-        let mut entries = self.image.read_dir(&dir).map_err(errno)?;
-        if dir.dot_omitted {
+        let mut entries = self.image.raw().read_dir(&dir).map_err(errno)?;
+        if dir.dot_omitted() {
             // The image leaves "." out; list it last, as the kernel does.
             entries.push(DirEntry {
                 name: b".".to_vec(),
-                nid: dir.nid,
+                nid: dir.nid(),
                 type_code: ferrofs::format::inode::FileType::Directory.dirent_code(),
             });
         }
@@ -198,7 +198,7 @@ impl ErofsFuse {
 
     /// The attributes the kernel's EROFS driver would report.
     pub fn attr(&self, i: &Inode) -> FileAttr {
-        convert::attr(i, self.ino(i.nid), self.image.block_size().bits())
+        convert::attr(i, self.ino(i.nid()), self.image.block_size().bits())
     }
 }
 
@@ -255,13 +255,14 @@ impl Filesystem for ErofsFuse {
             }
             let e = self
                 .image
+                .raw()
                 .lookup(&dir, name.as_bytes())
                 .map_err(errno)?
                 .ok_or(Errno::ENOENT)?;
             if let Some(mut t) = self.tracer() {
-                t.name(dir.nid, e.nid, name.as_bytes());
+                t.name(dir.nid(), e.nid, name.as_bytes());
             }
-            self.image.inode(e.nid).map_err(errno)
+            self.image.raw().inode(e.nid).map_err(errno)
         })();
         match r {
             Ok(i) => reply.entry(&TTL, &self.attr(&i), Generation(0)),
@@ -279,7 +280,7 @@ impl Filesystem for ErofsFuse {
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
         match self
             .inode(ino)
-            .and_then(|i| self.image.read_link(&i).map_err(errno))
+            .and_then(|i| self.image.raw().read_link(&i).map_err(errno))
         {
             Ok(t) => reply.data(&t),
             Err(e) => reply.error(e),
@@ -299,7 +300,7 @@ impl Filesystem for ErofsFuse {
         }
         let r = self
             .inode(ino)
-            .and_then(|i| self.image.open_file(i).map_err(errno));
+            .and_then(|i| self.image.raw().open(i).map_err(errno));
         match r {
             Ok(f) => reply.opened(self.insert(Handle::File(f)), FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(e),
@@ -322,7 +323,7 @@ impl Filesystem for ErofsFuse {
             Err(e) => return reply.error(e),
         };
         if let (0, Some(p)) = (offset, &self.prefetch) {
-            p.started(f.inode().nid);
+            p.started(f.inode().nid());
         }
         let left = f.size().saturating_sub(offset);
         let want = usize::try_from(left.min(u64::from(size))).unwrap_or(MAX_READ);
@@ -334,7 +335,7 @@ impl Filesystem for ErofsFuse {
             match f.read_at(&mut buf[..want], offset) {
                 Ok(n) => {
                     if let Some(mut t) = self.tracer() {
-                        let path = t.path(self.root, f.inode().nid);
+                        let path = t.path(self.root, f.inode().nid());
                         t.read(&path, offset, n as u64);
                     }
                     reply.data(&buf[..n])
@@ -349,7 +350,7 @@ impl Filesystem for ErofsFuse {
         // them); random reads land elsewhere.
         if let (true, Some(p)) = (offset > 0 && size < STORE_READS_UNDER, &self.prefetch) {
             if let Some((start, data)) = f.cached_extent(offset) {
-                p.decoded(f.inode().nid, start, data, f.size());
+                p.decoded(f.inode().nid(), start, data, f.size());
             }
         }
     }
@@ -419,7 +420,7 @@ impl Filesystem for ErofsFuse {
             p.listed(d, &entries);
         }
         for (k, e) in entries.iter().enumerate().skip(skip) {
-            let i = match self.image.inode(e.nid) {
+            let i = match self.image.raw().inode(e.nid) {
                 Ok(i) => i,
                 Err(err) => return reply.error(errno(err)),
             };
@@ -465,7 +466,7 @@ impl Filesystem for ErofsFuse {
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         let r = self
             .inode(ino)
-            .and_then(|i| self.image.xattr(&i, name.as_bytes()).map_err(errno));
+            .and_then(|i| self.image.raw().xattr(&i, name.as_bytes()).map_err(errno));
         match r {
             Ok(Some(v)) => reply_xattr(&v, size, reply),
             Ok(None) => reply.error(Errno::ENODATA),
@@ -476,7 +477,7 @@ impl Filesystem for ErofsFuse {
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
         let r = self
             .inode(ino)
-            .and_then(|i| self.image.xattrs(&i).map_err(errno));
+            .and_then(|i| self.image.raw().xattrs(&i).map_err(errno));
         match r {
             Ok(xs) => {
                 let mut names = Vec::new();

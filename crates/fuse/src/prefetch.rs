@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use ferrofs::format::inode::FileType as Ft;
 use ferrofs::format::Nid;
-use ferrofs::{DirEntry, Image};
+use ferrofs::{raw::RawDirEntry as DirEntry, Image};
 
 use crate::ino_of;
 
@@ -186,12 +186,14 @@ fn prefetch_worker(
                     if k <= cursor.load(Ordering::Relaxed) || e.file_type() != Some(Ft::Regular) {
                         continue;
                     }
-                    let Ok(i) = image.inode(e.nid) else { continue };
-                    if i.size == 0 || i.size > PREFETCH_FILE_MAX || i.size > left {
+                    let Ok(i) = image.raw().inode(e.nid) else {
+                        continue;
+                    };
+                    if i.size() == 0 || i.size() > PREFETCH_FILE_MAX || i.size() > left {
                         continue;
                     }
-                    left -= i.size;
-                    let Ok(f) = image.open_file(i) else { continue };
+                    left -= i.size();
+                    let Ok(f) = image.raw().open(i) else { continue };
                     buf.resize(f.size() as usize, 0);
                     if f.read_at(&mut buf, 0).ok() != Some(buf.len()) {
                         continue;

@@ -93,9 +93,13 @@ impl State {
 /// Counters of the cache and the decoder, for statistics and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Lookups answered from the cache.
     pub hits: u64,
+    /// Lookups that had to decode.
     pub misses: u64,
+    /// Decoded pclusters held now.
     pub entries: usize,
+    /// Bytes of decoded data held now.
     pub bytes: usize,
     /// Pcluster decodes run so far.
     pub decodes: u64,

@@ -8,18 +8,21 @@ use ferrofs_format::inode::FileType;
 use ferrofs_format::{Nid, NAME_MAX};
 
 use crate::error::{Error, Location, Result};
-use crate::file::File;
+use crate::file::InodeFile;
 
-/// One directory entry.
+/// One directory entry as stored: name, nid and type code.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DirEntry {
+pub struct RawDirEntry {
+    /// The name (bytes, at most 255).
     pub name: Vec<u8>,
+    /// The inode it names.
     pub nid: Nid,
     /// The dirent's type code (0 unknown, 1..7).
     pub type_code: u8,
 }
 
-impl DirEntry {
+impl RawDirEntry {
+    /// The file type the entry records (`None`: unknown code).
     pub fn file_type(&self) -> Option<FileType> {
         FileType::from_dirent_code(self.type_code)
     }
@@ -30,6 +33,7 @@ impl DirEntry {
 }
 
 /// A parsed directory block: entries' (nameoff, end) and raw records.
+#[derive(Debug)]
 struct Block {
     data: Vec<u8>,
     valid: usize,
@@ -37,7 +41,7 @@ struct Block {
 }
 
 impl Block {
-    fn entry(&self, i: usize, at: Location) -> Result<DirEntry> {
+    fn entry(&self, i: usize, at: Location) -> Result<RawDirEntry> {
         let d = RawDirent::at(&self.data, i)
             .ok_or_else(|| Error::corrupt(at, "dirent outside its block"))?;
         let start = usize::from(d.nameoff);
@@ -59,7 +63,7 @@ impl Block {
                 format!("bad name bounds [{start}, {end}) of dirent {i}"),
             ));
         }
-        Ok(DirEntry {
+        Ok(RawDirEntry {
             name: self.data[start..end].to_vec(),
             nid: d.nid,
             type_code: d.file_type,
@@ -67,7 +71,7 @@ impl Block {
     }
 }
 
-fn dir_check(dir: &File) -> Result<()> {
+fn dir_check(dir: &InodeFile) -> Result<()> {
     if !dir.inode().is_dir() {
         return Err(Error::WrongType {
             nid: dir.inode().nid.0,
@@ -77,7 +81,7 @@ fn dir_check(dir: &File) -> Result<()> {
     Ok(())
 }
 
-fn read_block(dir: &File, index: u64) -> Result<Block> {
+fn read_block(dir: &InodeFile, index: u64) -> Result<Block> {
     let bs = dir.image().block_size().bytes();
     let start = index * bs;
     let valid = (dir.size() - start).min(bs) as usize;
@@ -99,42 +103,80 @@ fn read_block(dir: &File, index: u64) -> Result<Block> {
     })
 }
 
-fn block_count(dir: &File) -> u64 {
+fn block_count(dir: &InodeFile) -> u64 {
     dir.image().block_size().blocks_for(dir.size())
 }
 
-/// Calls `f` on every entry of `dir` in on-disk order (`.` and `..` too).
-/// Stops early when `f` returns `false`.
-pub fn for_each_entry(dir: &File, mut f: impl FnMut(DirEntry) -> bool) -> Result<()> {
-    dir_check(dir)?;
-    for b in 0..block_count(dir) {
-        let block = read_block(dir, b)?;
-        let at = dir
-            .inode()
-            .loc()
-            .with_offset(b * dir.image().block_size().bytes());
-        for i in 0..block.count {
-            if !f(block.entry(i, at)?) {
-                return Ok(());
-            }
-        }
-    }
-    Ok(())
+/// Streams the entries of a directory in on-disk order (`.` and `..`
+/// too): one directory block is held at a time, so memory stays at a block
+/// whatever size the directory claims. After an error the iterator ends.
+#[derive(Debug)]
+pub struct Entries {
+    dir: InodeFile,
+    blocks: u64,
+    next_block: u64,
+    current: Option<(Block, Location)>,
+    index: usize,
+    failed: bool,
 }
 
-/// All entries of `dir`, `.` and `..` included.
-pub fn read_dir(dir: &File) -> Result<Vec<DirEntry>> {
-    let mut out = Vec::new();
-    for_each_entry(dir, |e| {
-        out.push(e);
-        true
-    })?;
-    Ok(out)
+impl Entries {
+    /// Starts streaming `dir` (which must be a directory).
+    pub(crate) fn new(dir: InodeFile) -> Result<Self> {
+        dir_check(&dir)?;
+        Ok(Self {
+            blocks: block_count(&dir),
+            dir,
+            next_block: 0,
+            current: None,
+            index: 0,
+            failed: false,
+        })
+    }
+
+    fn step(&mut self) -> Result<Option<RawDirEntry>> {
+        loop {
+            if let Some((block, at)) = &self.current {
+                if self.index < block.count {
+                    let e = block.entry(self.index, *at)?;
+                    self.index += 1;
+                    return Ok(Some(e));
+                }
+            }
+            if self.next_block >= self.blocks {
+                return Ok(None);
+            }
+            let b = self.next_block;
+            self.next_block += 1;
+            let at = self
+                .dir
+                .inode()
+                .loc()
+                .with_offset(b.saturating_mul(self.dir.image().block_size().bytes()));
+            self.current = Some((read_block(&self.dir, b)?, at));
+            self.index = 0;
+        }
+    }
+}
+
+impl Iterator for Entries {
+    type Item = Result<RawDirEntry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let r = self.step().transpose();
+        if matches!(r, Some(Err(_))) {
+            self.failed = true;
+        }
+        r
+    }
 }
 
 /// Looks `name` up in `dir`: binary search over the blocks' first names,
 /// then within the candidate block.
-pub fn lookup(dir: &File, name: &[u8]) -> Result<Option<DirEntry>> {
+pub fn lookup(dir: &InodeFile, name: &[u8]) -> Result<Option<RawDirEntry>> {
     dir_check(dir)?;
     let bs = dir.image().block_size().bytes();
     let (mut lo, mut hi) = (0u64, block_count(dir));

@@ -11,23 +11,28 @@ use thiserror::Error;
 /// Where in the image a problem was found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Location {
+    /// The inode concerned, when known.
     pub nid: Option<u64>,
+    /// The byte concerned (of the image, or of the inode's data), when known.
     pub offset: Option<u64>,
 }
 
 impl Location {
+    /// At inode `nid`.
     pub fn nid(nid: u64) -> Self {
         Self {
             nid: Some(nid),
             offset: None,
         }
     }
+    /// At byte `offset`.
     pub fn at(offset: u64) -> Self {
         Self {
             nid: None,
             offset: Some(offset),
         }
     }
+    /// The same place, narrowed to byte `offset`.
     pub fn with_offset(mut self, offset: u64) -> Self {
         self.offset = Some(offset);
         self
@@ -47,44 +52,97 @@ impl fmt::Display for Location {
 
 /// Everything that can go wrong while reading an image.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum Error {
+    /// The source failed to deliver bytes.
     #[error("I/O error reading {len} bytes at byte {offset}: {source}")]
     Io {
+        /// Where the read started.
         offset: u64,
+        /// How many bytes were asked for.
         len: usize,
+        /// What the source said.
         #[source]
         source: io::Error,
     },
+    /// An on-disk structure does not decode (the image is damaged).
     #[error("corrupt image: {source}{at}")]
     Format {
+        /// Where.
         at: Location,
+        /// What the format layer found.
         #[source]
         source: FormatError,
     },
+    /// The image breaks a rule of the format (it is damaged).
     #[error("corrupt image: {what}{at}")]
     Corrupt {
+        /// Where.
         at: Location,
+        /// Which rule.
         what: Cow<'static, str>,
     },
+    /// The image uses a feature this reader does not implement.
     #[error("unsupported: {what}{at}")]
     Unsupported {
+        /// Where.
         at: Location,
+        /// Which feature.
         what: Cow<'static, str>,
     },
+    /// Compressed data does not decode (the image is damaged).
     #[error("corrupt compressed data{at}: {source}")]
     Codec {
+        /// Where.
         at: Location,
+        /// What the decoder said.
         #[source]
         source: CodecError,
     },
+    /// The path names nothing.
     #[error("{path}: no such file or directory")]
-    NotFound { path: String },
+    NotFound {
+        /// The path asked for.
+        path: String,
+    },
+    /// A directory was needed (in the middle of a path, or to list).
     #[error("{path}: not a directory")]
-    NotADirectory { path: String },
+    NotADirectory {
+        /// The path asked for.
+        path: String,
+    },
+    /// A file to read turned out to be a directory.
+    #[error("{path}: is a directory")]
+    IsADirectory {
+        /// The path asked for.
+        path: String,
+    },
+    /// `read_link` of something that is not a symlink.
+    #[error("{path}: not a symbolic link")]
+    NotASymlink {
+        /// The path asked for.
+        path: String,
+    },
+    /// `read_to_string` of a file that is not UTF-8 text.
+    #[error("{path}: not valid UTF-8")]
+    NotUtf8 {
+        /// The path asked for.
+        path: String,
+    },
+    /// Resolving the path followed more than 40 symlinks.
     #[error("{path}: too many levels of symbolic links")]
-    TooManySymlinks { path: String },
+    TooManySymlinks {
+        /// The path asked for.
+        path: String,
+    },
+    /// An inode-level call got an inode of the wrong type.
     #[error("nid {nid}: not a {expected}")]
-    WrongType { nid: u64, expected: &'static str },
+    WrongType {
+        /// The inode.
+        nid: u64,
+        /// The type the call needs.
+        expected: &'static str,
+    },
 }
 
 impl Error {
@@ -103,6 +161,19 @@ impl Error {
     pub(crate) fn format(at: Location, source: FormatError) -> Self {
         Error::Format { at, source }
     }
+    /// The broad class of the error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            _ if self.is_corruption() => ErrorKind::Corrupt,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::NotADirectory { .. } => ErrorKind::NotADirectory,
+            Error::IsADirectory { .. } => ErrorKind::IsADirectory,
+            _ => ErrorKind::InvalidInput,
+        }
+    }
+
     /// Whether this error says the image is damaged (as opposed to a missing
     /// path, an unsupported feature or an I/O failure of the source).
     pub fn is_corruption(&self) -> bool {
@@ -113,12 +184,35 @@ impl Error {
     }
 }
 
+/// The broad classes of [`enum@Error`], for callers that branch on them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The source could not be read.
+    Io,
+    /// The image is damaged (a truncated image included).
+    Corrupt,
+    /// The image uses a feature this reader does not implement.
+    Unsupported,
+    /// The path names nothing.
+    NotFound,
+    /// A directory was needed.
+    NotADirectory,
+    /// A file was needed, and the path names a directory.
+    IsADirectory,
+    /// The request does not fit what the path names (not a symlink, not
+    /// UTF-8, too many symlinks, an inode of the wrong type).
+    InvalidInput,
+}
+
 impl From<Error> for io::Error {
     fn from(e: Error) -> Self {
         let kind = match &e {
             Error::Io { source, .. } => source.kind(),
             Error::NotFound { .. } => io::ErrorKind::NotFound,
             Error::NotADirectory { .. } => io::ErrorKind::NotADirectory,
+            Error::IsADirectory { .. } => io::ErrorKind::IsADirectory,
+            Error::NotASymlink { .. } | Error::WrongType { .. } => io::ErrorKind::InvalidInput,
             Error::Unsupported { .. } => io::ErrorKind::Unsupported,
             _ => io::ErrorKind::InvalidData,
         };
@@ -126,4 +220,5 @@ impl From<Error> for io::Error {
     }
 }
 
+/// The reader's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

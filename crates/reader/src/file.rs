@@ -1,8 +1,6 @@
 //! Reading an inode's bytes at any offset: map the extent, then copy from
 //! raw blocks, inline data, the packed inode or a decoded pcluster.
-//! [`FileReader`] adds `Read + Seek` on top.
 
-use std::io;
 use std::sync::Arc;
 
 use crate::decompress;
@@ -27,12 +25,12 @@ impl FileData {
 
 /// An open inode whose data can be read at any offset. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct File {
+pub struct InodeFile {
     image: Image,
     data: Arc<FileData>,
 }
 
-impl File {
+impl InodeFile {
     pub(crate) fn open(image: &Image, inode: Inode) -> Result<Self> {
         Ok(Self {
             image: image.clone(),
@@ -44,12 +42,15 @@ impl File {
         Self { image, data }
     }
 
+    /// The inode.
     pub fn inode(&self) -> &Inode {
         &self.data.inode
     }
+    /// Size in bytes.
     pub fn size(&self) -> u64 {
         self.data.inode.size
     }
+    /// The image the file belongs to.
     pub fn image(&self) -> &Image {
         &self.image
     }
@@ -112,19 +113,11 @@ impl File {
         v.truncate(n);
         Ok(v)
     }
-
-    /// A `Read + Seek` view of the file.
-    pub fn reader(&self) -> FileReader {
-        FileReader {
-            file: self.clone(),
-            pos: 0,
-        }
-    }
 }
 
 /// Iterator over a file's extents.
 pub struct Extents<'a> {
-    file: &'a File,
+    file: &'a InodeFile,
     pos: u64,
 }
 
@@ -171,7 +164,7 @@ fn fill(image: &Image, data: &FileData, ext: &Extent, pos: u64, out: &mut [u8]) 
     let rel = pos - ext.logical;
     let at = data.inode.loc().with_offset(pos);
     let eof = |e: Error| match e {
-        Error::Io { offset, source, .. } if source.kind() == io::ErrorKind::UnexpectedEof => {
+        Error::Io { offset, source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof => {
             Error::corrupt(
                 at,
                 format!("data at byte {offset} lies beyond the end of the image"),
@@ -283,30 +276,3 @@ fn fill_pcluster(
 
 /// Page size the kernel's interlaced arithmetic works in (x86-64, arm64 4K).
 const PAGE_SIZE: u64 = 4096;
-
-/// `Read + Seek` over a [`File`].
-pub struct FileReader {
-    file: File,
-    pos: u64,
-}
-
-impl io::Read for FileReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.file.read_at(buf, self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-}
-
-impl io::Seek for FileReader {
-    fn seek(&mut self, from: io::SeekFrom) -> io::Result<u64> {
-        let base = match from {
-            io::SeekFrom::Start(p) => Some(p),
-            io::SeekFrom::End(d) => self.file.size().checked_add_signed(d),
-            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-        };
-        self.pos =
-            base.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;
-        Ok(self.pos)
-    }
-}

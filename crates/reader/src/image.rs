@@ -14,7 +14,7 @@ use ferrofs_format::{BlockSize, FormatError, Nid, SUPERBLOCK_OFFSET};
 use crate::cache::{BlockCache, Flights, PclusterCache};
 use crate::decompress::DecoderPool;
 use crate::error::{Error, Location, Result};
-use crate::file::{File, FileData};
+use crate::file::{FileData, InodeFile};
 use crate::inode::Inode;
 use crate::source::ReadAt;
 
@@ -54,6 +54,7 @@ impl Default for OpenOptions {
 /// One extra device from the device table.
 #[derive(Clone, Debug)]
 pub struct Device {
+    /// The slot as stored (tag, blocks, mapped start).
     pub slot: DeviceSlot,
 }
 
@@ -238,15 +239,19 @@ impl Image {
         Ok(image)
     }
 
+    /// The validated superblock.
     pub fn superblock(&self) -> &Superblock {
         &self.inner.sb
     }
+    /// The block size.
     pub fn block_size(&self) -> BlockSize {
         self.inner.bs
     }
+    /// Per-algorithm settings from the superblock and its config records.
     pub fn compression_config(&self) -> &CompressionConfig {
         &self.inner.cfg
     }
+    /// The extra devices of the device table (blobs), in slot order.
     pub fn devices(&self) -> &[Device] {
         &self.inner.devices
     }
@@ -254,6 +259,7 @@ impl Image {
     pub fn xattr_prefixes(&self) -> &[(u8, Vec<u8>)] {
         &self.inner.prefixes
     }
+    /// The root directory's nid.
     pub fn root_nid(&self) -> Nid {
         self.inner.sb.root_nid()
     }
@@ -262,26 +268,26 @@ impl Image {
         self.inner.source_len
     }
     /// The packed (fragments) inode, if the image has one.
-    pub fn packed_file(&self) -> Option<File> {
+    pub(crate) fn packed_file(&self) -> Option<InodeFile> {
         self.inner
             .packed
             .as_ref()
-            .map(|d| File::from_parts(self.clone(), d.clone()))
+            .map(|d| InodeFile::from_parts(self.clone(), d.clone()))
     }
 
     /// The metabox inode (the metadata space of metabox images), if any.
-    pub fn metabox_file(&self) -> Option<File> {
+    pub(crate) fn metabox_file(&self) -> Option<InodeFile> {
         self.inner
             .metabox
             .as_ref()
-            .map(|d| File::from_parts(self.clone(), d.clone()))
+            .map(|d| InodeFile::from_parts(self.clone(), d.clone()))
     }
 
     /// Reads `buf.len()` bytes of metadata at `offset` through the metadata
     /// block cache (reads larger than a block go straight to the source).
     /// `offset` is a metadata address: a byte of the primary device, or,
     /// with [`METABOX_SPACE`] set, a byte of the metabox data.
-    pub fn read_raw(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+    pub(crate) fn read_raw(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let bs = self.inner.bs.bytes();
         if offset & METABOX_SPACE != 0 {
             return self.read_metabox(buf, offset & !METABOX_SPACE);
@@ -413,12 +419,12 @@ impl Image {
     }
 
     /// Loads and validates the inode `nid`.
-    pub fn inode(&self, nid: Nid) -> Result<Inode> {
+    pub(crate) fn inode(&self, nid: Nid) -> Result<Inode> {
         Inode::load(self, nid)
     }
 
     /// The root directory's inode.
-    pub fn root(&self) -> Result<Inode> {
+    pub(crate) fn root(&self) -> Result<Inode> {
         let root = self.inode(self.root_nid())?;
         if !root.is_dir() {
             return Err(Error::corrupt(
@@ -430,8 +436,8 @@ impl Image {
     }
 
     /// Opens an inode's data for reading.
-    pub fn open_file(&self, inode: Inode) -> Result<File> {
-        File::open(self, inode)
+    pub(crate) fn open_inode(&self, inode: Inode) -> Result<InodeFile> {
+        InodeFile::open(self, inode)
     }
 
     /// Statistics of the decompressed-pcluster cache.

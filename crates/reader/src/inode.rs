@@ -10,39 +10,40 @@ use ferrofs_format::{Nid, INODE_SLOT_SIZE};
 use crate::error::{Error, Location, Result};
 use crate::image::{Image, METABOX_SPACE};
 
-/// A validated inode.
+/// A validated inode, made only by this crate (fields are read through
+/// methods, so a caller cannot hand a forged inode to a read path).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inode {
-    pub nid: Nid,
-    pub file_type: FileType,
+    pub(crate) nid: Nid,
+    pub(crate) file_type: FileType,
     /// Full `st_mode` (type and permission bits).
-    pub mode: u16,
-    pub uid: u32,
-    pub gid: u32,
-    pub nlink: u32,
-    pub size: u64,
-    pub mtime: i64,
-    pub mtime_nsec: u32,
+    pub(crate) mode: u16,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) nlink: u32,
+    pub(crate) size: u64,
+    pub(crate) mtime: i64,
+    pub(crate) mtime_nsec: u32,
     /// Device number (major, minor) for character and block devices.
-    pub rdev: (u32, u32),
-    pub layout: DataLayout,
-    pub extended: bool,
+    pub(crate) rdev: (u32, u32),
+    pub(crate) layout: DataLayout,
+    pub(crate) extended: bool,
     /// The 32-bit serial stored on disk (informational).
-    pub ino: u32,
+    pub(crate) ino: u32,
     /// The raw `i_u` word (start block, compressed block count, chunk format).
-    pub i_u: u32,
+    pub(crate) i_u: u32,
     /// Flat layouts: the first data block (`i_u` plus the 16 high bits of
     /// 48-bit images); `None` for a FLAT_PLAIN file that is all hole.
-    pub startblk: Option<u64>,
+    pub(crate) startblk: Option<u64>,
     /// A directory stored without its "." entry (48-bit images).
-    pub dot_omitted: bool,
+    pub(crate) dot_omitted: bool,
     /// A compact non-directory with the NLINK_1 bit: nlink is 1 and the
     /// nlink field holds address bits 32..47 (48-bit images).
-    pub nlink1: bool,
-    pub xattr_icount: u16,
+    pub(crate) nlink1: bool,
+    pub(crate) xattr_icount: u16,
     /// Metadata address of the inode: a byte of the primary device, or of
     /// the metabox data when [`METABOX_SPACE`] is set.
-    pub pos: u64,
+    pub(crate) pos: u64,
 }
 
 /// Low 48 bits: the widest block address the format stores.
@@ -183,6 +184,82 @@ impl Inode {
         })
     }
 
+    /// The inode's nid (its number in the image; also `st_ino`).
+    pub fn nid(&self) -> Nid {
+        self.nid
+    }
+    /// File type from the mode.
+    pub fn file_type(&self) -> FileType {
+        self.file_type
+    }
+    /// Full `st_mode` (type and permission bits).
+    pub fn mode(&self) -> u16 {
+        self.mode
+    }
+    /// Owner user id.
+    pub fn uid(&self) -> u32 {
+        self.uid
+    }
+    /// Owner group id.
+    pub fn gid(&self) -> u32 {
+        self.gid
+    }
+    /// Hard link count.
+    pub fn nlink(&self) -> u32 {
+        self.nlink
+    }
+    /// Size in bytes (data of files, entries of directories, target of symlinks).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    /// Modification time, seconds since the Unix epoch (may be negative).
+    pub fn mtime(&self) -> i64 {
+        self.mtime
+    }
+    /// Nanoseconds of the modification time.
+    pub fn mtime_nsec(&self) -> u32 {
+        self.mtime_nsec
+    }
+    /// Device number (major, minor) of character and block devices.
+    pub fn rdev(&self) -> (u32, u32) {
+        self.rdev
+    }
+    /// How the data is laid out on disk.
+    pub fn layout(&self) -> DataLayout {
+        self.layout
+    }
+    /// Whether the on-disk inode is the 64-byte extended form.
+    pub fn is_extended(&self) -> bool {
+        self.extended
+    }
+    /// The 32-bit serial stored on disk (informational).
+    pub fn serial(&self) -> u32 {
+        self.ino
+    }
+    /// The raw `i_u` word (start block, compressed block count, chunk format).
+    pub fn i_u(&self) -> u32 {
+        self.i_u
+    }
+    /// Flat layouts: the first data block; `None` for an all-hole file.
+    pub fn startblk(&self) -> Option<u64> {
+        self.startblk
+    }
+    /// A directory stored without its "." entry (48-bit images).
+    pub fn dot_omitted(&self) -> bool {
+        self.dot_omitted
+    }
+    /// A compact inode with the NLINK_1 bit (48-bit images).
+    pub fn nlink1(&self) -> bool {
+        self.nlink1
+    }
+    /// Number of 4-byte units of the inline xattr body (0: none).
+    pub fn xattr_icount(&self) -> u16 {
+        self.xattr_icount
+    }
+    /// Metadata address of the inode (see [`crate::raw::METABOX_SPACE`]).
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
     /// Size of the on-disk inode structure (32 or 64).
     pub fn inode_size(&self) -> u64 {
         ferrofs_format::inode::inode_size(self.extended)
@@ -203,12 +280,15 @@ impl Inode {
     pub fn permissions(&self) -> u16 {
         self.mode & 0o7777
     }
+    /// A directory.
     pub fn is_dir(&self) -> bool {
         self.file_type == FileType::Directory
     }
+    /// A regular file.
     pub fn is_reg(&self) -> bool {
         self.file_type == FileType::Regular
     }
+    /// A symbolic link.
     pub fn is_symlink(&self) -> bool {
         self.file_type == FileType::Symlink
     }

@@ -101,6 +101,7 @@ pub struct Offset<R> {
 }
 
 impl<R: ReadAt> Offset<R> {
+    /// `inner` seen from byte `base` on (`--offset`).
     pub fn new(inner: R, base: u64) -> Self {
         Self { inner, base }
     }

@@ -15,7 +15,9 @@ use crate::inode::Inode;
 /// One attribute: its full name and value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Xattr {
+    /// Full name, prefix included (`user.comment`).
     pub name: Vec<u8>,
+    /// The value bytes.
     pub value: Vec<u8>,
     /// Whether it came from the shared area.
     pub shared: bool,
@@ -151,7 +153,7 @@ fn shared_entry(
 }
 
 /// Lists every attribute of `inode` the kernel would list, shared first.
-pub fn list(image: &Image, inode: &Inode) -> Result<Vec<Xattr>> {
+pub(crate) fn list(image: &Image, inode: &Inode) -> Result<Vec<Xattr>> {
     let Some((header, b)) = body(image, inode)? else {
         return Ok(Vec::new());
     };
@@ -214,7 +216,7 @@ fn inline_entries(inode: &Inode, header: &XattrBodyHeader, b: &[u8]) -> Result<V
 /// the superblock's `ishare_xattr_prefix_id` and whose suffix is empty
 /// (hidden from listings when the prefix has no short base). `None` when
 /// the image or the inode has none.
-pub fn fingerprint(image: &Image, inode: &Inode) -> Result<Option<Vec<u8>>> {
+pub(crate) fn fingerprint(image: &Image, inode: &Inode) -> Result<Option<Vec<u8>>> {
     let sb = image.superblock();
     if !sb.has_compat(compat::ISHARE_XATTRS) {
         return Ok(None);
@@ -236,7 +238,7 @@ pub fn fingerprint(image: &Image, inode: &Inode) -> Result<Option<Vec<u8>>> {
 }
 
 /// Whether the inode's name filter rules `name` out without a scan.
-pub fn filtered_out(image: &Image, name_filter: u32, name: &[u8]) -> bool {
+pub(crate) fn filtered_out(image: &Image, name_filter: u32, name: &[u8]) -> bool {
     let sb = image.superblock();
     if !sb.has_compat(compat::XATTR_FILTER) || sb.xattr_filter_reserved != 0 {
         return false;
@@ -248,7 +250,7 @@ pub fn filtered_out(image: &Image, name_filter: u32, name: &[u8]) -> bool {
 }
 
 /// Looks one attribute up by its full name.
-pub fn get(image: &Image, inode: &Inode, name: &[u8]) -> Result<Option<Vec<u8>>> {
+pub(crate) fn get(image: &Image, inode: &Inode, name: &[u8]) -> Result<Option<Vec<u8>>> {
     let Some((header, _)) = body(image, inode)? else {
         return Ok(None);
     };
@@ -262,6 +264,6 @@ pub fn get(image: &Image, inode: &Inode, name: &[u8]) -> Result<Option<Vec<u8>>>
 }
 
 /// The stored name filter of an inode's xattr body (None without a body).
-pub fn name_filter(image: &Image, inode: &Inode) -> Result<Option<u32>> {
+pub(crate) fn name_filter(image: &Image, inode: &Inode) -> Result<Option<u32>> {
     Ok(body(image, inode)?.map(|(h, _)| h.name_filter))
 }

@@ -57,7 +57,8 @@ fn text() -> Vec<u8> {
 
 fn read(image: &Image, path: &str) -> Vec<u8> {
     image
-        .open_path_file(path.as_bytes())
+        .raw()
+        .open_path(path.as_bytes())
         .unwrap_or_else(|e| panic!("{path}: {e}"))
         .read_all()
         .unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -79,27 +80,31 @@ fn every_fixture_reads_back_its_source_tree() {
         assert_eq!(read(&image, "sparse"), sparse, "{name}");
 
         // Symlinks: the target, and following it.
-        let link = image.lookup_path(b"link", false).unwrap();
-        assert_eq!(link.file_type, FileType::Symlink);
-        assert_eq!(image.read_link(&link).unwrap(), b"small.txt");
+        let link = image.raw().lookup_path(b"link", false).unwrap();
+        assert_eq!(link.file_type(), FileType::Symlink);
+        assert_eq!(image.raw().read_link(&link).unwrap(), b"small.txt");
         assert_eq!(read(&image, "link"), b"hello, erofs\n", "{name}");
-        let dangling = image.lookup_path(b"dir/dangling", false).unwrap();
-        assert_eq!(image.read_link(&dangling).unwrap(), b"/nowhere/at/all");
-        assert!(image.lookup_path(b"dir/dangling", true).is_err());
+        let dangling = image.raw().lookup_path(b"dir/dangling", false).unwrap();
+        assert_eq!(
+            image.raw().read_link(&dangling).unwrap(),
+            b"/nowhere/at/all"
+        );
+        assert!(image.raw().lookup_path(b"dir/dangling", true).is_err());
 
         // Hard links share the inode; nlink counts both names.
-        let a = image.lookup_path(b"small.txt", false).unwrap();
-        let b = image.lookup_path(b"dir/hardlink", false).unwrap();
-        assert_eq!(a.nid, b.nid, "{name}");
-        assert_eq!(a.nlink, 2, "{name}");
+        let a = image.raw().lookup_path(b"small.txt", false).unwrap();
+        let b = image.raw().lookup_path(b"dir/hardlink", false).unwrap();
+        assert_eq!(a.nid(), b.nid(), "{name}");
+        assert_eq!(a.nlink(), 2, "{name}");
 
         // Metadata as set by the script.
-        assert_eq!(a.mtime, 1700000000, "{name}");
+        assert_eq!(a.mtime(), 1700000000, "{name}");
         assert_eq!(a.permissions(), 0o644, "{name}");
-        let fifo = image.lookup_path(b"fifo", false).unwrap();
-        assert_eq!(fifo.file_type, FileType::Fifo);
-        let root = image.root().unwrap();
+        let fifo = image.raw().lookup_path(b"fifo", false).unwrap();
+        assert_eq!(fifo.file_type(), FileType::Fifo);
+        let root = image.raw().root().unwrap();
         let names: Vec<Vec<u8>> = image
+            .raw()
             .read_dir(&root)
             .unwrap()
             .into_iter()
@@ -112,17 +117,18 @@ fn every_fixture_reads_back_its_source_tree() {
 
         // Xattrs: plain and behind a long prefix.
         for f in ["small.txt", "text.txt"] {
-            let ino = image.lookup_path(f.as_bytes(), false).unwrap();
+            let ino = image.raw().lookup_path(f.as_bytes(), false).unwrap();
             assert_eq!(
-                image.xattr(&ino, b"user.comment").unwrap().as_deref(),
+                image.raw().xattr(&ino, b"user.comment").unwrap().as_deref(),
                 Some(&b"a comment"[..]),
                 "{name} {f}"
             );
-            assert_eq!(image.xattr(&ino, b"user.missing").unwrap(), None);
+            assert_eq!(image.raw().xattr(&ino, b"user.missing").unwrap(), None);
         }
-        let dir = image.lookup_path(b"dir", false).unwrap();
+        let dir = image.raw().lookup_path(b"dir", false).unwrap();
         assert_eq!(
             image
+                .raw()
                 .xattr(&dir, b"trusted.overlay.opaque")
                 .unwrap()
                 .as_deref(),
@@ -132,11 +138,11 @@ fn every_fixture_reads_back_its_source_tree() {
 
         // Missing paths and non-directories.
         assert!(matches!(
-            image.lookup_path(b"nope", true),
+            image.raw().lookup_path(b"nope", true),
             Err(ferrofs::Error::NotFound { .. })
         ));
         assert!(matches!(
-            image.lookup_path(b"small.txt/x", true),
+            image.raw().lookup_path(b"small.txt/x", true),
             Err(ferrofs::Error::NotADirectory { .. })
         ));
     }
@@ -146,14 +152,14 @@ fn every_fixture_reads_back_its_source_tree() {
 fn a_small_read_decodes_one_pcluster_prefix() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/lz4hc-big.erofs");
     let image = open(&p, 1 << 20);
-    let f = image.open_path_file(b"text.txt").unwrap();
+    let f = image.raw().open_path(b"text.txt").unwrap();
     let text = text();
     let off = 30_000u64;
     let ext = f.map(off).unwrap();
     let mut buf = [0u8; 100];
     assert_eq!(f.read_at(&mut buf, off).unwrap(), 100);
     assert_eq!(&buf[..], &text[off as usize..off as usize + 100]);
-    let s = image.cache_stats();
+    let s = image.raw().cache_stats();
     assert_eq!(s.decodes, 1, "one pcluster decoded");
     assert_eq!(
         s.decoded_bytes,
@@ -163,7 +169,7 @@ fn a_small_read_decodes_one_pcluster_prefix() {
     // The neighbouring read is served from the cache when it fits the prefix.
     let mut small = [0u8; 10];
     f.read_at(&mut small, off + 50).unwrap();
-    assert_eq!(image.cache_stats().decodes, 1);
+    assert_eq!(image.raw().cache_stats().decodes, 1);
 }
 
 /// A read that gets a whole extent decoded into its own buffer leaves a
@@ -182,7 +188,7 @@ fn whole_extent_reads_leave_a_copy_only_when_asked() {
             },
         )
         .unwrap();
-        let f = image.open_path_file(b"text.txt").unwrap();
+        let f = image.raw().open_path(b"text.txt").unwrap();
         let ext = f
             .extents()
             .map(|e| e.unwrap())
@@ -193,7 +199,7 @@ fn whole_extent_reads_leave_a_copy_only_when_asked() {
             assert_eq!(f.read_at(&mut buf, ext.logical).unwrap(), buf.len());
             let s = ext.logical as usize;
             assert_eq!(buf, text[s..s + buf.len()]);
-            let st = image.cache_stats();
+            let st = image.raw().cache_stats();
             assert_eq!(st.entries, usize::from(keep), "keep {keep}: {st:?}");
             // Kept: the second read copies; not kept: it decodes again.
             assert_eq!(st.decodes, if keep { 1 } else { round }, "keep {keep}");
@@ -206,8 +212,8 @@ fn sequential_reads_decode_each_pcluster_at_most_twice_and_respect_the_budget() 
     for p in fixture_paths() {
         let budget = 1 << 20;
         let image = open(&p, budget);
-        let f = image.open_path_file(b"text.txt").unwrap();
-        let pclusters = |f: &ferrofs::File| {
+        let f = image.raw().open_path(b"text.txt").unwrap();
+        let pclusters = |f: &ferrofs::raw::InodeFile| {
             f.extents()
                 .filter(|e| {
                     matches!(
@@ -220,8 +226,8 @@ fn sequential_reads_decode_each_pcluster_at_most_twice_and_respect_the_budget() 
         // Fragments are decoded through the packed inode's pclusters, and
         // inodes of metabox images through the metabox's.
         let extents = pclusters(&f)
-            + image.packed_file().map_or(0, |p| pclusters(&p))
-            + image.metabox_file().map_or(0, |m| pclusters(&m));
+            + image.raw().packed_file().map_or(0, |p| pclusters(&p))
+            + image.raw().metabox_file().map_or(0, |m| pclusters(&m));
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
         loop {
@@ -232,7 +238,7 @@ fn sequential_reads_decode_each_pcluster_at_most_twice_and_respect_the_budget() 
             got.extend_from_slice(&buf[..n]);
         }
         assert_eq!(got, text(), "{}", p.display());
-        let s = image.cache_stats();
+        let s = image.raw().cache_stats();
         assert!(
             s.decodes <= 2 * extents,
             "{}: {} decodes for {extents} pclusters",
@@ -258,7 +264,7 @@ fn concurrent_readers_see_the_same_bytes() {
             let image = image.clone();
             let text = text.clone();
             std::thread::spawn(move || {
-                let f = image.open_path_file(b"text.txt").unwrap();
+                let f = image.raw().open_path(b"text.txt").unwrap();
                 let mut seed = t * 7919 + 1;
                 for _ in 0..300 {
                     seed = seed
@@ -288,7 +294,7 @@ fn concurrent_readers_of_one_pcluster_share_one_decode() {
     let text = Arc::new(text());
     for whole in [true, false] {
         let image = open(&p, 4 << 20);
-        let f = image.open_path_file(b"text.txt").unwrap();
+        let f = image.raw().open_path(b"text.txt").unwrap();
         let extents: Vec<(u64, u64)> = f
             .extents()
             .map(|e| e.unwrap())
@@ -305,7 +311,7 @@ fn concurrent_readers_of_one_pcluster_share_one_decode() {
                     let text = text.clone();
                     let barrier = barrier.clone();
                     std::thread::spawn(move || {
-                        let f = image.open_path_file(b"text.txt").unwrap();
+                        let f = image.raw().open_path(b"text.txt").unwrap();
                         let mut buf = vec![0u8; n];
                         barrier.wait();
                         let got = f.read_at(&mut buf, logical).unwrap();
@@ -318,7 +324,7 @@ fn concurrent_readers_of_one_pcluster_share_one_decode() {
                 t.join().unwrap();
             }
         }
-        let s = image.cache_stats();
+        let s = image.raw().cache_stats();
         assert_eq!(
             s.decodes,
             extents.len() as u64,

@@ -8,16 +8,30 @@ use crate::error::{Error, Result};
 use crate::image::Image;
 use crate::inode::Inode;
 
+/// Mapping state of a chunk-based inode (block map or chunk indexes).
 #[derive(Clone, Debug)]
 pub struct ChunkMap {
-    pub format: ChunkFormat,
-    pub chunkbits: u32,
+    pub(crate) format: ChunkFormat,
+    pub(crate) chunkbits: u32,
     table: u64,
-    pub chunks: u64,
+    pub(crate) chunks: u64,
     device_mask: u16,
 }
 
 impl ChunkMap {
+    /// The chunk format word (block map or indexes, chunk size bits).
+    pub fn format(&self) -> &ChunkFormat {
+        &self.format
+    }
+    /// log2 of the chunk size in bytes.
+    pub fn chunkbits(&self) -> u32 {
+        self.chunkbits
+    }
+    /// Number of chunks.
+    pub fn chunks(&self) -> u64 {
+        self.chunks
+    }
+
     pub(crate) fn new(image: &Image, inode: &Inode) -> Result<Self> {
         let format = ChunkFormat::parse(inode.i_u).map_err(|_| {
             Error::unsupported(inode.loc(), format!("chunk format {:#x}", inode.i_u))

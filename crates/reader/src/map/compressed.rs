@@ -57,18 +57,18 @@ pub(crate) fn header_pos(inode: &Inode) -> Result<u64> {
 /// Mapping state of a compressed inode.
 #[derive(Clone, Debug)]
 pub struct ZMap {
-    pub header: MapHeader,
-    pub full: bool,
-    pub lclusterbits: u8,
+    pub(crate) header: MapHeader,
+    pub(crate) full: bool,
+    pub(crate) lclusterbits: u8,
     index_base: u64,
     compact: Option<CompactLayout>,
     total: u64,
     /// Whole file stored in the packed inode at this offset.
-    pub whole_fragment: Option<u64>,
-    pub fragment_off: u64,
+    pub(crate) whole_fragment: Option<u64>,
+    pub(crate) fragment_off: u64,
     tail_head_lcn: Option<u64>,
     /// Inline tail pcluster (position, size).
-    pub idata: Option<(u64, u64)>,
+    pub(crate) idata: Option<(u64, u64)>,
     big1: bool,
     big2: bool,
 }
@@ -81,6 +81,31 @@ struct Loaded {
 }
 
 impl ZMap {
+    /// The map header (advise flags, algorithms, fragment offset bits).
+    pub fn header(&self) -> &MapHeader {
+        &self.header
+    }
+    /// Full (not compact) lcluster indexes.
+    pub fn is_full(&self) -> bool {
+        self.full
+    }
+    /// log2 of the logical cluster size.
+    pub fn lclusterbits(&self) -> u8 {
+        self.lclusterbits
+    }
+    /// Offset in the packed inode when the whole file is a fragment.
+    pub fn whole_fragment(&self) -> Option<u64> {
+        self.whole_fragment
+    }
+    /// Offset of the file's tail fragment in the packed inode.
+    pub fn fragment_off(&self) -> u64 {
+        self.fragment_off
+    }
+    /// Inline tail pcluster (metadata position, size), with ztailpacking.
+    pub fn idata(&self) -> Option<(u64, u64)> {
+        self.idata
+    }
+
     pub(crate) fn new(image: &Image, inode: &Inode, is_packed: bool) -> Result<Self> {
         let at = inode.loc();
         let hpos = header_pos(inode)?;

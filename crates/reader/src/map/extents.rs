@@ -23,13 +23,13 @@ const CHECKPOINT_EVERY: u64 = 64;
 /// Mapping state of an extent-mapped inode.
 #[derive(Debug)]
 pub struct ExtentMap {
-    pub table: ExtentTable,
+    pub(crate) table: ExtentTable,
     /// Metadata address of record 0.
     records: u64,
     /// Form 4: physical byte address of the first pcluster.
     base: u64,
     /// Short forms: log2 of the logical cluster size.
-    pub lclusterbits: u32,
+    pub(crate) lclusterbits: u32,
     /// Short forms: records in the table (one per logical cluster).
     lclusters: u64,
     /// Form 4: physical address of records 0, 64, 128, ...
@@ -50,6 +50,15 @@ impl Clone for ExtentMap {
 }
 
 impl ExtentMap {
+    /// The extent table header (record size, count).
+    pub fn table(&self) -> &ExtentTable {
+        &self.table
+    }
+    /// Short record forms: log2 of the logical cluster size.
+    pub fn lclusterbits(&self) -> u32 {
+        self.lclusterbits
+    }
+
     pub(crate) fn new(
         image: &Image,
         inode: &Inode,

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::image::Image;
 use crate::inode::Inode;
 
+/// Mapping state of a flat inode (plain or with an inline tail).
 #[derive(Clone, Debug)]
 pub struct FlatMap {
     /// `None`: a FLAT_PLAIN file stored without blocks (reads as zeros).

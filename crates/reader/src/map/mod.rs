@@ -33,6 +33,7 @@ pub struct Pcluster {
     pub pos: u64,
     /// Length in bytes (whole blocks, or the exact inline size).
     pub len: u64,
+    /// How the pcluster is stored (raw, or which codec).
     pub format: PclusterFormat,
     /// The extent uses only a prefix of the pcluster's decoded data.
     pub partial: bool,
@@ -47,24 +48,39 @@ pub enum ExtentKind {
     Hole,
     /// Uncompressed blocks: logical start maps to `pos` on `device`
     /// (0 = unified address space).
-    Raw { device: u16, pos: u64 },
+    Raw {
+        /// Device index (0: the unified address space).
+        device: u16,
+        /// Byte position of the extent's first byte.
+        pos: u64,
+    },
     /// Uncompressed bytes inline in the metadata area at `pos`.
-    Inline { pos: u64 },
+    Inline {
+        /// Metadata address of the first byte.
+        pos: u64,
+    },
     /// A physical cluster decoded as a whole.
     Pcluster(Pcluster),
     /// Bytes in the packed inode starting at `offset`.
-    Fragment { offset: u64 },
+    Fragment {
+        /// Byte offset in the packed inode's data.
+        offset: u64,
+    },
 }
 
 /// One contiguous range of a file and where its bytes come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Extent {
+    /// File offset of the first byte.
     pub logical: u64,
+    /// Length in bytes.
     pub len: u64,
+    /// Where the bytes come from.
     pub kind: ExtentKind,
 }
 
 impl Extent {
+    /// File offset just past the extent.
     pub fn end(&self) -> u64 {
         self.logical + self.len
     }
@@ -73,8 +89,11 @@ impl Extent {
 /// The mapping state of one inode.
 #[derive(Clone, Debug)]
 pub enum DataMap {
+    /// Flat: plain blocks, maybe with an inline tail.
     Flat(flat::FlatMap),
+    /// Chunk-based: block map or chunk indexes.
     Chunk(chunk::ChunkMap),
+    /// Compressed, mapped by lcluster indexes.
     Compressed(compressed::ZMap),
     /// A compressed inode mapped by encoded extent records (48-bit images).
     Extents(extents::ExtentMap),

@@ -90,7 +90,11 @@ impl Nginx {
             let _ = child.kill();
             let _ = child.wait();
             // Someone took the port between our probe and nginx's bind.
-            assert!(attempt < 3, "nginx did not start: {}", fs::read_to_string(prefix.join("error.log")).unwrap_or_default());
+            assert!(
+                attempt < 3,
+                "nginx did not start: {}",
+                fs::read_to_string(prefix.join("error.log")).unwrap_or_default()
+            );
         }
         unreachable!()
     }
@@ -146,7 +150,10 @@ fn images_over_http_read_as_the_local_files() {
     ] {
         let img = www.join(name);
         let mut cmd = Command::new(FERROFS);
-        cmd.args(["mkfs", "--quiet"]).args(&opts).arg(&img).arg(&src);
+        cmd.args(["mkfs", "--quiet"])
+            .args(&opts)
+            .arg(&img)
+            .arg(&src);
         run_ok(&mut cmd).unwrap();
         images.push((name, img));
     }
@@ -162,11 +169,7 @@ fn images_over_http_read_as_the_local_files() {
         let url = ng.url(name);
         let local = img.to_str().unwrap();
         // The same output from the URL as from the file.
-        for args in [
-            vec!["fsck", "--json"],
-            vec!["dump"],
-            vec!["ls", "-l"],
-        ] {
+        for args in [vec!["fsck", "--json"], vec!["dump"], vec!["ls", "-l"]] {
             let want = ferrofs(&[&args[..], &[local]].concat());
             let got = ferrofs(&[&args[..], &[url.as_str()]].concat());
             if want.is_err() || want != got {
@@ -217,14 +220,25 @@ fn images_over_http_read_as_the_local_files() {
     assert_eq!(second.len(), 1, "{second:?}");
     assert!(second[0].contains("\"bytes=0-0\" 206 1"), "{second:?}");
     // Every request was a range request answered 206.
-    assert!(first.iter().all(|l| l.contains("\"bytes=") && l.contains("\" 206 ")), "{first:?}");
+    assert!(
+        first
+            .iter()
+            .all(|l| l.contains("\"bytes=") && l.contains("\" 206 ")),
+        "{first:?}"
+    );
 
     // A missing image: the URL and the 404 in one line, exit status 2.
     let missing = ng.url("nope.img");
-    let out = Command::new(FERROFS).args(["fsck", &missing]).output().unwrap();
+    let out = Command::new(FERROFS)
+        .args(["fsck", &missing])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains(&format!("{missing}: not found (HTTP 404)")), "{err}");
+    assert!(
+        err.contains(&format!("{missing}: not found (HTTP 404)")),
+        "{err}"
+    );
 }
 
 /// A regular file under `dir` (relative), larger than zero bytes.

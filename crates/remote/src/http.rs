@@ -79,9 +79,15 @@ fn header(h: &HeaderMap, name: &str) -> Option<String> {
         .map(|v| v.trim().to_owned())
 }
 
-/// `bytes FIRST-LAST/TOTAL` (TOTAL may be `*`) as (first, last, total);
-/// `bytes */TOTAL` (of a 416) as (None, total).
-fn content_range(v: &str) -> Option<(Option<(u64, u64)>, Option<u64>)> {
+/// A Content-Range header: `bytes FIRST-LAST/TOTAL`, either part `*`.
+#[derive(Debug, PartialEq, Eq)]
+struct ContentRange {
+    /// First and last byte.
+    range: Option<(u64, u64)>,
+    total: Option<u64>,
+}
+
+fn content_range(v: &str) -> Option<ContentRange> {
     let rest = v.strip_prefix("bytes")?.trim_start();
     let (range, total) = rest.split_once('/')?;
     let total = match total.trim() {
@@ -95,7 +101,7 @@ fn content_range(v: &str) -> Option<(Option<(u64, u64)>, Option<u64>)> {
             Some((a.parse().ok()?, b.parse().ok()?))
         }
     };
-    Some((range, total))
+    Some(ContentRange { range, total })
 }
 
 impl Client {
@@ -137,14 +143,12 @@ impl Client {
             let h = resp.headers();
             let etag = header(h, "etag");
             let last_modified = header(h, "last-modified");
-            let total = |v: Option<(Option<(u64, u64)>, Option<u64>)>| v.and_then(|v| v.1);
             let cr = header(h, "content-range");
+            let total = cr.as_deref().and_then(content_range).and_then(|c| c.total);
             match resp.status() {
                 StatusCode::PARTIAL_CONTENT => {
-                    let Some(len) = total(cr.as_deref().and_then(content_range)) else {
-                        return Err(self.bad(format!(
-                            "206 without a Content-Range total ({cr:?})"
-                        )));
+                    let Some(len) = total else {
+                        return Err(self.bad(format!("206 without a Content-Range total ({cr:?})")));
                     };
                     let v = Validators {
                         len,
@@ -155,15 +159,11 @@ impl Client {
                     Ok(v)
                 }
                 // An empty object has no first byte.
-                StatusCode::RANGE_NOT_SATISFIABLE
-                    if total(cr.as_deref().and_then(content_range)) == Some(0) =>
-                {
-                    Ok(Validators {
-                        len: 0,
-                        etag,
-                        last_modified,
-                    })
-                }
+                StatusCode::RANGE_NOT_SATISFIABLE if total == Some(0) => Ok(Validators {
+                    len: 0,
+                    etag,
+                    last_modified,
+                }),
                 s => Err(self.status_failure(s, &resp, None)),
             }
         })
@@ -177,11 +177,13 @@ impl Client {
             if resp.status() != StatusCode::PARTIAL_CONTENT {
                 return Err(self.status_failure(resp.status(), &resp, Some(v)));
             }
-            self.check_same(v, resp.headers())
-                .map_err(Failure::Fatal)?;
+            self.check_same(v, resp.headers()).map_err(Failure::Fatal)?;
             let cr = header(resp.headers(), "content-range");
             match cr.as_deref().and_then(content_range) {
-                Some((Some((a, b)), _)) if a == start && b.checked_add(1) == Some(end) => {}
+                Some(ContentRange {
+                    range: Some((a, b)),
+                    ..
+                }) if a == start && b.checked_add(1) == Some(end) => {}
                 _ => {
                     return Err(self.bad(format!(
                         "asked for bytes {start}-{}, got Content-Range {cr:?}",
@@ -255,7 +257,7 @@ impl Client {
         let total = header(h, "content-range")
             .as_deref()
             .and_then(content_range)
-            .and_then(|c| c.1);
+            .and_then(|c| c.total);
         if let Some(now) = total {
             if now != v.len {
                 return Err(changed("length", &v.len.to_string(), &now.to_string()));
@@ -267,7 +269,12 @@ impl Client {
     /// The failure a response other than 206 means. `v` is set when the
     /// object was opened: a 200 then answers an `If-Range` that no longer
     /// matches, or a Range the server ignored.
-    fn status_failure(&self, s: StatusCode, resp: &Response<Body>, v: Option<&Validators>) -> Failure {
+    fn status_failure(
+        &self,
+        s: StatusCode,
+        resp: &Response<Body>,
+        v: Option<&Validators>,
+    ) -> Failure {
         let url = self.url.clone();
         let code = s.as_u16();
         match code {
@@ -277,7 +284,7 @@ impl Client {
                     let mut h = resp.headers().clone();
                     if let Some(l) = len {
                         // A whole-object answer: its length is the object's.
-                        if let Ok(cr) = format!("bytes */{l}").parse() {
+                        if let Ok(cr) = format!("bytes */{l}").parse::<ureq::http::HeaderValue>() {
                             h.insert("content-range", cr);
                         }
                     }
@@ -402,9 +409,10 @@ mod tests {
 
     #[test]
     fn content_range_forms() {
-        assert_eq!(content_range("bytes 0-0/10"), Some((Some((0, 0)), Some(10))));
-        assert_eq!(content_range("bytes 5-9/*"), Some((Some((5, 9)), None)));
-        assert_eq!(content_range("bytes */0"), Some((None, Some(0))));
+        let cr = |range, total| Some(ContentRange { range, total });
+        assert_eq!(content_range("bytes 0-0/10"), cr(Some((0, 0)), Some(10)));
+        assert_eq!(content_range("bytes 5-9/*"), cr(Some((5, 9)), None));
+        assert_eq!(content_range("bytes */0"), cr(None, Some(0)));
         assert_eq!(content_range("items 0-1/2"), None);
         assert_eq!(content_range("bytes 0-x/2"), None);
         assert_eq!(content_range("bytes 0-1"), None);

@@ -69,7 +69,10 @@ mod tests {
         assert_eq!(chunks_of(4095, 2, 4096), 0..2);
         assert_eq!(chunks_of(4096, 4096, 4096), 1..2);
         assert_eq!(chunks_of(4096, 4097, 4096), 1..3);
-        assert_eq!(chunks_of(u64::MAX - 10, 5, 4096), u64::MAX / 4096..u64::MAX / 4096 + 1);
+        assert_eq!(
+            chunks_of(u64::MAX - 10, 5, 4096),
+            u64::MAX / 4096..u64::MAX / 4096 + 1
+        );
     }
 
     #[test]

@@ -14,6 +14,9 @@ use crate::error::Result;
 use crate::http::{Client, HttpOptions, Validators};
 use crate::plan::{chunks_of, coalesce, spread, Fetch};
 
+/// A request and the bytes it brought.
+type Fetched = (Fetch, Vec<u8>);
+
 /// How a [`HttpSource`] fetches.
 #[derive(Clone, Debug)]
 pub struct RemoteOptions {
@@ -117,7 +120,7 @@ impl HttpSource {
     }
 
     /// Fetches the chunks of `f` in one request.
-    fn fetch(&self, f: Fetch) -> Result<(Fetch, Vec<u8>)> {
+    fn fetch(&self, f: Fetch) -> Result<Fetched> {
         let start = self.chunk_span(f.first).0;
         let end = self.chunk_span(f.first + f.count - 1).1;
         self.requests.fetch_add(1, Ordering::Relaxed);
@@ -127,12 +130,12 @@ impl HttpSource {
     }
 
     /// Fetches every request of `fetches`, spread over parallel requests.
-    fn fetch_all(&self, fetches: &[Fetch]) -> Result<Vec<(Fetch, Vec<u8>)>> {
+    fn fetch_all(&self, fetches: &[Fetch]) -> Result<Vec<Fetched>> {
         let groups = spread(fetches, self.parallel);
         if groups.len() <= 1 {
             return fetches.iter().map(|f| self.fetch(*f)).collect();
         }
-        let results: Vec<Result<Vec<(Fetch, Vec<u8>)>>> = std::thread::scope(|s| {
+        let results: Vec<Result<Vec<Fetched>>> = std::thread::scope(|s| {
             let handles: Vec<_> = groups
                 .iter()
                 .map(|g| s.spawn(move || g.iter().map(|f| self.fetch(*f)).collect()))
@@ -170,7 +173,11 @@ impl ReadAt for HttpSource {
         let overlap = |c: u64| {
             let (cs, ce) = self.chunk_span(c);
             let (a, b) = (offset.max(cs), end.min(ce));
-            ((a - offset) as usize..(b - offset) as usize, a - cs, ce - cs)
+            (
+                (a - offset) as usize..(b - offset) as usize,
+                a - cs,
+                ce - cs,
+            )
         };
         let mut missing = Vec::new();
         for c in chunks_of(offset, len, self.chunk) {

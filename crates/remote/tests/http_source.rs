@@ -43,7 +43,11 @@ struct Server {
 }
 
 impl Server {
-    fn start(path: &str, delay: Duration, handler: impl Fn(&Req, usize) -> Reply + Send + Sync + 'static) -> Server {
+    fn start(
+        path: &str,
+        delay: Duration,
+        handler: impl Fn(&Req, usize) -> Reply + Send + Sync + 'static,
+    ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}{path}", listener.local_addr().unwrap());
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -135,7 +139,10 @@ fn ranged(data: &[u8], etag: &str, req: &Req) -> Reply {
     let headers = |extra: Option<String>| {
         let mut h = vec![
             ("ETag".to_owned(), etag.to_owned()),
-            ("Last-Modified".to_owned(), "Mon, 23 Nov 2026 20:00:00 GMT".to_owned()),
+            (
+                "Last-Modified".to_owned(),
+                "Mon, 23 Nov 2026 20:00:00 GMT".to_owned(),
+            ),
         ];
         h.extend(extra.map(|cr| ("Content-Range".to_owned(), cr)));
         h
@@ -175,7 +182,11 @@ fn status(code: u16) -> Reply {
 
 /// Bytes that differ at every offset of a few MiB (no two chunks equal).
 fn object(len: usize) -> Arc<Vec<u8>> {
-    Arc::new((0..len).map(|i| (i % 251) as u8 ^ (i >> 12) as u8).collect())
+    Arc::new(
+        (0..len)
+            .map(|i| (i % 251) as u8 ^ (i >> 12) as u8)
+            .collect(),
+    )
 }
 
 fn quick() -> RemoteOptions {
@@ -212,10 +223,10 @@ fn reads_equal_the_object_and_repeats_come_from_the_cache() {
     assert_eq!(src.len().unwrap(), data.len() as u64);
     let reads: [(u64, usize); 6] = [
         (0, 1024),
-        (65530, 20),          // across a chunk boundary
-        (999_000, 1000),      // the short last chunk
-        (300_000, 400_000),   // many chunks, some already held
-        (0, 1_000_000),       // everything
+        (65530, 20),        // across a chunk boundary
+        (999_000, 1000),    // the short last chunk
+        (300_000, 400_000), // many chunks, some already held
+        (0, 1_000_000),     // everything
         (123_456, 0),
     ];
     for round in 0..2 {
@@ -223,10 +234,17 @@ fn reads_equal_the_object_and_repeats_come_from_the_cache() {
         for (off, len) in reads {
             let mut b = vec![0u8; len];
             src.read_exact_at(&mut b, off).unwrap();
-            assert!(b == data[off as usize..off as usize + len], "bytes {off}+{len}");
+            assert!(
+                b == data[off as usize..off as usize + len],
+                "bytes {off}+{len}"
+            );
         }
         if round == 1 {
-            assert_eq!(srv.requests(), before, "the second round is served by the cache");
+            assert_eq!(
+                srv.requests(),
+                before,
+                "the second round is served by the cache"
+            );
         }
     }
     // Past the end: an UnexpectedEof, and no request.
@@ -249,7 +267,9 @@ fn reads_equal_the_object_and_repeats_come_from_the_cache() {
 fn adjacent_misses_share_a_request_and_large_reads_go_in_parallel() {
     let data = object(2 << 20);
     let d = data.clone();
-    let srv = Server::start("/img", Duration::from_millis(150), move |r, _| ranged(&d, "\"v\"", r));
+    let srv = Server::start("/img", Duration::from_millis(150), move |r, _| {
+        ranged(&d, "\"v\"", r)
+    });
     let opts = RemoteOptions {
         max_request: 256 << 10,
         ..quick()
@@ -275,7 +295,10 @@ fn adjacent_misses_share_a_request_and_large_reads_go_in_parallel() {
             "bytes=393216-524287"
         ]
     );
-    assert!(srv.peak.load(Ordering::SeqCst) >= 2, "requests ran in parallel");
+    assert!(
+        srv.peak.load(Ordering::SeqCst) >= 2,
+        "requests ran in parallel"
+    );
     // 1.5 MiB uncached: six 256 KiB requests, at most four at a time.
     let before = srv.requests();
     let mut b = vec![0u8; 24 * k];
@@ -297,10 +320,20 @@ fn a_server_that_ignores_range_is_refused() {
     });
     let e = HttpSource::open(&srv.url, cache(), &quick()).err().unwrap();
     assert!(
-        matches!(e, RemoteError::NoRangeSupport { status: 200, len: Some(300_000), .. }),
+        matches!(
+            e,
+            RemoteError::NoRangeSupport {
+                status: 200,
+                len: Some(300_000),
+                ..
+            }
+        ),
         "{e}"
     );
-    assert!(e.to_string().contains("does not support range requests"), "{e}");
+    assert!(
+        e.to_string().contains("does not support range requests"),
+        "{e}"
+    );
     assert_eq!(srv.requests(), 1, "no retry");
 }
 
@@ -308,49 +341,53 @@ fn a_server_that_ignores_range_is_refused() {
 fn not_found_and_other_statuses() {
     let srv = Server::start("/missing.img", Duration::ZERO, |_, _| status(404));
     let e = HttpSource::open(&srv.url, cache(), &quick()).err().unwrap();
-    assert!(matches!(e, RemoteError::NotFound { status: 404, .. }), "{e}");
+    assert!(
+        matches!(e, RemoteError::NotFound { status: 404, .. }),
+        "{e}"
+    );
     assert!(e.to_string().contains("/missing.img: not found"), "{e}");
     let io: std::io::Error = e.into();
     assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
     assert_eq!(srv.requests(), 1);
 
-    let srv = Server::start("/img", Duration::ZERO, |_, _| status(403));
-    let e = HttpSource::open(&srv.url, cache(), &quick()).err().unwrap();
-    assert!(matches!(e, RemoteError::Status { status: 403, attempts: 1, .. }), "{e}");
+    // A 403 fails at once; a 500 that persists after every attempt, and
+    // the error says how many were made.
+    for (code, tries) in [(403u16, 1u32), (500, 3)] {
+        let srv = Server::start("/img", Duration::ZERO, move |_, _| status(code));
+        let e = HttpSource::open(&srv.url, cache(), &quick()).err().unwrap();
+        assert!(
+            matches!(e, RemoteError::Status { status, attempts, .. } if status == code && attempts == tries),
+            "{e}"
+        );
+        assert_eq!(srv.requests(), tries as usize);
+    }
+}
 
-    // A 500 that persists: every attempt made, then the error says so.
-    let srv = Server::start("/img", Duration::ZERO, |_, _| status(500));
-    let e = HttpSource::open(&srv.url, cache(), &quick()).err().unwrap();
-    assert!(matches!(e, RemoteError::Status { status: 500, attempts: 3, .. }), "{e}");
-    assert_eq!(srv.requests(), 3);
+/// A server of `data` (ETag "v") that answers the requests numbered in
+/// `bad` (from 1) with `status(code)`.
+fn flaky(data: &Arc<Vec<u8>>, bad: &'static [usize], code: u16) -> Server {
+    let d = data.clone();
+    Server::start("/img", Duration::ZERO, move |r, n| {
+        if bad.contains(&n) {
+            status(code)
+        } else {
+            ranged(&d, "\"v\"", r)
+        }
+    })
 }
 
 #[test]
 fn transient_errors_are_retried() {
     let data = object(200_000);
-    let d = data.clone();
-    // Requests 2 and 3 (the first fetch and its first retry) fail.
-    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
-        if n == 2 || n == 3 {
-            status(503)
-        } else {
-            ranged(&d, "\"v\"", r)
-        }
-    });
+    // The first fetch and its first retry fail.
+    let srv = flaky(&data, &[2, 3], 503);
     let src = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
     let mut b = vec![0u8; 100_000];
     src.read_exact_at(&mut b, 50_000).unwrap();
     assert!(b == data[50_000..150_000]);
     assert_eq!(srv.requests(), 4);
     // A connection closed without an answer is retried too.
-    let d = data.clone();
-    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
-        if n == 2 {
-            status(0)
-        } else {
-            ranged(&d, "\"v\"", r)
-        }
-    });
+    let srv = flaky(&data, &[2], 0);
     let src = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
     src.read_exact_at(&mut b, 0).unwrap();
     assert!(b == data[..100_000]);
@@ -451,7 +488,10 @@ fn an_object_that_changes_mid_read_is_an_error_never_mixed_data() {
     let e = src.read_exact_at(&mut b, 200_000).unwrap_err();
     match remote(&e) {
         RemoteError::Changed { what, was, now, .. } => {
-            assert_eq!((*what, was.as_str(), now.as_str()), ("length", "300000", "250000"))
+            assert_eq!(
+                (*what, was.as_str(), now.as_str()),
+                ("length", "300000", "250000")
+            )
         }
         other => panic!("{other}"),
     }
@@ -459,9 +499,16 @@ fn an_object_that_changes_mid_read_is_an_error_never_mixed_data() {
 
 #[test]
 fn only_http_and_https_urls() {
-    for url in ["ftp://example.org/img", "file:///tmp/img", "s3://bucket/img"] {
+    for url in [
+        "ftp://example.org/img",
+        "file:///tmp/img",
+        "s3://bucket/img",
+    ] {
         let e = HttpSource::open(url, cache(), &quick()).err().unwrap();
-        assert!(matches!(e, RemoteError::UnsupportedScheme { .. }), "{url}: {e}");
+        assert!(
+            matches!(e, RemoteError::UnsupportedScheme { .. }),
+            "{url}: {e}"
+        );
         assert!(e.to_string().contains("unsupported URL scheme"), "{e}");
     }
     assert!(ferrofs_remote::is_url("https://h/x") && !ferrofs_remote::is_url("./x://y"));

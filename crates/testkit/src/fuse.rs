@@ -51,7 +51,10 @@ impl FuseMount {
                 dir.display()
             );
             if let Some(st) = m.child.try_wait().unwrap() {
-                panic!("the mount daemon exited ({st}) before mounting {}", dir.display());
+                panic!(
+                    "the mount daemon exited ({st}) before mounting {}",
+                    dir.display()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -1,7 +1,8 @@
 //! Images read by URL from nginx on 127.0.0.1 (a private configuration on
 //! a free port): `fsck`, `ls`, `dump` and `cat` of the URL print what they
 //! print for the local file, `extract` and a FUSE `mount` of the URL equal
-//! the source tree, a second run on the same `--cache-dir` sends nothing
+//! the source tree (also an image with its chunks in a `--device` URL), a
+//! second run on the same `--cache-dir` sends nothing
 //! but the opening probe, and a missing object or a non-HTTP scheme is a
 //! clear error. Needs root (the corner tree, FUSE) and nginx (Debian
 //! `nginx-light`); skipped with the reason otherwise.
@@ -196,6 +197,30 @@ fn images_over_http_read_as_the_local_files() {
             fail(format!("{name}: FUSE mount of the URL: {d}"));
         }
         m.unmount();
+    }
+    // An image whose chunks live in an extra device, both read by URL.
+    let (img, blob) = (www.join("chunked.img"), www.join("chunked.blob"));
+    let mut cmd = Command::new(FERROFS);
+    cmd.args(["mkfs", "--quiet", "--chunksize", "8192", "--blobdev"])
+        .arg(&blob)
+        .arg(&img)
+        .arg(&src);
+    run_ok(&mut cmd).unwrap();
+    let out = w.join("out-chunked");
+    let (img_url, blob_url) = (ng.url("chunked.img"), ng.url("chunked.blob"));
+    match ferrofs(&[
+        "extract",
+        "--device",
+        &blob_url,
+        &img_url,
+        out.to_str().unwrap(),
+    ]) {
+        Ok(_) => {
+            for d in compare_trees(&src, &out, &CompareOptions::strict()) {
+                fail(format!("chunked.img with --device URL: extract: {d}"));
+            }
+        }
+        Err(e) => fail(format!("chunked.img with --device URL: extract: {e}")),
     }
     // cat: the bytes of a source file.
     let (name, _) = &images[1];

@@ -1,10 +1,13 @@
 //! [`HttpSource`]: the reader's [`ReadAt`] over an HTTP(S) URL. A read is
 //! served chunk by chunk from the cache; the missing chunks are fetched in
-//! coalesced range requests, several at once for large reads, and kept.
+//! coalesced range requests, several at once for large reads, once however
+//! many threads want them, and kept.
 
+use std::collections::HashSet;
 use std::io;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 use ferrofs::ReadAt;
 use sha2::{Digest, Sha256};
@@ -59,6 +62,9 @@ pub struct HttpSource {
     parallel: usize,
     requests: AtomicU64,
     bytes: AtomicU64,
+    /// Chunks some reader is fetching now, and the signal that some landed.
+    inflight: Mutex<HashSet<u64>>,
+    landed: Condvar,
 }
 
 /// The cache's name for the object: URL, validators and chunk size, so a
@@ -97,6 +103,8 @@ impl HttpSource {
             max_chunks: (opts.max_request / chunk).max(1),
             parallel: opts.parallel.max(1),
             requests: AtomicU64::new(1),
+            inflight: Mutex::new(HashSet::new()),
+            landed: Condvar::new(),
         })
     }
 
@@ -153,7 +161,112 @@ impl HttpSource {
     }
 }
 
+/// Where a read lands: bytes `offset..end` of the object into `buf`.
+struct Target<'b> {
+    buf: &'b mut [u8],
+    offset: u64,
+    end: u64,
+}
+
+/// Releases claimed chunks (and wakes the waiting readers) when dropped,
+/// whether the fetch worked or not.
+struct Claim<'s> {
+    src: &'s HttpSource,
+    chunks: Vec<u64>,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut set = self.src.inflight.lock().unwrap_or_else(|e| e.into_inner());
+        for c in &self.chunks {
+            set.remove(c);
+        }
+        self.src.landed.notify_all();
+    }
+}
+
+impl HttpSource {
+    /// The part of `t.buf` chunk `c` covers, where in the chunk it starts,
+    /// and the chunk's length.
+    fn overlap(&self, t: &Target, c: u64) -> (Range<usize>, u64, u64) {
+        let (cs, ce) = self.chunk_span(c);
+        let (a, b) = (t.offset.max(cs), t.end.min(ce));
+        (
+            (a - t.offset) as usize..(b - t.offset) as usize,
+            a - cs,
+            ce - cs,
+        )
+    }
+
+    /// Fills `t` from the cache where it can; the chunks it could not.
+    fn read_cached(&self, t: &mut Target, chunks: impl Iterator<Item = u64>) -> Vec<u64> {
+        let mut missing = Vec::new();
+        for c in chunks {
+            let (dst, within, clen) = self.overlap(t, c);
+            if !self.cache.read(&self.key, c, clen, within, &mut t.buf[dst]) {
+                missing.push(c);
+            }
+        }
+        missing
+    }
+
+    /// Splits `missing` into the chunks this reader now fetches (claimed)
+    /// and those another reader is fetching already.
+    fn claim(&self, missing: &[u64]) -> (Claim<'_>, Vec<u64>) {
+        let mut set = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
+        let (mine, theirs) = missing.iter().partition(|&&c| set.insert(c));
+        (
+            Claim {
+                src: self,
+                chunks: mine,
+            },
+            theirs,
+        )
+    }
+
+    /// Waits until no reader is fetching any of `chunks`.
+    fn wait_for(&self, chunks: &[u64]) {
+        let mut set = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
+        while chunks.iter().any(|c| set.contains(c)) {
+            set = self.landed.wait(set).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Fetches `missing` (coalesced, in parallel), keeps every chunk and
+    /// copies its part into `t`.
+    fn fetch_into(&self, t: &mut Target, missing: &[u64]) -> io::Result<()> {
+        if missing.is_empty() {
+            return Ok(());
+        }
+        for (f, data) in self.fetch_all(&coalesce(missing, self.max_chunks))? {
+            let base = self.chunk_span(f.first).0;
+            let stop = self.chunk_span(f.first + f.count - 1).1;
+            if data.len() as u64 != stop - base {
+                return Err(io::Error::other(format!(
+                    "{}: {} bytes received for bytes {base}..{stop}",
+                    self.url(),
+                    data.len()
+                )));
+            }
+            for c in f.first..f.first + f.count {
+                let (cs, ce) = self.chunk_span(c);
+                let chunk = &data[(cs - base) as usize..(ce - base) as usize];
+                self.cache.store(&self.key, c, chunk);
+                let (dst, within, _) = self.overlap(t, c);
+                let w = within as usize;
+                let n = dst.len();
+                t.buf[dst].copy_from_slice(&chunk[w..w + n]);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl ReadAt for HttpSource {
+    /// Cached chunks are copied; the missing ones are fetched once however
+    /// many threads want them: a chunk another reader is fetching is
+    /// waited for and then read from the cache (or fetched, should the
+    /// cache not have kept it).
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let len = buf.len() as u64;
         let end = offset
@@ -169,45 +282,18 @@ impl ReadAt for HttpSource {
                     ),
                 )
             })?;
-        // The part of `buf` chunk `c` covers, and where in the chunk it starts.
-        let overlap = |c: u64| {
-            let (cs, ce) = self.chunk_span(c);
-            let (a, b) = (offset.max(cs), end.min(ce));
-            (
-                (a - offset) as usize..(b - offset) as usize,
-                a - cs,
-                ce - cs,
-            )
-        };
-        let mut missing = Vec::new();
-        for c in chunks_of(offset, len, self.chunk) {
-            let (dst, within, clen) = overlap(c);
-            if !self.cache.read(&self.key, c, clen, within, &mut buf[dst]) {
-                missing.push(c);
-            }
-        }
+        let mut t = Target { buf, offset, end };
+        let missing = self.read_cached(&mut t, chunks_of(offset, len, self.chunk));
         if missing.is_empty() {
             return Ok(());
         }
-        for (f, data) in self.fetch_all(&coalesce(&missing, self.max_chunks))? {
-            let base = self.chunk_span(f.first).0;
-            let stop = self.chunk_span(f.first + f.count - 1).1;
-            if data.len() as u64 != stop - base {
-                return Err(io::Error::other(format!(
-                    "{}: {} bytes received for bytes {base}..{stop}",
-                    self.url(),
-                    data.len()
-                )));
-            }
-            for c in f.first..f.first + f.count {
-                let (cs, ce) = self.chunk_span(c);
-                let chunk = &data[(cs - base) as usize..(ce - base) as usize];
-                self.cache.store(&self.key, c, chunk);
-                let (dst, within, _) = overlap(c);
-                let w = within as usize;
-                let n = dst.len();
-                buf[dst].copy_from_slice(&chunk[w..w + n]);
-            }
+        let (mine, theirs) = self.claim(&missing);
+        self.fetch_into(&mut t, &mine.chunks)?;
+        drop(mine);
+        if !theirs.is_empty() {
+            self.wait_for(&theirs);
+            let still = self.read_cached(&mut t, theirs.into_iter());
+            self.fetch_into(&mut t, &still)?;
         }
         Ok(())
     }

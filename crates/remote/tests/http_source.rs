@@ -309,6 +309,38 @@ fn adjacent_misses_share_a_request_and_large_reads_go_in_parallel() {
 }
 
 #[test]
+fn concurrent_readers_of_one_chunk_fetch_it_once() {
+    let data = object(1 << 20);
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::from_millis(200), move |r, _| {
+        ranged(&d, "\"v\"", r)
+    });
+    let src = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
+    // Eight threads read overlapping parts of chunks 2..4 at once.
+    std::thread::scope(|s| {
+        for k in 0..8u64 {
+            let (src, data) = (&src, &data);
+            s.spawn(move || {
+                let off = 2 * 65536 + k * 1000;
+                let mut b = vec![0u8; 65536];
+                src.read_exact_at(&mut b, off).unwrap();
+                assert!(b == data[off as usize..off as usize + 65536]);
+            });
+        }
+    });
+    // Chunks 2 and 3 fetched once each (in one request or two).
+    let r = srv.ranges();
+    let mut bytes = 0;
+    for range in &r[1..] {
+        let (a, b) = range["bytes=".len()..].split_once('-').unwrap();
+        let (a, b): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
+        assert!(a >= 2 * 65536 && b < 4 * 65536, "{r:?}");
+        bytes += b + 1 - a;
+    }
+    assert_eq!(bytes, 2 * 65536, "{r:?}");
+}
+
+#[test]
 fn a_server_that_ignores_range_is_refused() {
     let data = object(300_000);
     let d = data.clone();

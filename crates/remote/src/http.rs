@@ -7,9 +7,11 @@ use std::io::Read;
 use std::time::Duration;
 
 use ureq::http::{HeaderMap, Response, StatusCode};
+use ureq::tls::TlsConfig;
 use ureq::{Agent, Body};
 
 use crate::error::{RemoteError, Result};
+use crate::tls;
 
 /// What identifies the object opened: later responses must match it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,6 +123,7 @@ impl Client {
             .timeout_connect(Some(opts.timeout))
             .timeout_per_read(Some(opts.timeout))
             .user_agent(concat!("ferrofs/", env!("CARGO_PKG_VERSION")))
+            .tls_config(TlsConfig::builder().root_certs(tls::roots()).build())
             .build()
             .into();
         Ok(Client {
@@ -213,10 +216,24 @@ impl Client {
     }
 
     fn transport(&self, e: ureq::Error) -> Failure {
-        let retry = matches!(
-            e,
-            ureq::Error::Io(_) | ureq::Error::Timeout(_) | ureq::Error::ConnectionFailed
-        );
+        // Dropped, refused or stalled connections; not a certificate or
+        // protocol error, which another attempt would only repeat.
+        use std::io::ErrorKind as K;
+        let retry = match &e {
+            ureq::Error::Io(io) => matches!(
+                io.kind(),
+                K::ConnectionReset
+                    | K::ConnectionAborted
+                    | K::ConnectionRefused
+                    | K::BrokenPipe
+                    | K::UnexpectedEof
+                    | K::TimedOut
+                    | K::Interrupted
+                    | K::NotConnected
+            ),
+            ureq::Error::Timeout(_) | ureq::Error::ConnectionFailed => true,
+            _ => false,
+        };
         let e = RemoteError::Transport {
             url: self.url.clone(),
             attempts: 1,

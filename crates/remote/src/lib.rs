@@ -9,6 +9,7 @@ pub mod error;
 pub mod http;
 pub mod plan;
 pub mod source;
+pub mod tls;
 
 pub use cache::Cache;
 pub use error::{RemoteError, Result};

@@ -424,6 +424,20 @@ fn transient_errors_are_retried() {
     src.read_exact_at(&mut b, 0).unwrap();
     assert!(b == data[..100_000]);
     assert_eq!(srv.requests(), 3);
+    // A server that stalls past the timeout: the request is made again.
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
+        if n == 2 {
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+        ranged(&d, "\"v\"", r)
+    });
+    let mut opts = quick();
+    opts.http.timeout = Duration::from_millis(300);
+    let src = HttpSource::open(&srv.url, cache(), &opts).unwrap();
+    src.read_exact_at(&mut b, 0).unwrap();
+    assert!(b == data[..100_000]);
+    assert_eq!(srv.requests(), 3);
 }
 
 #[test]

@@ -32,4 +32,4 @@ mod zpass;
 
 pub use emit::{build, build_tree, Progress, Summary};
 pub use error::BuildError;
-pub use options::{BuildOptions, MetaboxOptions, TimePolicy};
+pub use options::{BlockListOptions, BuildOptions, MetaboxOptions, TimePolicy};

@@ -119,6 +119,20 @@ pub struct BuildOptions {
     /// `--zD`: directories go whole into the packed inode, compressed
     /// together with the fragments.
     pub compress_dirs: bool,
+    /// `--block-list-file`: Android's list of the blocks that hold each
+    /// regular file's data, written beside the image.
+    pub block_list: Option<BlockListOptions>,
+}
+
+/// Where Android's block list goes (`--block-list-file`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockListOptions {
+    /// The file written (replaced, as the image is, when the build
+    /// succeeds).
+    pub path: std::path::PathBuf,
+    /// Whether `--mount-point` was given: mkfs.erofs lists files only
+    /// then (as `/MOUNT_POINT/PATH`); without it the file is written empty.
+    pub mount_point_given: bool,
 }
 
 /// Where and how the metabox is stored.
@@ -172,6 +186,7 @@ impl Default for BuildOptions {
             xattr_digest: None,
             metabox: None,
             compress_dirs: false,
+            block_list: None,
         }
     }
 }
@@ -179,6 +194,17 @@ impl Default for BuildOptions {
 impl BuildOptions {
     pub fn block_size(&self) -> u64 {
         1u64 << self.blkszbits
+    }
+    /// The mount point as an absolute path without a trailing `/`, empty
+    /// for the root (`system/`, `/system` and `//system` are all
+    /// `/system`): the prefix of the paths the image's files are looked up
+    /// (file_contexts) and listed (block list) by.
+    pub fn mount_prefix(&self) -> Vec<u8> {
+        self.mount_point
+            .split(|&b| b == b'/')
+            .filter(|c| !c.is_empty())
+            .flat_map(|c| [b"/".as_slice(), c].concat())
+            .collect()
     }
     /// Whether the image uses the 48-bit layout (asked for, or implied by
     /// a feature that needs it).

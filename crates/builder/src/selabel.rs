@@ -91,18 +91,14 @@ impl FileContexts {
             .and_then(|s| s.context.as_deref())
     }
 
-    /// Labels every inode of `tree` by its path under `mount_point`.
-    pub fn apply(&self, tree: &mut Tree, mount_point: &[u8]) {
-        let base: Vec<u8> = mount_point
-            .split(|&b| b == b'/')
-            .filter(|c| !c.is_empty())
-            .flat_map(|c| [b"/".as_slice(), c].concat())
-            .collect();
+    /// Labels every inode of `tree` by its path under `base` (the mount
+    /// point as [`crate::BuildOptions::mount_prefix`] gives it).
+    pub fn apply(&self, tree: &mut Tree, base: &[u8]) {
         for ino in &mut tree.inodes {
             let path = match (base.is_empty(), ino.rel.is_empty()) {
                 (true, true) => b"/".to_vec(),
-                (_, true) => base.clone(),
-                _ => [base.as_slice(), b"/", &ino.rel].concat(),
+                (_, true) => base.to_vec(),
+                _ => [base, b"/", &ino.rel].concat(),
             };
             let label = self.lookup(&path, ino.mode()).map(<[u8]>::to_vec);
             ino.xattrs.retain(|(n, _)| n != SELINUX_XATTR);

@@ -12,7 +12,6 @@ use clap::Parser;
 /// mkfs.erofs options ferrofs does not implement (matched before `=`;
 /// `-M…` as a short option with its value attached).
 const UNSUPPORTED: &[&str] = &[
-    "--block-list-file",
     "--clean",
     "--fsalignblks",
     "--gzinfo",
@@ -75,7 +74,8 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
  --hard-dereference    every hard link an inode of its own
  --ignore-mtime        every file gets the build time
  --max-extent-bytes=#  no pcluster decodes to more than # bytes
- --mount-point=X       prefix of the paths --file-contexts labels (default /)
+ --mount-point=X       prefix of the paths --file-contexts, --fs-config-file and
+                       --block-list-file use (default /)
  --preserve-mtime      per-file mtimes (the default)
  --offset=#            the image starts # bytes into FILE
  --root-xattr-isize=#  room for # bytes of inline xattrs in the root directory
@@ -93,9 +93,11 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
 Android's options (mkfs.erofs built for Android):
  --fs-config-file=X    owners, modes and capabilities by path from the canned fs_config X
  --product-out=X       product_out directory (with --fs-config-file, which does not use it)
+ --block-list-file=X   write to X the blocks holding each file's data, as
+                       /MOUNT_POINT/PATH A-B C ... (1.8's; without --mount-point X is empty)
 Not supported by ferrofs (refused by name; nothing is written):
  --clean=X, --incremental=X, --fsalignblks=#, --s3=X, --oci=[f|i],
- --gzinfo[=X], --vmdk-desc=X, --zfeature-bits=#, --block-list-file=X (1.8's Android option)
+ --gzinfo[=X], --vmdk-desc=X, --zfeature-bits=#
 ";
 
 /// What `-V` prints after `mkfs.erofs `: the erofs-utils release whose

@@ -12,6 +12,7 @@ mod dropin;
 mod mkfs;
 mod mount;
 mod out;
+mod source;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -34,15 +35,18 @@ struct Cli {
 
 #[derive(clap::Args)]
 struct ImageArgs {
-    /// The EROFS image file.
+    /// The EROFS image: a file, or an http:// or https:// URL (read with
+    /// range requests, fetching only what is needed).
     image: PathBuf,
-    /// Extra device (blob) files, in device-table order; without them,
-    /// extra devices are expected concatenated to the image.
+    /// Extra device (blob) files or URLs, in device-table order; without
+    /// them, extra devices are expected concatenated to the image.
     #[arg(long = "device", value_name = "PATH")]
     devices: Vec<PathBuf>,
     /// The image starts this many bytes into the file (`mkfs --offset`).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     offset: u64,
+    #[command(flatten)]
+    remote: source::RemoteArgs,
 }
 
 #[derive(Subcommand)]
@@ -142,16 +146,13 @@ enum Command {
 }
 
 fn open(args: &ImageArgs) -> Result<Image> {
-    let file = std::fs::File::open(&args.image)
-        .with_context(|| format!("cannot open {}", args.image.display()))?;
-    let mut opts = OpenOptions::default();
-    for d in &args.devices {
-        let f = std::fs::File::open(d)
-            .with_context(|| format!("cannot open device {}", d.display()))?;
-        opts.devices.push(Box::new(f));
-    }
-    let source = ferrofs::source::Offset::new(file, args.offset);
-    Image::open_with(Box::new(source), opts).with_context(|| format!("{}", args.image.display()))
+    source::open_image(
+        &args.image,
+        &args.devices,
+        args.offset,
+        &args.remote,
+        OpenOptions::default(),
+    )
 }
 
 fn progress(len_hint: Option<u64>) -> ProgressBar {

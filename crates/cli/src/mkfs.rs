@@ -161,10 +161,10 @@ pub(crate) struct MkfsArgs {
     /// for any number.
     #[arg(short = 'j', long = "workers", value_name = "N", default_value_t = 0)]
     workers: usize,
-    /// Mount point the image is meant for: the prefix of the paths
-    /// --file-contexts labels by.
-    #[arg(long, value_name = "PATH", default_value = "/")]
-    mount_point: OsString,
+    /// Mount point the image is meant for (default /): the prefix of the
+    /// paths --file-contexts, --fs-config-file and --block-list-file use.
+    #[arg(long, value_name = "PATH")]
+    mount_point: Option<OsString>,
     /// Lay data out for a recorded start-up (`ferrofs mount --trace`, or a
     /// list of paths): data in first-access order, pieces read in small
     /// bits in pclusters of their own, small hot fragments first. Repeat to
@@ -204,6 +204,13 @@ pub(crate) struct MkfsArgs {
     /// fs_config tables, which do, are not implemented.
     #[arg(long, value_name = "DIR", requires = "fs_config_file")]
     product_out: Option<PathBuf>,
+    /// Android's block list: write to FILE a line for every regular file
+    /// whose data takes blocks of the image, `/MOUNT_POINT/PATH` and its
+    /// blocks (`A` or `A-B`, from the image's first block), as mkfs.erofs
+    /// 1.8 built for Android does. Without --mount-point nothing is listed
+    /// (the file is written empty), as there.
+    #[arg(long, value_name = "FILE")]
+    block_list_file: Option<PathBuf>,
     /// With --chunksize: write the chunks of chunk-based files to this file,
     /// the image's extra device (created or replaced; readers take it as
     /// `--device FILE`, the kernel as `-o device=FILE`).
@@ -310,7 +317,22 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|n| n.clone().into_bytes());
     o.chunk_size = a.chunksize;
-    o.mount_point = a.mount_point.as_bytes().to_vec();
+    if let Some(m) = &a.mount_point {
+        o.mount_point = m.as_bytes().to_vec();
+    }
+    if let Some(p) = &a.block_list_file {
+        if a.mount_point.is_none() && !a.quiet {
+            eprintln!(
+                "warning: --block-list-file without --mount-point lists no file \
+                 (as mkfs.erofs); {} is written empty",
+                p.display()
+            );
+        }
+        o.block_list = Some(ferrofs_builder::BlockListOptions {
+            path: p.clone(),
+            mount_point_given: a.mount_point.is_some(),
+        });
+    }
     let mut ztailpacking = false;
     let mut legacy_compress = false;
     let (mut fragments, mut all_fragments, mut packed_pcluster) = (false, false, None);

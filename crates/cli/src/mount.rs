@@ -11,17 +11,19 @@ use anyhow::{bail, Context, Result};
 
 #[derive(clap::Args)]
 pub struct MountArgs {
-    /// The EROFS image file.
+    /// The EROFS image: a file, or an http:// or https:// URL.
     image: PathBuf,
     /// Where to mount it (an existing directory).
     mountpoint: PathBuf,
     /// The image starts this many bytes into the file (`mkfs --offset`).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     offset: u64,
-    /// Extra device (blob) files, in device-table order; without them,
-    /// extra devices are expected concatenated to the image.
+    /// Extra device (blob) files or URLs, in device-table order; without
+    /// them, extra devices are expected concatenated to the image.
     #[arg(long = "device", value_name = "PATH")]
     devices: Vec<PathBuf>,
+    #[command(flatten)]
+    remote: crate::source::RemoteArgs,
     /// Stay in the foreground (default: detach once mounted).
     #[arg(short = 'f', long)]
     foreground: bool,
@@ -159,16 +161,7 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
         }
     }
     // Open the image first, so errors are reported before detaching.
-    let file = std::fs::File::open(&a.image)
-        .with_context(|| format!("cannot open {}", a.image.display()))?;
-    let mut devices: Vec<Box<dyn ferrofs::ReadAt>> = Vec::new();
-    for d in &a.devices {
-        let f = std::fs::File::open(d)
-            .with_context(|| format!("cannot open device {}", d.display()))?;
-        devices.push(Box::new(f));
-    }
     let opts = ferrofs::OpenOptions {
-        devices,
         cache_bytes: a.cache_size,
         // Prefetch stores what was decoded in the page cache, so decoding
         // a whole pcluster once beats decoding prefixes again and again.
@@ -177,9 +170,7 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
         cache_whole_reads: false,
         ..Default::default()
     };
-    let source = ferrofs::source::Offset::new(file, a.offset);
-    let image = ferrofs::Image::open_with(Box::new(source), opts)
-        .with_context(|| a.image.display().to_string())?;
+    let image = crate::source::open_image(&a.image, &a.devices, a.offset, &a.remote, opts)?;
     image
         .raw()
         .root()

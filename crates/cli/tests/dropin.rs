@@ -53,6 +53,12 @@ fn dropin_takes_upstream_command_lines() {
     )
     .unwrap();
     let contexts = format!("--file-contexts={}", contexts.display());
+    // Android's block list (mkfs.erofs 1.8 built for Android; the
+    // reference build is not, so upstream builds the line without it: the
+    // list changes nothing in the image). Its contents are checked in
+    // android_block_list.rs.
+    let block_list = work.join("system.map");
+    let block_list_arg = format!("--block-list-file={}", block_list.display());
     let lines: Vec<Vec<String>> = vec![
         vec!["-zlz4hc,12", "-C65536", "-Eztailpacking", "-T0", "-d0"],
         vec!["-zlzma,level=6", "-C16384", "-Efragments", "--quiet"],
@@ -84,6 +90,13 @@ fn dropin_takes_upstream_command_lines() {
         ],
         vec!["--root-xattr-isize=256", "-zlz4", "--quiet"],
         vec![contexts.as_str(), "-zlz4hc", "--quiet"],
+        vec![
+            "--mount-point=/system",
+            block_list_arg.as_str(),
+            "-zlz4hc",
+            "-Eztailpacking",
+            "--quiet",
+        ],
         vec![
             "-Eforce-inode-compact,force-inode-blockmap",
             "--chunksize=4096",
@@ -139,7 +152,8 @@ fn dropin_takes_upstream_command_lines() {
         }
         let Some(up) = &upstream else { continue };
         let theirs = work.join(format!("u{i}.img"));
-        if let Err(e) = run(Command::new(&up.path).args(flags).arg(&theirs).arg(&src)) {
+        let flags_up = flags.iter().filter(|f| !f.starts_with("--block-list-file"));
+        if let Err(e) = run(Command::new(&up.path).args(flags_up).arg(&theirs).arg(&src)) {
             failures.push(format!("{flags:?}: mkfs.erofs {}: {e}", up.version));
             continue;
         }
@@ -220,6 +234,10 @@ fn dropin_takes_upstream_command_lines() {
             (a, b) => failures.push(format!("{flags:?}: mount: {:?} {:?}", a.err(), b.err())),
         }
     }
+    match fs::read_to_string(&block_list) {
+        Ok(t) if t.starts_with("/system/") => {}
+        other => failures.push(format!("--block-list-file: the list is {other:?}")),
+    }
     // Refused by name, nothing written.
     // Compression options without -z: mkfs.erofs ignores them, so the
     // drop-in warns and builds the plain image; `ferrofs mkfs` refuses.
@@ -270,7 +288,6 @@ fn dropin_takes_upstream_command_lines() {
         failures.push(format!("-Urandom gave {uuids:?}"));
     }
     for bad in [
-        "--block-list-file=x",
         "--fsalignblks=4",
         "--root-xattr-isize=12",
         "-Mjunk",

@@ -7,10 +7,11 @@
 use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ferrofs_testkit::compare::{self, CompareOptions};
+use ferrofs_testkit::fuse::{mounted, FuseMount as Mount};
 use ferrofs_testkit::{corpus, tools};
 
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
@@ -25,99 +26,9 @@ fn skip_reason() -> Option<String> {
     None
 }
 
-fn mounted(dir: &Path) -> bool {
-    let d = dir.canonicalize().unwrap().to_string_lossy().into_owned();
-    fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .any(|l| l.split(' ').nth(4) == Some(d.as_str()))
-}
-
-/// A foreground `ferrofs mount -f` that is unmounted and reaped on drop.
-struct Mount {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Mount {
-    fn new(image: &Path, dir: &Path, extra: &[&str]) -> Mount {
-        fs::create_dir_all(dir).unwrap();
-        let child = Command::new(FERROFS)
-            .arg("mount")
-            .arg("-f")
-            .args(extra)
-            .arg(image)
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let m = Mount {
-            child,
-            dir: dir.to_path_buf(),
-        };
-        let start = Instant::now();
-        while !mounted(dir) {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "{} not mounted",
-                dir.display()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        m
-    }
-
-    fn peak_rss_kib(&self) -> u64 {
-        let s = fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        s.lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap()
-    }
-
-    fn unmount(mut self) {
-        // fusermount3 (fuse3) when installed, else umount (we are root).
-        let ok = match Command::new("fusermount3")
-            .arg("-u")
-            .arg(&self.dir)
-            .status()
-        {
-            Ok(st) => st.success(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Command::new("umount")
-                .arg(&self.dir)
-                .status()
-                .unwrap()
-                .success(),
-            Err(e) => panic!("fusermount3: {e}"),
-        };
-        assert!(ok, "unmounting {} failed", self.dir.display());
-        let start = Instant::now();
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                assert!(st.success(), "daemon exited with {st}");
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "daemon did not exit after unmount"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::mem::forget(self);
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount")
-            .arg("-l")
-            .arg(&self.dir)
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A foreground `ferrofs mount -f EXTRA IMAGE DIR`.
+fn mount(image: &Path, dir: &Path, extra: &[&str]) -> Mount {
+    Mount::new(Path::new(FERROFS), image.as_os_str(), dir, extra)
 }
 
 fn work(test: &str) -> PathBuf {
@@ -174,7 +85,7 @@ fn fuse_mount_matches_source() {
     ] {
         let img = w.join(format!("images/{name}.img"));
         build(&src, &img, upstream, &opts);
-        let m = Mount::new(&img, &w.join(format!("mnt-{name}")), &["--threads", "4"]);
+        let m = mount(&img, &w.join(format!("mnt-{name}")), &["--threads", "4"]);
         for d in compare::compare_trees(&src, &m.dir, &CompareOptions::strict()) {
             failures.push(format!("{name}: {d}"));
         }
@@ -224,7 +135,7 @@ fn concurrent_readers_and_bounded_memory() {
     let img = w.join("images/conc.img");
     build(&src, &img, false, &["-zlz4hc", "-C65536", "-Eztailpacking"]);
     let budget_mib = 8u64;
-    let m = Mount::new(
+    let m = mount(
         &img,
         &w.join("mnt"),
         &["--cache-size", "8M", "--threads", "4"],
@@ -298,7 +209,7 @@ fn signals_and_detach() {
     let img = w.join("images/small.img");
     build(&src, &img, false, &[]);
     for sig in ["TERM", "INT"] {
-        let mut m = Mount::new(&img, &w.join(format!("mnt-{sig}")), &[]);
+        let mut m = mount(&img, &w.join(format!("mnt-{sig}")), &[]);
         assert_eq!(fs::read(m.dir.join("d/hello")).unwrap(), b"hello, fuse\n");
         let ok = Command::new("kill")
             .arg(format!("-{sig}"))
@@ -399,7 +310,7 @@ fn tree_walk_prefetch_fills_the_page_cache() {
     let img = w.join("images/p.img");
     build(&src, &img, false, &["-zlz4hc", "-C16384"]);
     for (opts, expect) in [(&[][..], true), (&["--no-prefetch"][..], false)] {
-        let m = Mount::new(&img, &w.join("mnt"), opts);
+        let m = mount(&img, &w.join("mnt"), opts);
         let dir = m.dir.join("d");
         let mut names: Vec<_> = fs::read_dir(&dir)
             .unwrap()
@@ -459,7 +370,7 @@ fn small_reads_store_their_decoded_pcluster() {
     build(&src, &img, false, &["-zlz4hc", "-C16384"]);
     let want = text.as_bytes();
     for (opts, expect) in [(&[][..], true), (&["--no-prefetch"][..], false)] {
-        let m = Mount::new(&img, &w.join("mnt"), opts);
+        let m = mount(&img, &w.join("mnt"), opts);
         let path = m.dir.join("f.txt");
         let f = fs::File::open(&path).unwrap();
         let off = 2 << 20;
@@ -539,7 +450,7 @@ fn fuse_mount_of_v19_images_matches_the_kernel() {
     ] {
         let img = tools::workspace_root().join("testdata/v19").join(name);
         let kernel = ferrofs_testkit::mount::LoopMount::new(&img, &[]).unwrap();
-        let m = Mount::new(&img, &w.join(format!("mnt-{name}")), &["--threads", "2"]);
+        let m = mount(&img, &w.join(format!("mnt-{name}")), &["--threads", "2"]);
         for d in compare::compare_trees(kernel.path(), &m.dir, &CompareOptions::strict()) {
             failures.push(format!("{name}: {d}"));
         }

@@ -21,6 +21,7 @@
 pub mod compare;
 pub mod copy;
 pub mod corpus;
+pub mod fuse;
 pub mod mount;
 pub mod process;
 pub mod tmp;

@@ -179,7 +179,7 @@ pub(super) fn write_data<'a>(
 }
 
 /// The regular files with data, in the order their data is written.
-fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<InodeId> {
+pub(super) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<InodeId> {
     let mut files: Vec<InodeId> = plan
         .order
         .iter()

@@ -2,10 +2,11 @@
 //! compressed; blocks already stored are shared, `stored`), then the
 //! metadata area and directory blocks (`meta`), and the superblock last
 //! (`superblock`), into a temporary file beside the target (and the
-//! chunks into a blob, with `--blobdev`) that is fsynced and renamed only
-//! when everything succeeded. Any failure or an interrupt removes the
-//! temporary files.
+//! chunks into a blob, with `--blobdev`; Android's block list, `blocklist`)
+//! that is fsynced and renamed only when everything succeeded. Any failure
+//! or an interrupt removes the temporary files.
 
+mod blocklist;
 mod data;
 mod meta;
 mod metabox;
@@ -25,7 +26,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
 use crate::plan::{plan, Plan};
-use crate::tree::Tree;
+use crate::tree::{InodeId, Tree};
 
 /// Progress of the data pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -133,6 +134,17 @@ fn check_options(opts: &BuildOptions) -> Result<()> {
             opts.offset
         )));
     }
+    if let Some(bl) = &opts.block_list {
+        if bl.path.is_dir() {
+            return Err(BuildError::Output {
+                path: bl.path.clone(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "the block list file is a directory",
+                ),
+            });
+        }
+    }
     if opts.blobdev.is_some() && opts.chunk_size.is_none() {
         return Err(BuildError::Option(
             "--blobdev needs --chunksize (the blob holds chunks)".into(),
@@ -196,17 +208,28 @@ pub fn build_tree(
         fc.apply(&mut tree, &opts.mount_point)?;
     }
     if let Some(fc) = &opts.file_contexts {
-        fc.apply(&mut tree, &opts.mount_point);
+        fc.apply(&mut tree, &opts.mount_prefix());
     }
     let mut plan = plan(&tree, opts)?;
 
     let mut image = Staged::new(output)?;
     let mut blob = opts.blobdev.as_deref().map(Staged::new).transpose()?;
+    let mut block_list = match &opts.block_list {
+        // Its own path in the message, not the temporary file's.
+        Some(bl) => Some(Staged::new(&bl.path).map_err(|e| match e {
+            BuildError::Output { source, .. } => BuildError::Output {
+                path: bl.path.clone(),
+                source,
+            },
+            other => other,
+        })?),
+        None => None,
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.workers)
         .build()
         .map_err(|e| BuildError::Option(format!("worker threads: {e}")))?;
-    let summary = write_image(
+    let (summary, list) = write_image(
         &mut tree,
         &mut plan,
         opts,
@@ -220,11 +243,18 @@ pub fn build_tree(
     if let Some(b) = &blob {
         b.sync()?;
     }
+    if let Some(l) = &mut block_list {
+        (&l.file).write_all(&list).map_err(l.err())?;
+        l.sync()?;
+    }
     // The last moment an interrupt can still cancel the build.
     check_stop(interrupted, output)?;
     // The blob first: an image is never there without the data it names.
     if let Some(b) = &mut blob {
         b.commit()?;
+    }
+    if let Some(l) = &mut block_list {
+        l.commit()?;
     }
     image.commit()?;
     Ok(summary)
@@ -316,7 +346,8 @@ fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
 }
 
 /// Writes the image into `file` (for `output`), chunk data into `blob`
-/// when there is one.
+/// when there is one; returns what was built and the block list (empty
+/// unless asked for).
 #[allow(clippy::too_many_arguments)]
 fn write_image(
     tree: &mut Tree,
@@ -327,8 +358,10 @@ fn write_image(
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
     pool: &rayon::ThreadPool,
-) -> Result<Summary> {
+) -> Result<(Summary, Vec<u8>)> {
     let bs = opts.block_size();
+    // The source's inodes; the build adds its own (packed inode, metabox).
+    let source_inodes = tree.inodes.len();
     let records = superblock::compression_records(opts, bs);
     let mut sb_end = 1024 + superblock::sb_size(opts) as u64 + records.0.len() as u64;
     // The device table (one slot, for the blob) follows, slot-aligned.
@@ -406,12 +439,22 @@ fn write_image(
         blob,
     };
     superblock::write_head(file, &w, opts, plan, &meta, head)?;
+    let list = match opts.block_list {
+        Some(_) => {
+            let files: Vec<InodeId> = data::data_order(tree, plan, opts)
+                .into_iter()
+                .filter(|&id| id < source_inodes)
+                .collect();
+            blocklist::render(tree, plan, &placed, &files, opts)
+        }
+        None => Vec::new(),
+    };
     let zinodes = || {
         plan.order
             .iter()
             .filter_map(|&id| plan.inodes[id].z.as_ref())
     };
-    Ok(Summary {
+    let summary = Summary {
         inodes: plan.order.len() as u64,
         blocks: meta.total_blocks,
         meta_blocks: meta.lay.meta_blocks,
@@ -423,5 +466,6 @@ fn write_image(
             .count() as u64,
         compressed_files: zinodes().count() as u64,
         pclusters: zinodes().map(|z| z.extents.len() as u64).sum(),
-    })
+    };
+    Ok((summary, list))
 }

@@ -1,0 +1,87 @@
+//! Where an image's bytes come from: the one place that turns an image or
+//! device argument into a reader source, a local file or, for an
+//! `http://`/`https://` URL, a lazily fetched remote object.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use ferrofs::source::Offset;
+use ferrofs::{Image, OpenOptions, ReadAt};
+use ferrofs_remote::{Cache, HttpSource, RemoteOptions};
+
+/// Options of images read over HTTP(S).
+#[derive(clap::Args, Clone)]
+pub struct RemoteArgs {
+    /// For an image (or device) given as an http:// or https:// URL: keep
+    /// the fetched chunks in DIR, shared by later runs (default: a
+    /// temporary directory removed at exit).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Most bytes the cache directory may hold; the least recently used
+    /// chunks are removed beyond it.
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = crate::mount::parse_size)]
+    cache_dir_size: usize,
+}
+
+/// Opens image and device arguments, all URLs sharing one chunk cache.
+pub struct Sources<'a> {
+    args: &'a RemoteArgs,
+    cache: Option<Arc<Cache>>,
+}
+
+impl<'a> Sources<'a> {
+    pub fn new(args: &'a RemoteArgs) -> Self {
+        Sources { args, cache: None }
+    }
+
+    fn cache(&mut self) -> Result<Arc<Cache>> {
+        if let Some(c) = &self.cache {
+            return Ok(c.clone());
+        }
+        let limit = self.args.cache_dir_size as u64;
+        let cache = Arc::new(match &self.args.cache_dir {
+            Some(dir) => Cache::open(dir, limit)?,
+            None => Cache::temporary(limit)?,
+        });
+        self.cache = Some(cache.clone());
+        Ok(cache)
+    }
+
+    /// The source `arg` names (`what` says which argument, for errors).
+    pub fn open(&mut self, arg: &Path, what: &str) -> Result<Box<dyn ReadAt>> {
+        match arg.to_str().filter(|s| ferrofs_remote::is_url(s)) {
+            Some(url) => {
+                let cache = self.cache()?;
+                Ok(Box::new(HttpSource::open(
+                    url,
+                    cache,
+                    &RemoteOptions::default(),
+                )?))
+            }
+            None => {
+                let f = std::fs::File::open(arg)
+                    .with_context(|| format!("cannot open {what}{}", arg.display()))?;
+                Ok(Box::new(f))
+            }
+        }
+    }
+}
+
+/// Opens the image `image` (starting `offset` bytes in) with the extra
+/// devices `devices`, files or URLs alike.
+pub fn open_image(
+    image: &Path,
+    devices: &[PathBuf],
+    offset: u64,
+    remote: &RemoteArgs,
+    mut opts: OpenOptions,
+) -> Result<Image> {
+    let mut sources = Sources::new(remote);
+    let primary = sources.open(image, "")?;
+    for d in devices {
+        opts.devices.push(sources.open(d, "device ")?);
+    }
+    let source = Offset::new(primary, offset);
+    Image::open_with(Box::new(source), opts).with_context(|| image.display().to_string())
+}

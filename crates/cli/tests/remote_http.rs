@@ -1,0 +1,300 @@
+//! Images read by URL from nginx on 127.0.0.1 (a private configuration on
+//! a free port): `fsck`, `ls`, `dump` and `cat` of the URL print what they
+//! print for the local file, `extract` and a FUSE `mount` of the URL equal
+//! the source tree (also an image with its chunks in a `--device` URL), a
+//! second run on the same `--cache-dir` sends nothing
+//! but the opening probe, and a missing object or a non-HTTP scheme is a
+//! clear error. Needs root (the corner tree, FUSE) and nginx (Debian
+//! `nginx-light`); skipped with the reason otherwise.
+
+use std::fs;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferrofs_testkit::compare::{compare_trees, CompareOptions};
+use ferrofs_testkit::fuse::FuseMount;
+use ferrofs_testkit::verify::run_ok;
+use ferrofs_testkit::{corpus, tools};
+
+const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+
+fn nginx_bin() -> Option<PathBuf> {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// nginx serving `root` on a free 127.0.0.1 port; killed on drop. The
+/// access log has one line per request: method, path, Range, status,
+/// body bytes.
+struct Nginx {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Nginx {
+    fn start(bin: &Path, root: &Path, prefix: &Path) -> Nginx {
+        fs::create_dir_all(prefix.join("tmp")).unwrap();
+        let p = prefix.display();
+        for attempt in 0.. {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let conf = format!(
+                "daemon off;\nmaster_process off;\nworker_processes 1;\n{user}\
+                 pid {p}/nginx.pid;\nerror_log {p}/error.log;\n\
+                 events {{ worker_connections 64; }}\n\
+                 http {{\n\
+                   log_format ranges '$request_method $uri \"$http_range\" $status $body_bytes_sent';\n\
+                   access_log {p}/access.log ranges;\n\
+                   client_body_temp_path {p}/tmp/body; proxy_temp_path {p}/tmp/proxy;\n\
+                   fastcgi_temp_path {p}/tmp/fcgi; uwsgi_temp_path {p}/tmp/uwsgi; scgi_temp_path {p}/tmp/scgi;\n\
+                   default_type application/octet-stream;\n\
+                   server {{ listen 127.0.0.1:{port}; root {root}; }}\n\
+                 }}\n",
+                user = if ferrofs_testkit::is_root() { "user root;\n" } else { "" },
+                root = root.display(),
+            );
+            fs::write(prefix.join("nginx.conf"), conf).unwrap();
+            let mut child = Command::new(bin)
+                .arg("-p")
+                .arg(prefix)
+                .arg("-c")
+                .arg(prefix.join("nginx.conf"))
+                .arg("-e")
+                .arg(prefix.join("error.log"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap();
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(10) {
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Nginx {
+                        child,
+                        port,
+                        log: prefix.join("access.log"),
+                    };
+                }
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            // Someone took the port between our probe and nginx's bind.
+            assert!(
+                attempt < 3,
+                "nginx did not start: {}",
+                fs::read_to_string(prefix.join("error.log")).unwrap_or_default()
+            );
+        }
+        unreachable!()
+    }
+
+    fn url(&self, name: &str) -> String {
+        format!("http://127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// The access log's lines so far.
+    fn log(&self) -> Vec<String> {
+        fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn work(test: &str) -> PathBuf {
+    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(test))
+}
+
+fn ferrofs(args: &[&str]) -> Result<Vec<u8>, String> {
+    run_ok(Command::new(FERROFS).args(args))
+}
+
+#[test]
+fn images_over_http_read_as_the_local_files() {
+    if !ferrofs_testkit::is_root() {
+        println!("skipped: not root (the corner tree and FUSE need it)");
+        return;
+    }
+    let Some(bin) = nginx_bin() else {
+        println!("skipped: nginx is not installed (apt-get install nginx-light)");
+        return;
+    };
+    let w = work("remote_http");
+    let src = w.join("tree");
+    corpus::make_corner_tree(&src).unwrap();
+    let www = w.join("www");
+    fs::create_dir_all(&www).unwrap();
+    let mut images: Vec<(&str, PathBuf)> = Vec::new();
+    for (name, opts) in [
+        ("plain.img", vec![]),
+        ("lz4hc.img", vec!["-zlz4hc", "-C65536", "-Eztailpacking"]),
+    ] {
+        let img = www.join(name);
+        let mut cmd = Command::new(FERROFS);
+        cmd.args(["mkfs", "--quiet"])
+            .args(&opts)
+            .arg(&img)
+            .arg(&src);
+        run_ok(&mut cmd).unwrap();
+        images.push((name, img));
+    }
+    if let Some(mkfs) = tools::mkfs_upstream() {
+        let img = www.join("upstream-lzma.img");
+        tools::build_image(&mkfs, &["-zlzma", "-Efragments"], &src, &img).unwrap();
+        images.push(("upstream-lzma.img", img));
+    }
+    let ng = Nginx::start(&bin, &www, &w.join("nginx"));
+    let mut failures = Vec::new();
+    let mut fail = |what: String| failures.push(what);
+    for (name, img) in &images {
+        let url = ng.url(name);
+        let local = img.to_str().unwrap();
+        // The same output from the URL as from the file.
+        for args in [vec!["fsck", "--json"], vec!["dump"], vec!["ls", "-l"]] {
+            let want = ferrofs(&[&args[..], &[local]].concat());
+            let got = ferrofs(&[&args[..], &[url.as_str()]].concat());
+            if want.is_err() || want != got {
+                fail(format!("{name}: {args:?}: local {want:?}, URL {got:?}"));
+            }
+        }
+        // extract and a FUSE mount of the URL equal the source tree.
+        let out = w.join(format!("out-{name}"));
+        match ferrofs(&["extract", &url, out.to_str().unwrap()]) {
+            Ok(_) => {
+                for d in compare_trees(&src, &out, &CompareOptions::strict()) {
+                    fail(format!("{name}: extract of the URL: {d}"));
+                }
+            }
+            Err(e) => fail(format!("{name}: extract of the URL: {e}")),
+        }
+        let m = FuseMount::new(
+            Path::new(FERROFS),
+            url.as_ref(),
+            &w.join(format!("mnt-{name}")),
+            &["--threads", "4"],
+        );
+        for d in compare_trees(&src, &m.dir, &CompareOptions::strict()) {
+            fail(format!("{name}: FUSE mount of the URL: {d}"));
+        }
+        m.unmount();
+    }
+    // An image whose chunks live in an extra device, both read by URL.
+    let (img, blob) = (www.join("chunked.img"), www.join("chunked.blob"));
+    let mut cmd = Command::new(FERROFS);
+    cmd.args(["mkfs", "--quiet", "--chunksize", "8192", "--blobdev"])
+        .arg(&blob)
+        .arg(&img)
+        .arg(&src);
+    run_ok(&mut cmd).unwrap();
+    let out = w.join("out-chunked");
+    let (img_url, blob_url) = (ng.url("chunked.img"), ng.url("chunked.blob"));
+    match ferrofs(&[
+        "extract",
+        "--device",
+        &blob_url,
+        &img_url,
+        out.to_str().unwrap(),
+    ]) {
+        Ok(_) => {
+            for d in compare_trees(&src, &out, &CompareOptions::strict()) {
+                fail(format!("chunked.img with --device URL: extract: {d}"));
+            }
+        }
+        Err(e) => fail(format!("chunked.img with --device URL: extract: {e}")),
+    }
+    // cat: the bytes of a source file.
+    let (name, _) = &images[1];
+    let rel = first_regular_file(&src, Path::new("")).expect("a regular file in the corner tree");
+    match ferrofs(&["cat", &ng.url(name), rel.to_str().unwrap()]) {
+        Ok(b) if b == fs::read(src.join(&rel)).unwrap() => {}
+        other => fail(format!("cat {}: {other:?}", rel.display())),
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // A second fsck on the same cache directory sends only the probe.
+    let cache = w.join("cache");
+    let url = ng.url(name);
+    let args = ["fsck", "--cache-dir", cache.to_str().unwrap(), url.as_str()];
+    let n0 = ng.log().len();
+    ferrofs(&args).unwrap();
+    let first: Vec<String> = ng.log()[n0..].to_vec();
+    assert!(first.len() > 1, "the first fsck fetched: {first:?}");
+    let n1 = ng.log().len();
+    ferrofs(&args).unwrap();
+    let second: Vec<String> = ng.log()[n1..].to_vec();
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert!(second[0].contains("\"bytes=0-0\" 206 1"), "{second:?}");
+    // Every request was a range request answered 206.
+    assert!(
+        first
+            .iter()
+            .all(|l| l.contains("\"bytes=") && l.contains("\" 206 ")),
+        "{first:?}"
+    );
+
+    // A missing image: the URL and the 404 in one line, exit status 2.
+    let missing = ng.url("nope.img");
+    let out = Command::new(FERROFS)
+        .args(["fsck", &missing])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{missing}: not found (HTTP 404)")),
+        "{err}"
+    );
+}
+
+/// A regular file under `dir` (relative), larger than zero bytes.
+fn first_regular_file(dir: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut entries: Vec<_> = fs::read_dir(dir.join(rel)).ok()?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let r = rel.join(e.file_name());
+        let t = e.file_type().ok()?;
+        if t.is_file() && e.metadata().ok()?.len() > 0 {
+            return Some(r);
+        }
+        if t.is_dir() {
+            if let Some(f) = first_regular_file(dir, &r) {
+                return Some(f);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn only_http_urls_are_read() {
+    let out = Command::new(FERROFS)
+        .args(["ls", "ftp://127.0.0.1/img.erofs"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ftp://127.0.0.1/img.erofs: unsupported URL scheme \"ftp\""),
+        "{err}"
+    );
+}

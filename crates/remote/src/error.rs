@@ -1,0 +1,89 @@
+//! What can go wrong reading an image over HTTP, each case naming the URL.
+
+use std::io;
+use std::path::PathBuf;
+
+/// An error of the remote source. Converted into an [`io::Error`] (whose
+/// message is this one's) where the reader asks for one.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// Not an `http://` or `https://` URL.
+    #[error("{url}: unsupported URL scheme {scheme:?} (only http and https are read)")]
+    UnsupportedScheme { url: String, scheme: String },
+    /// The server answered a range request with the whole object.
+    #[error(
+        "{url}: the server does not support range requests (it answered HTTP {status} with the \
+         whole object{}); refusing to download it whole",
+        len.map(|l| format!(", {l} bytes")).unwrap_or_default()
+    )]
+    NoRangeSupport {
+        url: String,
+        status: u16,
+        len: Option<u64>,
+    },
+    /// HTTP 404 (or 410).
+    #[error("{url}: not found (HTTP {status})")]
+    NotFound { url: String, status: u16 },
+    /// Any other status that is neither success nor worth a retry, or a
+    /// transient one that persisted through every retry.
+    #[error("{url}: HTTP {status}{}", if *attempts > 1 { format!(" (after {attempts} attempts)") } else { String::new() })]
+    Status {
+        url: String,
+        status: u16,
+        attempts: u32,
+    },
+    /// The object is not the one opened: another ETag, Last-Modified or
+    /// length. Nothing of the new object is returned.
+    #[error("{url}: the object changed since it was opened ({what} was {was}, now {now})")]
+    Changed {
+        url: String,
+        what: &'static str,
+        was: String,
+        now: String,
+    },
+    /// The body ended before the bytes the response announced.
+    #[error(
+        "{url}: truncated response for bytes {start}..{end}: got {got} of {} bytes (after {attempts} attempts)",
+        end - start
+    )]
+    Truncated {
+        url: String,
+        start: u64,
+        end: u64,
+        got: u64,
+        attempts: u32,
+    },
+    /// A response that contradicts the request (wrong Content-Range,
+    /// missing headers).
+    #[error("{url}: bad response: {what}")]
+    BadResponse { url: String, what: String },
+    /// The connection failed (after every retry, when transient).
+    #[error("{url}: {source}{}", if *attempts > 1 { format!(" (after {attempts} attempts)") } else { String::new() })]
+    Transport {
+        url: String,
+        attempts: u32,
+        #[source]
+        source: ureq::Error,
+    },
+    /// The on-disk cache could not be set up.
+    #[error("cache directory {}: {source}", path.display())]
+    Cache {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl From<RemoteError> for io::Error {
+    fn from(e: RemoteError) -> Self {
+        let kind = match &e {
+            RemoteError::NotFound { .. } => io::ErrorKind::NotFound,
+            RemoteError::UnsupportedScheme { .. } => io::ErrorKind::Unsupported,
+            _ => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+/// The result type of this crate.
+pub type Result<T> = std::result::Result<T, RemoteError>;

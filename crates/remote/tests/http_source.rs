@@ -1,0 +1,579 @@
+//! `HttpSource` against small HTTP servers written here (std TcpListener,
+//! one thread per connection): reads equal the object's bytes, the cache
+//! serves repeats without requests, adjacent misses share one request and
+//! large reads run several at once; a server that ignores Range, a 404, an
+//! object that changes mid-read, a truncated body, transient 503s and a
+//! non-HTTP scheme each give their error (or, for the 503s, success).
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferrofs::ReadAt;
+use ferrofs_remote::{Cache, HttpOptions, HttpSource, RemoteError, RemoteOptions};
+
+/// What a request asked for.
+struct Req {
+    /// `Range: bytes=A-B` as (A, B + 1).
+    range: Option<(u64, u64)>,
+    if_range: Option<String>,
+}
+
+/// What the server sends back.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// (A status of 0: close the connection without answering.)
+    /// Announce this Content-Length (default: the body's) and close
+    /// after the body, so a shorter body is a truncation.
+    declared: Option<usize>,
+}
+
+type Handler = dyn Fn(&Req, usize) -> Reply + Send + Sync;
+
+/// A test server: requests seen (with their Range header), and the most
+/// handled at once.
+struct Server {
+    url: String,
+    log: Arc<Mutex<Vec<String>>>,
+    peak: Arc<AtomicUsize>,
+}
+
+impl Server {
+    fn start(
+        path: &str,
+        delay: Duration,
+        handler: impl Fn(&Req, usize) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}{path}", listener.local_addr().unwrap());
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let now = Arc::new(AtomicUsize::new(0));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let (l, p) = (log.clone(), peak.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let (l, p, now, h) = (l.clone(), p.clone(), now.clone(), handler.clone());
+                std::thread::spawn(move || {
+                    let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    p.fetch_max(n, Ordering::SeqCst);
+                    serve(conn, &l, delay, &*h);
+                    now.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Server { url, log, peak }
+    }
+
+    fn requests(&self) -> usize {
+        self.log.lock().unwrap().len()
+    }
+
+    fn ranges(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+/// Answers one request on `conn` (then closes it).
+fn serve(conn: TcpStream, log: &Mutex<Vec<String>>, delay: Duration, h: &Handler) {
+    let mut r = BufReader::new(conn.try_clone().unwrap());
+    let mut req = Req {
+        range: None,
+        if_range: None,
+    };
+    let mut range_text = String::new();
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            let v = v.trim();
+            if k.eq_ignore_ascii_case("range") {
+                range_text = v.to_owned();
+                req.range = v.strip_prefix("bytes=").and_then(|s| {
+                    let (a, b) = s.split_once('-')?;
+                    Some((a.parse().ok()?, b.parse::<u64>().ok()? + 1))
+                });
+            } else if k.eq_ignore_ascii_case("if-range") {
+                req.if_range = Some(v.to_owned());
+            }
+        }
+    }
+    let n = {
+        let mut l = log.lock().unwrap();
+        l.push(range_text);
+        l.len()
+    };
+    std::thread::sleep(delay);
+    let reply = h(&req, n);
+    if reply.status == 0 {
+        // Close without answering.
+        return;
+    }
+    let mut out = conn;
+    let mut head = format!(
+        "HTTP/1.1 {} X\r\nConnection: close\r\nContent-Length: {}\r\n",
+        reply.status,
+        reply.declared.unwrap_or(reply.body.len())
+    );
+    for (k, v) in &reply.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = out.write_all(head.as_bytes());
+    let _ = out.write_all(&reply.body);
+}
+
+/// A server that honours Range and If-Range for `data` with ETag `etag`.
+fn ranged(data: &[u8], etag: &str, req: &Req) -> Reply {
+    let headers = |extra: Option<String>| {
+        let mut h = vec![
+            ("ETag".to_owned(), etag.to_owned()),
+            (
+                "Last-Modified".to_owned(),
+                "Mon, 23 Nov 2026 20:00:00 GMT".to_owned(),
+            ),
+        ];
+        h.extend(extra.map(|cr| ("Content-Range".to_owned(), cr)));
+        h
+    };
+    let whole = || Reply {
+        status: 200,
+        headers: headers(None),
+        body: data.to_vec(),
+        declared: None,
+    };
+    if req.if_range.as_deref().is_some_and(|v| v != etag) {
+        return whole();
+    }
+    match req.range {
+        // As real servers do, a range running past the end is cut there.
+        Some((a, b)) if a < b && a < data.len() as u64 => {
+            let b = b.min(data.len() as u64);
+            Reply {
+                status: 206,
+                headers: headers(Some(format!("bytes {a}-{}/{}", b - 1, data.len()))),
+                body: data[a as usize..b as usize].to_vec(),
+                declared: None,
+            }
+        }
+        _ => whole(),
+    }
+}
+
+fn status(code: u16) -> Reply {
+    Reply {
+        status: code,
+        headers: Vec::new(),
+        body: b"no\n".to_vec(),
+        declared: None,
+    }
+}
+
+/// Bytes that differ at every offset of a few MiB (no two chunks equal).
+fn object(len: usize) -> Arc<Vec<u8>> {
+    Arc::new(
+        (0..len)
+            .map(|i| (i % 251) as u8 ^ (i >> 12) as u8)
+            .collect(),
+    )
+}
+
+fn quick() -> RemoteOptions {
+    RemoteOptions {
+        http: HttpOptions {
+            attempts: 3,
+            backoff: Duration::from_millis(10),
+            timeout: Duration::from_secs(10),
+        },
+        chunk_size: 64 << 10,
+        max_request: 1 << 20,
+        parallel: 4,
+    }
+}
+
+fn cache() -> Arc<Cache> {
+    Arc::new(Cache::temporary(64 << 20).unwrap())
+}
+
+/// The typed error inside a read's `io::Error`.
+fn remote(e: &std::io::Error) -> &RemoteError {
+    e.get_ref()
+        .and_then(|i| i.downcast_ref::<RemoteError>())
+        .unwrap_or_else(|| panic!("not a remote error: {e}"))
+}
+
+#[test]
+fn reads_equal_the_object_and_repeats_come_from_the_cache() {
+    let data = object(1_000_000);
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::ZERO, move |r, _| ranged(&d, "\"v1\"", r));
+    let c = cache();
+    let src = HttpSource::open(&srv.url, c.clone(), &quick()).unwrap();
+    assert_eq!(src.len().unwrap(), data.len() as u64);
+    let reads: [(u64, usize); 6] = [
+        (0, 1024),
+        (65530, 20),        // across a chunk boundary
+        (999_000, 1000),    // the short last chunk
+        (300_000, 400_000), // many chunks, some already held
+        (0, 1_000_000),     // everything
+        (123_456, 0),
+    ];
+    for round in 0..2 {
+        let before = srv.requests();
+        for (off, len) in reads {
+            let mut b = vec![0u8; len];
+            src.read_exact_at(&mut b, off).unwrap();
+            assert!(
+                b == data[off as usize..off as usize + len],
+                "bytes {off}+{len}"
+            );
+        }
+        if round == 1 {
+            assert_eq!(
+                srv.requests(),
+                before,
+                "the second round is served by the cache"
+            );
+        }
+    }
+    // Past the end: an UnexpectedEof, and no request.
+    let before = srv.requests();
+    let mut b = [0u8; 2];
+    let e = src.read_exact_at(&mut b, 999_999).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+    assert_eq!(srv.requests(), before);
+    // A new source on the same cache: only its opening probe goes out.
+    let again = HttpSource::open(&srv.url, c.clone(), &quick()).unwrap();
+    let mut all = vec![0u8; data.len()];
+    again.read_exact_at(&mut all, 0).unwrap();
+    assert!(all == *data);
+    assert_eq!(srv.requests(), before + 1);
+    assert_eq!(srv.ranges().last().unwrap(), "bytes=0-0");
+    assert_eq!(again.stats().requests, 1);
+}
+
+#[test]
+fn adjacent_misses_share_a_request_and_large_reads_go_in_parallel() {
+    let data = object(2 << 20);
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::from_millis(150), move |r, _| {
+        ranged(&d, "\"v\"", r)
+    });
+    let opts = RemoteOptions {
+        max_request: 256 << 10,
+        ..quick()
+    };
+    let src = HttpSource::open(&srv.url, cache(), &opts).unwrap();
+    // Chunk 5 first; then chunks 0..8 need 0..5 and 6..8: two requests.
+    let k = 64 << 10;
+    let mut b = vec![0u8; k];
+    src.read_exact_at(&mut b, 5 * k as u64).unwrap();
+    let mut b = vec![0u8; 8 * k];
+    src.read_exact_at(&mut b, 0).unwrap();
+    assert!(b == data[..8 * k]);
+    let mut r = srv.ranges();
+    assert_eq!(r[1], "bytes=327680-393215");
+    // In any order (they run in parallel): chunks 0..4 (the 256 KiB cap),
+    // chunk 4, chunks 6..8.
+    r[2..].sort();
+    assert_eq!(
+        r[2..],
+        [
+            "bytes=0-262143",
+            "bytes=262144-327679",
+            "bytes=393216-524287"
+        ]
+    );
+    assert!(
+        srv.peak.load(Ordering::SeqCst) >= 2,
+        "requests ran in parallel"
+    );
+    // 1.5 MiB uncached: six 256 KiB requests, at most four at a time.
+    let before = srv.requests();
+    let mut b = vec![0u8; 24 * k];
+    src.read_exact_at(&mut b, 8 * k as u64).unwrap();
+    assert!(b == data[8 * k..32 * k]);
+    assert_eq!(srv.requests() - before, 6);
+    assert!(srv.peak.load(Ordering::SeqCst) <= 4);
+}
+
+#[test]
+fn concurrent_readers_of_one_chunk_fetch_it_once() {
+    let data = object(1 << 20);
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::from_millis(200), move |r, _| {
+        ranged(&d, "\"v\"", r)
+    });
+    let src = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
+    // Eight threads read overlapping parts of chunks 2..4 at once.
+    std::thread::scope(|s| {
+        for k in 0..8u64 {
+            let (src, data) = (&src, &data);
+            s.spawn(move || {
+                let off = 2 * 65536 + k * 1000;
+                let mut b = vec![0u8; 65536];
+                src.read_exact_at(&mut b, off).unwrap();
+                assert!(b == data[off as usize..off as usize + 65536]);
+            });
+        }
+    });
+    // Chunks 2 and 3 fetched once each (in one request or two).
+    let r = srv.ranges();
+    let mut bytes = 0;
+    for range in &r[1..] {
+        let (a, b) = range["bytes=".len()..].split_once('-').unwrap();
+        let (a, b): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
+        assert!(a >= 2 * 65536 && b < 4 * 65536, "{r:?}");
+        bytes += b + 1 - a;
+    }
+    assert_eq!(bytes, 2 * 65536, "{r:?}");
+}
+
+#[test]
+fn a_server_that_ignores_range_is_refused() {
+    let data = object(300_000);
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::ZERO, move |_, _| Reply {
+        status: 200,
+        headers: Vec::new(),
+        body: d.to_vec(),
+        declared: None,
+    });
+    let e = HttpSource::open(&srv.url, cache(), &quick()).err().unwrap();
+    assert!(
+        matches!(
+            e,
+            RemoteError::NoRangeSupport {
+                status: 200,
+                len: Some(300_000),
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("does not support range requests"),
+        "{e}"
+    );
+    assert_eq!(srv.requests(), 1, "no retry");
+}
+
+#[test]
+fn not_found_and_other_statuses() {
+    let srv = Server::start("/missing.img", Duration::ZERO, |_, _| status(404));
+    let e = HttpSource::open(&srv.url, cache(), &quick()).err().unwrap();
+    assert!(
+        matches!(e, RemoteError::NotFound { status: 404, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("/missing.img: not found"), "{e}");
+    let io: std::io::Error = e.into();
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert_eq!(srv.requests(), 1);
+
+    // A 403 fails at once; a 500 that persists after every attempt, and
+    // the error says how many were made.
+    for (code, tries) in [(403u16, 1u32), (500, 3)] {
+        let srv = Server::start("/img", Duration::ZERO, move |_, _| status(code));
+        let e = HttpSource::open(&srv.url, cache(), &quick()).err().unwrap();
+        assert!(
+            matches!(e, RemoteError::Status { status, attempts, .. } if status == code && attempts == tries),
+            "{e}"
+        );
+        assert_eq!(srv.requests(), tries as usize);
+    }
+}
+
+/// A server of `data` (ETag "v") that answers the requests numbered in
+/// `bad` (from 1) with `status(code)`.
+fn flaky(data: &Arc<Vec<u8>>, bad: &'static [usize], code: u16) -> Server {
+    let d = data.clone();
+    Server::start("/img", Duration::ZERO, move |r, n| {
+        if bad.contains(&n) {
+            status(code)
+        } else {
+            ranged(&d, "\"v\"", r)
+        }
+    })
+}
+
+#[test]
+fn transient_errors_are_retried() {
+    let data = object(200_000);
+    // The first fetch and its first retry fail.
+    let srv = flaky(&data, &[2, 3], 503);
+    let src = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
+    let mut b = vec![0u8; 100_000];
+    src.read_exact_at(&mut b, 50_000).unwrap();
+    assert!(b == data[50_000..150_000]);
+    assert_eq!(srv.requests(), 4);
+    // A connection closed without an answer is retried too.
+    let srv = flaky(&data, &[2], 0);
+    let src = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
+    src.read_exact_at(&mut b, 0).unwrap();
+    assert!(b == data[..100_000]);
+    assert_eq!(srv.requests(), 3);
+    // A server that stalls past the timeout: the request is made again.
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
+        if n == 2 {
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+        ranged(&d, "\"v\"", r)
+    });
+    let mut opts = quick();
+    opts.http.timeout = Duration::from_millis(300);
+    let src = HttpSource::open(&srv.url, cache(), &opts).unwrap();
+    src.read_exact_at(&mut b, 0).unwrap();
+    assert!(b == data[..100_000]);
+    assert_eq!(srv.requests(), 3);
+}
+
+#[test]
+fn a_truncated_body_is_an_error_after_retries() {
+    let data = object(200_000);
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
+        let mut reply = ranged(&d, "\"v\"", r);
+        if n > 1 {
+            let full = reply.body.len();
+            reply.body.truncate(full / 2);
+            reply.declared = Some(full);
+        }
+        reply
+    });
+    let src = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
+    let mut b = vec![0u8; 1000];
+    let e = src.read_exact_at(&mut b, 0).unwrap_err();
+    match remote(&e) {
+        RemoteError::Truncated {
+            start: 0,
+            end: 65536,
+            got: 32768,
+            attempts: 3,
+            ..
+        } => {}
+        other => panic!("{other}"),
+    }
+    assert_eq!(srv.requests(), 4);
+}
+
+#[test]
+fn an_object_that_changes_mid_read_is_an_error_never_mixed_data() {
+    let old = object(300_000);
+    let new: Arc<Vec<u8>> = Arc::new(old.iter().map(|b| !b).collect());
+    // After the third request the server has the new object (new ETag,
+    // same length), and honours If-Range.
+    let (o, n2) = (old.clone(), new.clone());
+    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
+        if n <= 2 {
+            ranged(&o, "\"old\"", r)
+        } else {
+            ranged(&n2, "\"new\"", r)
+        }
+    });
+    let src = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
+    let mut b = vec![0u8; 1000];
+    src.read_exact_at(&mut b, 0).unwrap();
+    assert!(b == old[..1000]);
+    let mut b = vec![0u8; 1000];
+    let e = src.read_exact_at(&mut b, 200_000).unwrap_err();
+    // The If-Range no longer matches: the server answers 200 with the
+    // whole new object, which is seen as a change.
+    assert!(
+        matches!(remote(&e), RemoteError::Changed { what: "ETag", .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("changed since it was opened"), "{e}");
+    assert!(srv.ranges()[2].starts_with("bytes="));
+
+    // A server that ignores If-Range: the 206's ETag gives it away.
+    let (o, n2) = (old.clone(), new.clone());
+    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
+        let req = Req {
+            range: r.range,
+            if_range: None,
+        };
+        if n <= 2 {
+            ranged(&o, "\"old\"", &req)
+        } else {
+            ranged(&n2, "\"new\"", &req)
+        }
+    });
+    let src = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
+    src.read_exact_at(&mut b, 0).unwrap();
+    let e = src.read_exact_at(&mut b, 200_000).unwrap_err();
+    assert!(
+        matches!(remote(&e), RemoteError::Changed { what: "ETag", .. }),
+        "{e}"
+    );
+
+    // Same ETag, another length (a server without validators that
+    // changed): the Content-Range total gives it away.
+    let (o, short) = (old.clone(), Arc::new(old[..250_000].to_vec()));
+    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
+        if n <= 2 {
+            ranged(&o, "\"same\"", r)
+        } else {
+            ranged(&short, "\"same\"", r)
+        }
+    });
+    let src = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
+    src.read_exact_at(&mut b, 0).unwrap();
+    let e = src.read_exact_at(&mut b, 200_000).unwrap_err();
+    match remote(&e) {
+        RemoteError::Changed { what, was, now, .. } => {
+            assert_eq!(
+                (*what, was.as_str(), now.as_str()),
+                ("length", "300000", "250000")
+            )
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn only_http_and_https_urls() {
+    for url in [
+        "ftp://example.org/img",
+        "file:///tmp/img",
+        "s3://bucket/img",
+    ] {
+        let e = HttpSource::open(url, cache(), &quick()).err().unwrap();
+        assert!(
+            matches!(e, RemoteError::UnsupportedScheme { .. }),
+            "{url}: {e}"
+        );
+        assert!(e.to_string().contains("unsupported URL scheme"), "{e}");
+    }
+    assert!(ferrofs_remote::is_url("https://h/x") && !ferrofs_remote::is_url("./x://y"));
+}
+
+#[test]
+fn the_cache_stays_within_its_bound() {
+    let data = object(1_000_000);
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::ZERO, move |r, _| ranged(&d, "\"v\"", r));
+    let c = Arc::new(Cache::temporary(4 * 65536).unwrap());
+    let src = HttpSource::open(&srv.url, c.clone(), &quick()).unwrap();
+    let mut all = vec![0u8; data.len()];
+    src.read_exact_at(&mut all, 0).unwrap();
+    assert!(all == *data, "a read larger than the cache is still whole");
+    assert!(c.used() <= 4 * 65536, "{} bytes held", c.used());
+    // The most recent chunks stayed: the end is read without a request.
+    let before = srv.requests();
+    let mut b = vec![0u8; 1000];
+    src.read_exact_at(&mut b, 999_000).unwrap();
+    assert_eq!(srv.requests(), before);
+}

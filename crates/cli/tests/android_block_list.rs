@@ -128,7 +128,8 @@ fn source_files(src: &Path) -> Vec<(Vec<String>, Vec<u8>)> {
 /// pclusters, the file's block index each of them holds.
 fn mapped_blocks(img: &ferrofs::Image, path: &str) -> Result<(Vec<u64>, Option<Vec<u64>>), String> {
     let f = img
-        .raw().open_path(format!("/{path}").as_bytes())
+        .raw()
+        .open_path(format!("/{path}").as_bytes())
         .map_err(|e| format!("{path}: {e}"))?;
     let mut phys = Vec::new();
     let mut logical = Some(Vec::new());

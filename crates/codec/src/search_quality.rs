@@ -52,7 +52,7 @@ fn text(len: usize, mut seed: u64) -> Vec<u8> {
             1 => b", ",
             _ => b" ",
         });
-        if (r >> 16) % 9 == 0 {
+        if (r >> 16).is_multiple_of(9) {
             out.extend_from_slice(format!("{} ", (r >> 20) % 100_000).as_bytes());
         }
     }

@@ -276,7 +276,7 @@ impl Builder {
     fn next_time(&mut self) -> (i64, u32) {
         self.n += 1;
         let n = self.n;
-        let nsec = if n % 3 == 0 {
+        let nsec = if n.is_multiple_of(3) {
             0
         } else {
             ((n * 987_654_321) % 1_000_000_000) as u32

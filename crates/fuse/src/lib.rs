@@ -89,7 +89,7 @@ impl ErofsFuse {
         }
     }
 
-    /// Turns on prefetch into the page cache (see [`prefetch`]) with
+    /// Turns on prefetch into the page cache (the tree walk and small reads) with
     /// `budget` bytes per directory. Notifications go out once
     /// [`ErofsFuse::notifier_cell`] holds the session's notifier.
     pub fn with_prefetch(mut self, budget: u64) -> Self {

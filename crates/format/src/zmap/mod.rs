@@ -24,7 +24,7 @@ pub mod advise {
 
 /// Bit of `di_advise` marking a partially referenced pcluster.
 pub const PARTIAL_REF: u16 = 0x8000;
-/// Bit of a NONHEAD's delta[0] marking the compressed-block-count entry.
+/// Bit of a NONHEAD's `delta[0]` marking the compressed-block-count entry.
 pub const D0_CBLKCNT: u16 = 0x800;
 /// Bit 7 of `h_clusterbits`: the whole file is one fragment.
 pub const FRAGMENT_INODE_BIT: u8 = 7;

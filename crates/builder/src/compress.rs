@@ -163,6 +163,57 @@ pub fn compress_segment(
     decide: bool,
     max_extent: Option<u64>,
 ) -> Result<(Vec<Extent>, bool)> {
+    let shape = Shape {
+        pcluster,
+        bs,
+        big,
+        leave_tail,
+        max_extent,
+    };
+    extents_upto(enc, input, base, &shape, decide, usize::MAX)
+}
+
+/// How a segment is cut: the arguments of [`compress_segment`] that do not
+/// change from one segment of a build to the next.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub pcluster: u64,
+    pub bs: u64,
+    pub big: bool,
+    pub leave_tail: Option<u64>,
+    pub max_extent: Option<u64>,
+}
+
+/// The first extent [`compress_segment`] makes of a segment (the same
+/// bytes, the same cut), computing nothing after it: what `--base` uses to
+/// tell whether an old image was compressed the way this build compresses.
+pub fn first_extent(
+    enc: &mut Encoder,
+    input: &[u8],
+    base: u64,
+    shape: &Shape,
+) -> Result<Option<Extent>> {
+    let (ex, _) = extents_upto(enc, input, base, shape, false, 1)?;
+    Ok(ex.into_iter().next())
+}
+
+/// [`compress_segment`], stopping after `limit` extents (the first ones do
+/// not depend on what follows).
+fn extents_upto(
+    enc: &mut Encoder,
+    input: &[u8],
+    base: u64,
+    shape: &Shape,
+    decide: bool,
+    limit: usize,
+) -> Result<(Vec<Extent>, bool)> {
+    let Shape {
+        pcluster,
+        bs,
+        big,
+        leave_tail,
+        max_extent,
+    } = *shape;
     let inplace = enc.config().alg == Algorithm::Lz4;
     // Segments are spread over threads: start every one from the same state.
     enc.reset();
@@ -173,7 +224,7 @@ pub fn compress_segment(
     let mut out = Vec::new();
     let mut pos = 0usize;
     let mut first_saves = None;
-    while pos < input.len() {
+    while pos < input.len() && out.len() < limit {
         if leave_tail.is_some_and(|t| (input.len() - pos) as u64 <= t) {
             break;
         }

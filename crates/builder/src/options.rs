@@ -119,6 +119,9 @@ pub struct BuildOptions {
     /// `--zD`: directories go whole into the packed inode, compressed
     /// together with the fragments.
     pub compress_dirs: bool,
+    /// `--base`: a previous image whose compressed data of unchanged files
+    /// is copied instead of compressed again (see [`crate::base`]).
+    pub base: Option<std::path::PathBuf>,
 }
 
 /// Where and how the metabox is stored.
@@ -172,6 +175,7 @@ impl Default for BuildOptions {
             xattr_digest: None,
             metabox: None,
             compress_dirs: false,
+            base: None,
         }
     }
 }

@@ -90,6 +90,24 @@ fn new_tree(old: &Path, new: &Path) {
     }
 }
 
+/// A fresh work directory `name` with the old tree and the new tree in
+/// it: (work, old, new).
+fn trees(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let work = work_dir(name);
+    let (old, new) = (work.join("old"), work.join("new"));
+    old_tree(&old);
+    new_tree(&old, &new);
+    (work, old, new)
+}
+
+/// Fails with every failure, or removes the work directory.
+fn finish(work: &Path, failures: &[String]) {
+    if failures.is_empty() {
+        let _ = ferrofs_testkit::tmp::remove_tree(work);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Runs `ferrofs mkfs --json OPTS IMG SRC`; the summary.
 fn mkfs(opts: &[&str], img: &Path, src: &Path) -> Result<serde_json::Value, String> {
     let out = verify::run_ok(
@@ -120,10 +138,7 @@ fn n(v: &serde_json::Value, k: &str) -> u64 {
 
 #[test]
 fn rebuild_equals_a_full_build_and_reuses_unchanged_files() {
-    let work = work_dir("base_rebuild");
-    let (old, new) = (work.join("old"), work.join("new"));
-    old_tree(&old);
-    new_tree(&old, &new);
+    let (work, old, new) = trees("base_rebuild");
     let mounts = can_mount();
     if let Err(why) = &mounts {
         println!("kernel comparison skipped: {why}");
@@ -210,18 +225,12 @@ fn rebuild_equals_a_full_build_and_reuses_unchanged_files() {
             failures.extend(e);
         }
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    finish(&work, &failures);
 }
 
 #[test]
 fn changed_options_reuse_nothing() {
-    let work = work_dir("base_options");
-    let (old, new) = (work.join("old"), work.join("new"));
-    old_tree(&old);
-    new_tree(&old, &new);
+    let (work, old, new) = trees("base_options");
     let o = work.join("old.img");
     mkfs(&["-zlz4hc,12", "-C65536"], &o, &old).unwrap();
     let base = format!("--base={}", o.display());
@@ -255,10 +264,7 @@ fn changed_options_reuse_nothing() {
             Err(e) => failures.push(format!("{name}: {e}")),
         }
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    finish(&work, &failures);
 }
 
 #[test]
@@ -271,10 +277,7 @@ fn an_image_from_mkfs_erofs_works_as_base() {
     if let Err(why) = &mounts {
         println!("kernel comparison skipped: {why}");
     }
-    let work = work_dir("base_upstream");
-    let (old, new) = (work.join("old"), work.join("new"));
-    old_tree(&old);
-    new_tree(&old, &new);
+    let (work, old, new) = trees("base_upstream");
     let mut failures = Vec::new();
     for (name, opts) in [
         ("lz4hc", &["-zlz4hc,12", "-C65536"][..]),
@@ -334,18 +337,12 @@ fn an_image_from_mkfs_erofs_works_as_base() {
             Err(e) => failures.push(format!("{name}: {e}")),
         }
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    finish(&work, &failures);
 }
 
 #[test]
 fn a_corrupt_or_truncated_base_fails_clearly_or_is_not_trusted() {
-    let work = work_dir("base_corrupt");
-    let (old, new) = (work.join("old"), work.join("new"));
-    old_tree(&old);
-    new_tree(&old, &new);
+    let (work, old, new) = trees("base_corrupt");
     let opts = ["-zlz4hc,12", "-C65536"];
     let (o, full) = (work.join("old.img"), work.join("full.img"));
     mkfs(&opts, &o, &old).unwrap();
@@ -402,18 +399,12 @@ fn a_corrupt_or_truncated_base_fails_clearly_or_is_not_trusted() {
             }
         }
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    finish(&work, &failures);
 }
 
 #[test]
 fn diff_lists_what_changed_between_two_images() {
-    let work = work_dir("base_diff");
-    let (old, new) = (work.join("old"), work.join("new"));
-    old_tree(&old);
-    new_tree(&old, &new);
+    let (work, old, new) = trees("base_diff");
     let opts = ["-zlz4hc,12", "-C65536"];
     let (o, re) = (work.join("old.img"), work.join("re.img"));
     mkfs(&opts, &o, &old).unwrap();

@@ -385,4 +385,43 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn first_extent_is_the_first_of_the_segment() {
+        let mut data = Vec::new();
+        for i in 0..30000 {
+            data.extend_from_slice(format!("{i} line of text {}\n", i % 17).as_bytes());
+        }
+        for (alg, pcl, leave) in [
+            ("lz4hc,12", 65536u64, None),
+            ("lz4", 4096, Some(4096)),
+            ("zstd", 16384, None),
+        ] {
+            let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
+            for base in [0u64, 8192, 123 * 4096] {
+                let (all, _) = compress_segment(
+                    &mut enc,
+                    &data,
+                    base,
+                    pcl,
+                    4096,
+                    pcl > 4096,
+                    leave,
+                    false,
+                    None,
+                )
+                .unwrap();
+                let shape = Shape {
+                    pcluster: pcl,
+                    bs: 4096,
+                    big: pcl > 4096,
+                    leave_tail: leave,
+                    max_extent: None,
+                };
+                let first = first_extent(&mut enc, &data, base, &shape).unwrap();
+                assert!(all.len() > 1, "{alg}");
+                assert_eq!(first.as_ref(), all.first(), "{alg} at {base}");
+            }
+        }
+    }
 }

@@ -476,3 +476,37 @@ fn diff_lists_what_changed_between_two_images() {
     );
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
+
+#[test]
+fn a_tar_source_rebuilds_from_a_directory_built_base() {
+    let (work, old, new) = trees("base_tar");
+    let tar = work.join("new.tar");
+    let st = Command::new("tar")
+        .arg("-C")
+        .arg(&new)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = work.join("old.img");
+    mkfs(&["-zlz4hc,12", "-C65536"], &o, &old).unwrap();
+    let base = format!("--base={}", o.display());
+    let (full, re) = (work.join("full.img"), work.join("re.img"));
+    mkfs(&["--tar", "-zlz4hc,12", "-C65536"], &full, &tar).unwrap();
+    let s = mkfs(
+        &["--tar", "-zlz4hc,12", "-C65536", base.as_str()],
+        &re,
+        &tar,
+    )
+    .unwrap();
+    let mut failures = Vec::new();
+    if n(&s, "reused_files") < 5 || n(&s, "changed_files") != 2 {
+        failures.push(format!("summary {}", s["base"]));
+    }
+    if fs::read(&re).unwrap() != fs::read(&full).unwrap() {
+        failures.push("the rebuild differs from the full build".into());
+    }
+    finish(&work, &failures);
+}

@@ -2,7 +2,6 @@
 //! build they drive with progress and a summary.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -235,6 +234,14 @@ pub(crate) struct MkfsArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Rebuild from a previous image: every file whose bytes are unchanged
+    /// (compared in full with what OLD decodes to) takes its compressed
+    /// pclusters from OLD instead of being compressed again, when OLD was
+    /// compressed with this build's options (checked on samples). The
+    /// image is complete and self-contained; the summary says what was
+    /// reused.
+    #[arg(long, value_name = "OLD.img")]
+    base: Option<PathBuf>,
 }
 
 fn parse_uuid(s: &str) -> Result<[u8; 16]> {
@@ -447,6 +454,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         eprintln!("mkfs.erofs: warning: {what}; ignored (the image is not compressed)");
     }
     o.compress_dirs = a.compress_dirs.as_deref() == Some("1");
+    o.base = a.base.clone();
     if let Some(m) = &a.metabox {
         o.metabox = Some(metabox_options(m, &mut o)?);
     }
@@ -533,29 +541,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    let mut out = crate::out::stdout();
-    if a.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::json!({"image": a.image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes, "compressed_files": s.compressed_files, "pclusters": s.pclusters})
-        )?;
-    } else if !a.quiet {
-        writeln!(
-            out,
-            "{}: {} inodes ({} compact), {} compressed files in {} pclusters, {} blocks of {} bytes ({} metadata), {} bytes",
-            a.image.display(),
-            s.inodes,
-            s.compact_inodes,
-            s.compressed_files,
-            s.pclusters,
-            s.blocks,
-            a.block_size,
-            s.meta_blocks,
-            s.bytes
-        )?;
-    }
-    out.flush()?;
+    crate::summary::print(&a.image, &s, a.block_size, a.json, a.quiet)?;
     Ok(ExitCode::SUCCESS)
 }
 

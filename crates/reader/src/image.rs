@@ -364,6 +364,23 @@ impl Image {
         Ok(b)
     }
 
+    /// The stored bytes of a pcluster as the image holds them (whole
+    /// blocks with their zero padding, or the exact inline bytes), read
+    /// without decoding: what a builder copies into a new image. The
+    /// length comes from a validated map (at most the kernel's pcluster
+    /// limit).
+    pub fn read_pcluster(&self, pc: &crate::map::Pcluster) -> Result<Vec<u8>> {
+        let len = usize::try_from(pc.len)
+            .map_err(|_| Error::corrupt(Location::at(pc.pos), "pcluster length overflows"))?;
+        let mut v = vec![0u8; len];
+        if pc.inline {
+            self.read_raw(&mut v, pc.pos)?;
+        } else {
+            self.read_physical(0, pc.pos, &mut v)?;
+        }
+        Ok(v)
+    }
+
     /// Reads bytes at a block address of the unified address space
     /// (`device == 0`) or of extra device `device`.
     pub(crate) fn read_physical(&self, device: u16, pos: u64, buf: &mut [u8]) -> Result<()> {

@@ -487,7 +487,8 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
     let oci = match (&a.tar, &a.source) {
-        (None, Some(s)) => s
+        // mkfs.erofs reads `oci:...` as a directory name.
+        (None, Some(s)) if !a.dropin => s
             .to_str()
             .and_then(ferrofs_builder::source::oci::parse_spec),
         _ => None,

@@ -3,10 +3,11 @@
 //! by a directory and a directory by a file, modified files; a hand-made
 //! layer with an opaque directory, whiteouts and a hard link) is built
 //! into an image that, mounted by the kernel, equals `umoci unpack`'s
-//! rootfs; the same layout with zstd and with plain tar layers gives the
-//! same tree; fsck.erofs 1.9.4 accepts the images. A corrupt blob, a
-//! missing blob, an unknown ref and an unknown layer media type fail
-//! with an error naming them, and leave no image behind.
+//! rootfs; the same layout with zstd and with plain tar layers, and
+//! behind an image index, gives the same tree; fsck.erofs 1.9.4 accepts
+//! the images. A corrupt blob, a missing blob, an unknown ref, an image
+//! index without linux/amd64 and an unknown layer media type fail with an
+//! error naming them, and leave no image behind.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -84,7 +85,8 @@ umoci unpack --image L:v2 X >/dev/null
 
 /// `python3 - SRC DST TAG MODE`: copies the layout SRC to DST with the
 /// layers of TAG's manifest recompressed (`zstd`, `tar`) or given an
-/// unknown media type (`badtype`).
+/// unknown media type (`badtype`), or with only an image index named
+/// `multi` pointing at TAG's manifest (`index`, `index-arm`: see below).
 const REWRITE: &str = r#"
 import gzip, hashlib, json, os, shutil, subprocess, sys
 src, dst, tag, mode = sys.argv[1:5]
@@ -97,8 +99,24 @@ def put(data):
 def get(d):
     return open(f"{dst}/blobs/sha256/{d.split(':')[1]}", "rb").read()
 idx = json.load(open(f"{dst}/index.json"))
-desc = [m for m in idx["manifests"]
-        if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == tag][0]
+named = lambda t: [m for m in idx["manifests"]
+                   if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == t][0]
+desc = named(tag)
+if mode.startswith("index"):
+    # An image index with TAG's manifest for linux/amd64 (or, for
+    # `index-arm`, linux/arm) and base's for linux/arm64, as the only entry.
+    arch = "arm" if mode == "index-arm" else "amd64"
+    base = dict(named("base"), platform={"os": "linux", "architecture": "arm64"})
+    mine = dict(desc, platform={"os": "linux", "architecture": arch})
+    for m in (base, mine):
+        m.pop("annotations")
+    sub = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+           "manifests": [base, mine]}
+    d, n = put(json.dumps(sub).encode())
+    idx["manifests"] = [{"mediaType": sub["mediaType"], "digest": d, "size": n,
+                         "annotations": {"org.opencontainers.image.ref.name": "multi"}}]
+    json.dump(idx, open(f"{dst}/index.json", "w"))
+    sys.exit(0)
 man = json.loads(get(desc["digest"]))
 for l in man["layers"]:
     raw = gzip.decompress(get(l["digest"]))
@@ -149,18 +167,21 @@ fn oci_layout_equals_umoci_unpack() {
     let work = make_layout("mkfs_oci").expect("making the layout with umoci");
     rewrite(&work, "Lzstd", "zstd").expect("zstd layout");
     rewrite(&work, "Ltar", "tar").expect("plain layout");
+    rewrite(&work, "Lindex", "index").expect("image index layout");
     let expected = work.join("X/rootfs");
     let fsck = tools::fsck_next();
     let mut failures = Vec::new();
-    let cases: [(&str, &str, &[&str]); 4] = [
-        ("gzip", "L", &[]),
-        ("zstd", "Lzstd", &[]),
-        ("tar", "Ltar", &[]),
-        ("gzip-lz4hc", "L", &["-zlz4hc", "-Efragments,dedupe"]),
+    let cases: [(&str, &str, &[&str]); 5] = [
+        ("gzip", "L:v2", &[]),
+        ("zstd", "Lzstd:v2", &[]),
+        ("tar", "Ltar:v2", &[]),
+        // The image index's linux/amd64 manifest (the only entry: no ref).
+        ("index", "Lindex", &[]),
+        ("gzip-lz4hc", "L:v2", &["-zlz4hc", "-Efragments,dedupe"]),
     ];
     for (name, layout, extra) in cases {
         let img = work.join(format!("{name}.img"));
-        let src = format!("oci:{}:v2", work.join(layout).display());
+        let src = format!("oci:{}", work.join(layout).display());
         let out = Command::new(FERROFS)
             .args(["mkfs", "--quiet"])
             .args(extra)
@@ -252,6 +273,12 @@ fn oci_layout_errors_name_the_cause() {
         &work,
         &format!("oci:{}", work.join("X").display()),
         &["not an OCI image layout"],
+    ));
+    rewrite(&work, "Larm", "index-arm").unwrap();
+    failures.extend(fails(
+        &work,
+        &lay("Larm", ":multi"),
+        &["0 linux/amd64 manifests", "linux/arm64, linux/arm"],
     ));
     rewrite(&work, "Lbad", "badtype").unwrap();
     failures.extend(fails(

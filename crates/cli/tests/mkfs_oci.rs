@@ -1,7 +1,8 @@
 //! `ferrofs mkfs IMAGE oci:DIR:REF`: an OCI image layout made by umoci with
 //! three layers (a base tree; umoci's diff of deletions, a file replaced
 //! by a directory and a directory by a file, modified files; a hand-made
-//! layer with an opaque directory, whiteouts and a hard link) is built
+//! layer with an opaque directory, whiteouts and hard links, one to a
+//! lower layer's file) is built
 //! into an image that, mounted by the kernel, equals `umoci unpack`'s
 //! rootfs; the same layout with zstd and with plain tar layers, and
 //! behind an image index, gives the same tree; fsck.erofs 1.9.4 accepts
@@ -77,6 +78,7 @@ with tarfile.open("layer3.tar", "w", format=tarfile.PAX_FORMAT) as t:
     add(t, "opaque/.wh..wh..opq")
     add(t, "opaque/d", tarfile.LNKTYPE, link="opaque/c")
     add(t, "etc/.wh.tool-sym")
+    add(t, "usr/bin/tool-link2", tarfile.LNKTYPE, link="usr/bin/tool")
     add(t, "keep", data=b"rewritten\n", mode=0o640)
 PY
 umoci raw add-layer --image L:v2 layer3.tar

@@ -20,6 +20,8 @@ use crate::tree::Tree;
 
 mod blob;
 mod layout;
+#[cfg(test)]
+mod tests;
 mod zstd;
 
 use blob::{blob_ref, check_file, read_small, Verified};

@@ -7,7 +7,8 @@
 //! rootfs; the same layout with zstd and with plain tar layers, and
 //! behind an image index, gives the same tree; fsck.erofs 1.9.4 accepts
 //! the images. A corrupt blob, a missing blob, an unknown ref, an image
-//! index without linux/amd64 and an unknown layer media type fail with an
+//! index without linux/amd64, a config whose diff_id does not match a
+//! layer's tar stream and an unknown layer media type fail with an
 //! error naming them, and leave no image behind.
 
 use std::fs;
@@ -87,7 +88,8 @@ umoci unpack --image L:v2 X >/dev/null
 
 /// `python3 - SRC DST TAG MODE`: copies the layout SRC to DST with the
 /// layers of TAG's manifest recompressed (`zstd`, `tar`) or given an
-/// unknown media type (`badtype`), or with only an image index named
+/// unknown media type (`badtype`), or with a wrong diff_id for the
+/// second layer in the config (`diffid`), or with only an image index named
 /// `multi` pointing at TAG's manifest (`index`, `index-arm`: see below).
 const REWRITE: &str = r#"
 import gzip, hashlib, json, os, shutil, subprocess, sys
@@ -120,7 +122,12 @@ if mode.startswith("index"):
     json.dump(idx, open(f"{dst}/index.json", "w"))
     sys.exit(0)
 man = json.loads(get(desc["digest"]))
-for l in man["layers"]:
+if mode == "diffid":
+    cfg = json.loads(get(man["config"]["digest"]))
+    cfg["rootfs"]["diff_ids"][1] = "sha256:" + "0" * 64
+    man["config"]["digest"], man["config"]["size"] = put(json.dumps(cfg).encode())
+    mode = "keep"
+for l in ([] if mode == "keep" else man["layers"]):
     raw = gzip.decompress(get(l["digest"]))
     base = "application/vnd.oci.image.layer.v1.tar"
     if mode == "zstd":
@@ -281,6 +288,12 @@ fn oci_layout_errors_name_the_cause() {
         &work,
         &lay("Larm", ":multi"),
         &["0 linux/amd64 manifests", "linux/arm64, linux/arm"],
+    ));
+    rewrite(&work, "Ldiffid", "diffid").unwrap();
+    failures.extend(fails(
+        &work,
+        &lay("Ldiffid", ":v2"),
+        &["layer 2 of 3", "the config's diff_id is sha256:0000"],
     ));
     rewrite(&work, "Lbad", "badtype").unwrap();
     failures.extend(fails(

@@ -155,3 +155,23 @@ impl<R: Read> Read for Verified<R> {
         Ok(n)
     }
 }
+
+/// A reader that hashes what passes through it (a layer's uncompressed
+/// tar, for the config's `diff_ids`).
+pub(super) struct Hashing<R> {
+    pub(super) r: R,
+    pub(super) hasher: Rc<std::cell::RefCell<Sha256>>,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.r.read(buf)?;
+        self.hasher.borrow_mut().update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// `sha256:HEX` of what `hasher` saw.
+pub(super) fn digest_of(hasher: &Rc<std::cell::RefCell<Sha256>>) -> String {
+    format!("sha256:{}", hex(&hasher.borrow().clone().finalize()))
+}

@@ -24,7 +24,21 @@ mod layout;
 mod tests;
 mod zstd;
 
-use blob::{blob_ref, check_file, read_small, Verified};
+use blob::{blob_ref, check_file, digest_of, read_small, Hashing, Verified};
+
+/// What the config says of the layers: the digests of their uncompressed
+/// tar streams, bottom first.
+#[derive(serde::Deserialize)]
+struct Config {
+    #[serde(default)]
+    rootfs: Option<RootFs>,
+}
+
+#[derive(serde::Deserialize)]
+struct RootFs {
+    #[serde(default)]
+    diff_ids: Vec<String>,
+}
 
 /// How a layer's tar stream is compressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,8 +94,19 @@ pub fn scan(
     let manifest = layout::resolve(dir, chosen)?;
     let config = blob_ref(dir, &manifest.config.digest, manifest.config.size)?;
     let data = read_small(&config, "config")?;
-    serde_json::from_slice::<serde_json::Value>(&data)
+    let cfg: Config = serde_json::from_slice(&data)
         .map_err(|e| BuildError::input(&config.path, format!("config: {e}")))?;
+    let diff_ids = cfg.rootfs.map(|r| r.diff_ids).unwrap_or_default();
+    if !diff_ids.is_empty() && diff_ids.len() != manifest.layers.len() {
+        return Err(BuildError::input(
+            &config.path,
+            format!(
+                "config lists {} diff_ids for {} layers",
+                diff_ids.len(),
+                manifest.layers.len()
+            ),
+        ));
+    }
     // Every layer's type is checked before any is read.
     let mut layers = Vec::new();
     for (i, d) in manifest.layers.iter().enumerate() {
@@ -118,6 +143,11 @@ pub fn scan(
             Layer::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
             Layer::Zstd => Box::new(zstd::ZstdReader::new(raw)),
         };
+        let hasher = Rc::default();
+        let r = Box::new(Hashing {
+            r,
+            hasher: Rc::clone(&hasher),
+        });
         let name = format!("{} ({what})", path.display());
         let res = scan_layer(r, inplace, name, tree.take(), opts, tar_opts, spool_dir);
         match res {
@@ -127,7 +157,20 @@ pub fn scan(
                     format!("{what}: data after the end of its compressed stream"),
                 ))
             }
-            Ok(t) => tree = Some(t),
+            Ok(t) => {
+                if let Some(want) = diff_ids.get(i) {
+                    let got = digest_of(&hasher);
+                    if *want != got {
+                        return Err(BuildError::input(
+                            &path,
+                            format!(
+                                "{what}: its tar stream hashes to {got}, the config's diff_id is {want}"
+                            ),
+                        ));
+                    }
+                }
+                tree = Some(t);
+            }
             Err(e) => {
                 // A blob that does not match its digest explains any
                 // error reading it.

@@ -163,6 +163,57 @@ pub fn compress_segment(
     decide: bool,
     max_extent: Option<u64>,
 ) -> Result<(Vec<Extent>, bool)> {
+    let shape = Shape {
+        pcluster,
+        bs,
+        big,
+        leave_tail,
+        max_extent,
+    };
+    extents_upto(enc, input, base, &shape, decide, usize::MAX)
+}
+
+/// How a segment is cut: the arguments of [`compress_segment`] that do not
+/// change from one segment of a build to the next.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub pcluster: u64,
+    pub bs: u64,
+    pub big: bool,
+    pub leave_tail: Option<u64>,
+    pub max_extent: Option<u64>,
+}
+
+/// The first extent [`compress_segment`] makes of a segment (the same
+/// bytes, the same cut), computing nothing after it: what `--base` uses to
+/// tell whether an old image was compressed the way this build compresses.
+pub fn first_extent(
+    enc: &mut Encoder,
+    input: &[u8],
+    base: u64,
+    shape: &Shape,
+) -> Result<Option<Extent>> {
+    let (ex, _) = extents_upto(enc, input, base, shape, false, 1)?;
+    Ok(ex.into_iter().next())
+}
+
+/// [`compress_segment`], stopping after `limit` extents (the first ones do
+/// not depend on what follows).
+fn extents_upto(
+    enc: &mut Encoder,
+    input: &[u8],
+    base: u64,
+    shape: &Shape,
+    decide: bool,
+    limit: usize,
+) -> Result<(Vec<Extent>, bool)> {
+    let Shape {
+        pcluster,
+        bs,
+        big,
+        leave_tail,
+        max_extent,
+    } = *shape;
     let inplace = enc.config().alg == Algorithm::Lz4;
     // Segments are spread over threads: start every one from the same state.
     enc.reset();
@@ -173,7 +224,7 @@ pub fn compress_segment(
     let mut out = Vec::new();
     let mut pos = 0usize;
     let mut first_saves = None;
-    while pos < input.len() {
+    while pos < input.len() && out.len() < limit {
         if leave_tail.is_some_and(|t| (input.len() - pos) as u64 <= t) {
             break;
         }
@@ -332,6 +383,45 @@ mod tests {
                 ex.iter().any(|e| e.compressed.is_none()),
                 "{alg}: random tail stored raw"
             );
+        }
+    }
+
+    #[test]
+    fn first_extent_is_the_first_of_the_segment() {
+        let mut data = Vec::new();
+        for i in 0..30000 {
+            data.extend_from_slice(format!("{i} line of text {}\n", i % 17).as_bytes());
+        }
+        for (alg, pcl, leave) in [
+            ("lz4hc,12", 65536u64, None),
+            ("lz4", 4096, Some(4096)),
+            ("zstd", 16384, None),
+        ] {
+            let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
+            for base in [0u64, 8192, 123 * 4096] {
+                let (all, _) = compress_segment(
+                    &mut enc,
+                    &data,
+                    base,
+                    pcl,
+                    4096,
+                    pcl > 4096,
+                    leave,
+                    false,
+                    None,
+                )
+                .unwrap();
+                let shape = Shape {
+                    pcluster: pcl,
+                    bs: 4096,
+                    big: pcl > 4096,
+                    leave_tail: leave,
+                    max_extent: None,
+                };
+                let first = first_extent(&mut enc, &data, base, &shape).unwrap();
+                assert!(all.len() > 1, "{alg}");
+                assert_eq!(first.as_ref(), all.first(), "{alg} at {base}");
+            }
         }
     }
 }

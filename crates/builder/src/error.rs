@@ -27,6 +27,9 @@ pub enum BuildError {
     Interrupted { path: PathBuf },
     #[error("the image would be too large: {0}")]
     TooLarge(String),
+    /// The `--base` image cannot be used at all.
+    #[error("--base {path}: {reason}")]
+    Base { path: PathBuf, reason: String },
     #[error("invalid option: {0}")]
     Option(String),
     /// A check of the builder's own bookkeeping failed (a bug).

@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod base;
 mod cnum;
 pub mod compress;
 pub mod content;
@@ -30,6 +31,7 @@ pub mod xattrs;
 pub mod zinode;
 mod zpass;
 
+pub use base::BaseStats;
 pub use emit::{build, build_tree, Progress, Summary};
 pub use error::BuildError;
 pub use options::{BlockListOptions, BuildOptions, MetaboxOptions, TimePolicy};

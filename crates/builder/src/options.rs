@@ -122,6 +122,9 @@ pub struct BuildOptions {
     /// `--block-list-file`: Android's list of the blocks that hold each
     /// regular file's data, written beside the image.
     pub block_list: Option<BlockListOptions>,
+    /// `--base`: a previous image whose compressed data of unchanged files
+    /// is copied instead of compressed again (see [`crate::base`]).
+    pub base: Option<std::path::PathBuf>,
 }
 
 /// Where Android's block list goes (`--block-list-file`).
@@ -187,6 +190,7 @@ impl Default for BuildOptions {
             metabox: None,
             compress_dirs: false,
             block_list: None,
+            base: None,
         }
     }
 }

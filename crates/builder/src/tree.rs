@@ -138,4 +138,35 @@ impl Tree {
         }
         order
     }
+
+    /// The tree without inodes no name reaches (what whiteouts of later
+    /// layers removed), renumbered in breadth-first order.
+    pub fn prune(self) -> Tree {
+        let order = self.bfs_order();
+        let mut new_id = vec![usize::MAX; self.inodes.len()];
+        for (n, &old) in order.iter().enumerate() {
+            new_id[old] = n;
+        }
+        let mut slots: Vec<Option<Inode>> = self.inodes.into_iter().map(Some).collect();
+        let mut inodes = Vec::with_capacity(order.len());
+        for &old in &order {
+            let Some(mut ino) = slots[old].take() else {
+                continue;
+            };
+            if let Kind::Dir { entries } = &mut ino.kind {
+                for (_, c) in entries.iter_mut() {
+                    *c = new_id[*c];
+                }
+            }
+            // A non-directory's first directory may be gone: any reached
+            // one stands in (only directories' parents are used).
+            ino.parent = new_id
+                .get(ino.parent)
+                .copied()
+                .filter(|&p| p != usize::MAX)
+                .unwrap_or(0);
+            inodes.push(ino);
+        }
+        Tree { inodes, root: 0 }
+    }
 }

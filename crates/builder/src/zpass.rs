@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
+use crate::base::{Base, Reused};
 use crate::compress::{compress_segment, worth_compressing, Compressor, Extent};
 use crate::content::ContentReader;
 use crate::error::Result;
@@ -39,6 +40,7 @@ enum Worth {
 /// compressing, and each segment's extents (computed in parallel; the
 /// result only depends on the input bytes). `zc` is each inode's
 /// (pcluster bytes, compressor index), `None` for data stored flat.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn compress_window(
     tree: &Tree,
     zc: &[Option<(u64, usize)>],
@@ -46,6 +48,7 @@ pub(crate) fn compress_window(
     ids: &[InodeId],
     fragments: bool,
     sample: bool,
+    base: Option<&Base>,
 ) -> Result<Vec<Option<Vec<Extent>>>> {
     let Some(c) = &opts.compress else {
         return Ok(vec![None; ids.len()]);
@@ -54,31 +57,33 @@ pub(crate) fn compress_window(
     let comps: &[Compressor] = &c.compressors;
     let big = |pcl: u64| pcl > bs;
     let max_extent = c.max_extent_bytes;
-    // Goes whole to the packed inode, without being compressed on its own.
-    let whole_fragment = |id: InodeId| match zc[id] {
-        Some((pcl, _)) if fragments => c.all_fragments || tree.inodes[id].data_size() <= pcl,
-        _ => false,
-    };
-    // Pieces of the file a profiled start reads in small bits.
-    let hot_pieces = |id: InodeId| {
-        opts.profile
-            .as_ref()
-            .and_then(|p| p.get(&tree.inodes[id].rel))
-            .and_then(|f| {
-                let w = opts.profile.as_ref().map_or(0, |p| p.window);
-                f.hot_pieces(tree.inodes[id].data_size(), bs, w)
+    let whole_fragment = |id: InodeId| whole_fragment(tree, zc, opts, fragments, id);
+    let hot_pieces = |id: InodeId| hot_pieces(tree, opts, id);
+    // Files an earlier image holds as this build would store them.
+    let reused: Vec<Option<Reused>> = match base {
+        Some(b) => ids
+            .par_iter()
+            .map(|&id| match zc[id] {
+                Some(_) if plain_segments(tree, zc, opts, fragments, id) => b.reuse(tree, id),
+                _ => Ok(None),
             })
-            .unwrap_or_default()
+            .collect::<Result<_>>()?,
+        None => Vec::new(),
     };
+    let is_reused = |k: usize| reused.get(k).is_some_and(Option::is_some);
     // Phase A: sample the first pcluster of every larger candidate.
     let worth: Vec<Worth> = ids
         .par_iter()
+        .enumerate()
         .map_init(
             HashMap::new,
-            |encs: &mut HashMap<(usize, u64), ferrofs_codec::Encoder>, &id| -> Result<Worth> {
+            |encs: &mut HashMap<(usize, u64), ferrofs_codec::Encoder>, (k, &id)| -> Result<Worth> {
                 let Some((pcl, comp)) = zc[id] else {
                     return Ok(Worth::No);
                 };
+                if is_reused(k) {
+                    return Ok(Worth::No);
+                }
                 if whole_fragment(id) || !sample {
                     return Ok(Worth::Yes);
                 }
@@ -198,12 +203,66 @@ pub(crate) fn compress_window(
             None => out[k] = None,
         }
     }
+    if let Some(b) = base {
+        for (k, r) in reused.into_iter().enumerate() {
+            match r {
+                Some(Reused::Extents(ex)) => out[k] = Some(ex),
+                Some(Reused::Flat) => out[k] = None,
+                None if zc[ids[k]].is_some() => b.compressed(tree.inodes[ids[k]].data_size()),
+                None => {}
+            }
+        }
+    }
     Ok(out)
+}
+
+/// Whether file `id` goes whole to the packed inode, without being
+/// compressed on its own.
+fn whole_fragment(
+    tree: &Tree,
+    zc: &[Option<(u64, usize)>],
+    opts: &BuildOptions,
+    fragments: bool,
+    id: InodeId,
+) -> bool {
+    match (zc[id], &opts.compress) {
+        (Some((pcl, _)), Some(c)) if fragments => {
+            c.all_fragments || tree.inodes[id].data_size() <= pcl
+        }
+        _ => false,
+    }
+}
+
+/// Pieces of the file a profiled start reads in small bits.
+fn hot_pieces(tree: &Tree, opts: &BuildOptions, id: InodeId) -> Vec<(u64, u64)> {
+    let bs = opts.block_size();
+    opts.profile
+        .as_ref()
+        .and_then(|p| p.get(&tree.inodes[id].rel))
+        .and_then(|f| {
+            let w = opts.profile.as_ref().map_or(0, |p| p.window);
+            f.hot_pieces(tree.inodes[id].data_size(), bs, w)
+        })
+        .unwrap_or_default()
+}
+
+/// Whether file `id` is compressed on its own in plain segments (not
+/// whole in the packed inode, no hot pieces): what `--base` can reuse.
+pub(crate) fn plain_segments(
+    tree: &Tree,
+    zc: &[Option<(u64, usize)>],
+    opts: &BuildOptions,
+    fragments: bool,
+    id: InodeId,
+) -> bool {
+    zc[id].is_some()
+        && !whole_fragment(tree, zc, opts, fragments, id)
+        && hot_pieces(tree, opts, id).is_empty()
 }
 
 /// Input bytes per independently compressed segment of a file (segments
 /// of one file compress on several cores at once).
-fn segment_len(pcl: u64) -> u64 {
+pub(crate) fn segment_len(pcl: u64) -> u64 {
     (pcl * 16).max(4 << 20)
 }
 

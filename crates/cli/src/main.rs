@@ -8,11 +8,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod bench;
+mod diff;
 mod dropin;
 mod mkfs;
 mod mount;
 mod out;
 mod source;
+mod summary;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -120,6 +122,18 @@ enum Command {
         /// Path inside the image.
         path: OsString,
     },
+    /// Show what changed between two images: paths added, removed and
+    /// changed (and what about them), and how many image blocks differ on
+    /// disk. Exit status 0 when the trees are the same, 1 when not.
+    Diff {
+        /// The earlier image.
+        old: PathBuf,
+        /// The later image.
+        new: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Describe the superblock, one inode, or whole-image statistics.
     Dump {
         #[command(flatten)]
@@ -193,6 +207,7 @@ pub(crate) fn report(e: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Mkfs(a) => mkfs::mkfs(&a),
+        Command::Diff { old, new, json } => diff::run(&old, &new, json),
         Command::Mount(a) => mount::run(&a),
         Command::Bench { args } => Ok(ExitCode::from(u8::try_from(bench::run(args)?).unwrap_or(1))),
         Command::Fsck { img, no_data, json } => {

@@ -2,7 +2,6 @@
 //! build they drive with progress and a summary.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,7 +16,10 @@ pub(crate) struct MkfsArgs {
     /// The image file to write (replaced atomically).
     image: PathBuf,
     /// The directory tree to pack (with --tar: the archive; `-` or none
-    /// for standard input).
+    /// for standard input), or `oci:DIR[:REF]`: the image REF names (by
+    /// its org.opencontainers.image.ref.name; without REF the only one)
+    /// in the OCI image layout DIR, its layers applied in order with
+    /// their whiteouts (write ./oci:NAME for a directory of that name).
     source: Option<PathBuf>,
     /// Read a tar archive (ustar, GNU, PAX; owners and devices from the
     /// headers, no root needed) instead of a directory. `--tar=f` is the
@@ -235,6 +237,14 @@ pub(crate) struct MkfsArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Rebuild from a previous image: every file whose bytes are unchanged
+    /// (compared in full with what OLD decodes to) takes its compressed
+    /// pclusters from OLD instead of being compressed again, when OLD was
+    /// compressed with this build's options (checked on samples). The
+    /// image is complete and self-contained; the summary says what was
+    /// reused.
+    #[arg(long, value_name = "OLD.img")]
+    base: Option<PathBuf>,
 }
 
 fn parse_uuid(s: &str) -> Result<[u8; 16]> {
@@ -447,6 +457,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         eprintln!("mkfs.erofs: warning: {what}; ignored (the image is not compressed)");
     }
     o.compress_dirs = a.compress_dirs.as_deref() == Some("1");
+    o.base = a.base.clone();
     if let Some(m) = &a.metabox {
         o.metabox = Some(metabox_options(m, &mut o)?);
     }
@@ -478,7 +489,33 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         pb.set_position(p.bytes_done);
         pb.set_message(format!("{}/{} files", p.files_done, p.files_total));
     };
+    let spool = a
+        .image
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let oci = match (&a.tar, &a.source) {
+        // mkfs.erofs reads `oci:...` as a directory name.
+        (None, Some(s)) if !a.dropin => s
+            .to_str()
+            .and_then(ferrofs_builder::source::oci::parse_spec),
+        _ => None,
+    };
     let res = match (&a.tar, &a.source) {
+        (None, Some(_)) if oci.is_some() => {
+            if a.aufs || a.ovlfs_strip == 1 || a.ungzip.is_some() || a.unxz.is_some() {
+                bail!("--aufs, --ovlfs-strip, --ungzip and --unxz do not apply to oci: sources");
+            }
+            let (dir, reference) = oci.unwrap_or_default();
+            let topts = ferrofs_builder::source::tar::TarOptions {
+                root_mtime: root_mtime(&o),
+                ..Default::default()
+            };
+            ferrofs_builder::source::oci::scan(&dir, reference.as_deref(), &o, &topts, spool)
+                .and_then(|tree| {
+                    ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
+                })
+        }
         (Some(mode), source) => {
             if mode != "f" {
                 bail!("--tar={mode}: only full-data archives (--tar or --tar=f) are supported");
@@ -489,26 +526,14 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 }
                 _ => ferrofs_builder::source::tar::TarInput::Stdin,
             };
-            let spool = a
-                .image
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(std::path::Path::new("."));
             use ferrofs_builder::source::tar::Compressed;
             let (compressed, raw_copy) = match (&a.ungzip, &a.unxz) {
                 (Some(c), _) => (Compressed::Gzip, c.as_str()),
                 (_, Some(c)) => (Compressed::Xz, c.as_str()),
                 (None, None) => (Compressed::No, ""),
             };
-            use ferrofs_builder::options::TimePolicy;
-            let root_mtime = match o.time {
-                TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => t,
-                TimePolicy::Keep | TimePolicy::IgnoreMtime => std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0)),
-            };
             let topts = ferrofs_builder::source::tar::TarOptions {
-                root_mtime,
+                root_mtime: root_mtime(&o),
                 compressed,
                 raw_copy: Some(PathBuf::from(raw_copy)).filter(|c| !c.as_os_str().is_empty()),
                 aufs: a.aufs,
@@ -533,34 +558,24 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    let mut out = crate::out::stdout();
-    if a.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::json!({"image": a.image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes, "compressed_files": s.compressed_files, "pclusters": s.pclusters})
-        )?;
-    } else if !a.quiet {
-        writeln!(
-            out,
-            "{}: {} inodes ({} compact), {} compressed files in {} pclusters, {} blocks of {} bytes ({} metadata), {} bytes",
-            a.image.display(),
-            s.inodes,
-            s.compact_inodes,
-            s.compressed_files,
-            s.pclusters,
-            s.blocks,
-            a.block_size,
-            s.meta_blocks,
-            s.bytes
-        )?;
-    }
-    out.flush()?;
+    crate::summary::print(&a.image, &s, a.block_size, a.json, a.quiet)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Reads `-m BYTES[:ALG]`: the metabox's pcluster size and compressor (an
 /// index into the -z list, which ALG joins when it is not there yet).
+/// The root's mtime when an archive has no entry for it: the fixed time
+/// the options give, else the build time.
+fn root_mtime(o: &ferrofs_builder::options::BuildOptions) -> i64 {
+    use ferrofs_builder::options::TimePolicy;
+    match o.time {
+        TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => t,
+        TimePolicy::Keep | TimePolicy::IgnoreMtime => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0)),
+    }
+}
+
 fn metabox_options(
     m: &str,
     o: &mut ferrofs_builder::BuildOptions,

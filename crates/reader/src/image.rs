@@ -370,6 +370,27 @@ impl Image {
         Ok(b)
     }
 
+    /// The stored bytes of a pcluster (see [`crate::raw::Raw::read_pcluster`]).
+    pub(crate) fn read_pcluster(&self, pc: &crate::map::Pcluster) -> Result<Vec<u8>> {
+        // A map never yields more than the kernel's limit; a hand-made
+        // `Pcluster` must not size an allocation either.
+        if pc.len > ferrofs_format::compress::MAX_PCLUSTER_BYTES {
+            return Err(Error::corrupt(
+                Location::at(pc.pos),
+                format!("pcluster of {} bytes (the limit is 1 MiB)", pc.len),
+            ));
+        }
+        let len = usize::try_from(pc.len)
+            .map_err(|_| Error::corrupt(Location::at(pc.pos), "pcluster length overflows"))?;
+        let mut v = vec![0u8; len];
+        if pc.inline {
+            self.read_raw(&mut v, pc.pos)?;
+        } else {
+            self.read_physical(0, pc.pos, &mut v)?;
+        }
+        Ok(v)
+    }
+
     /// Reads bytes at a block address of the unified address space
     /// (`device == 0`) or of extra device `device`.
     pub(crate) fn read_physical(&self, device: u16, pos: u64, buf: &mut [u8]) -> Result<()> {

@@ -139,6 +139,14 @@ impl<'a> Raw<'a> {
         self.image.read_raw(buf, offset)
     }
 
+    /// The stored bytes of a pcluster as the image holds them (whole
+    /// blocks with their zero padding, or the exact inline bytes), read
+    /// without decoding: what a builder copies into a new image. At most
+    /// the format's 1 MiB pcluster limit is read.
+    pub fn read_pcluster(&self, pc: &map::Pcluster) -> Result<Vec<u8>> {
+        self.image.read_pcluster(pc)
+    }
+
     /// Statistics of the decompressed-pcluster cache.
     pub fn cache_stats(&self) -> CacheStats {
         self.image.cache_stats()

@@ -34,6 +34,8 @@ pub(super) struct Placed {
     pub(super) chunks_on_blob: bool,
     /// Fragments not written yet (`--zD` adds the directories first).
     pub(super) frags: Option<Fragments>,
+    /// What `--base` gave.
+    pub(super) base: Option<crate::base::BaseStats>,
 }
 
 /// Files per window of the data pass, and input bytes per window.
@@ -81,13 +83,15 @@ pub(super) fn write_data<'a>(
     // window's first) while this thread writes finished windows in order.
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
     let tree_ref: &Tree = tree;
+    let eligible = |id| crate::zpass::plain_segments(tree_ref, &zc, opts, frag_mode, id);
+    let base = pool.install(|| crate::base::open_for(opts, tree_ref, &zc, &eligible))?;
     std::thread::scope(|s| -> Result<()> {
         let tree = tree_ref;
         let mut rxs = Vec::new();
         for lane in 0..PRODUCERS {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             rxs.push(rx);
-            let (files, zc) = (&files, &zc);
+            let (files, zc, base) = (&files, &zc, base.as_ref());
             let mine: Vec<_> = windows
                 .iter()
                 .skip(lane)
@@ -100,8 +104,8 @@ pub(super) fn write_data<'a>(
                         break;
                     }
                     let window = &files[r];
-                    let out =
-                        pool.install(|| compress_window(tree, zc, opts, window, frag_mode, true));
+                    let out = pool
+                        .install(|| compress_window(tree, zc, opts, window, frag_mode, true, base));
                     let failed = out.is_err();
                     if tx.send(out).is_err() || failed {
                         break;
@@ -167,6 +171,7 @@ pub(super) fn write_data<'a>(
         packed: None,
         chunks_on_blob: blob.is_some(),
         frags: None,
+        base: base.map(|b| b.stats()),
     };
     if opts.compress_dirs {
         placed.frags = frags.take();
@@ -351,7 +356,7 @@ pub(super) fn write_synthetic(
     placed.start_blk.resize(tree.inodes.len(), 0);
     placed.chunk_blk.resize(tree.inodes.len(), Vec::new());
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
-    let ex = pool.install(|| compress_window(tree, &zc, opts, &[id], false, false))?;
+    let ex = pool.install(|| compress_window(tree, &zc, opts, &[id], false, false, None))?;
     match ex.into_iter().next().flatten() {
         Some(ex) => {
             let z = write_compressed(w, tree, plan, id, ex, opts, None, None)?;

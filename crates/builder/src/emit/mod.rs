@@ -38,7 +38,7 @@ pub struct Progress {
 }
 
 /// What was built.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub inodes: u64,
     pub blocks: u64,
@@ -47,6 +47,8 @@ pub struct Summary {
     pub compact_inodes: u64,
     pub compressed_files: u64,
     pub pclusters: u64,
+    /// With `--base`: what came from the base image.
+    pub base: Option<crate::base::BaseStats>,
 }
 
 /// A file written under a temporary name beside its target
@@ -466,6 +468,7 @@ fn write_image(
             .count() as u64,
         compressed_files: zinodes().count() as u64,
         pclusters: zinodes().map(|z| z.extents.len() as u64).sum(),
+        base: placed.base.take(),
     };
     Ok((summary, list))
 }

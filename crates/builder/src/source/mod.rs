@@ -1,5 +1,6 @@
-//! Where a tree comes from: a directory on a local file system, or a tar
-//! archive.
+//! Where a tree comes from: a directory on a local file system, a tar
+//! archive, or an OCI image layout.
 
 pub mod dir;
+pub mod oci;
 pub mod tar;

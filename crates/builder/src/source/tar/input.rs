@@ -24,6 +24,28 @@ pub(super) struct Src {
 }
 
 impl Src {
+    /// A stream read from its start; data goes to `file` when there is
+    /// one, else to an unlinked spool file in `spool_dir`.
+    pub(super) fn new(
+        r: Box<dyn Read>,
+        file: Option<Arc<File>>,
+        name: String,
+        spool_dir: &std::path::Path,
+    ) -> Result<Src> {
+        let spool = if file.is_none() {
+            Some((Arc::new(crate::spool::unlinked_file(spool_dir, "tar")?), 0))
+        } else {
+            None
+        };
+        Ok(Src {
+            r,
+            pos: 0,
+            file,
+            spool,
+            name,
+        })
+    }
+
     pub(super) fn err(&self, member: &str, reason: impl Into<String>) -> BuildError {
         let path = if member.is_empty() {
             PathBuf::from(&self.name)

@@ -15,7 +15,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::content::Content;
 use crate::error::Result;
@@ -24,12 +23,14 @@ use crate::tree::{Inode, InodeId, Kind, Tree};
 
 mod fields;
 mod input;
+mod layer;
 mod sparse;
 #[cfg(test)]
 mod tests;
 
 use fields::{checksum_ok, cstr, normalize, number, pax_records, Pax};
 use input::{filtered, open_input, Src};
+pub use layer::scan_layer;
 
 const BLOCK: usize = 512;
 /// Largest PAX header or GNU long name accepted (they are held in memory).
@@ -91,6 +92,8 @@ struct Builder<'a> {
     children: HashMap<InodeId, HashMap<Vec<u8>, InodeId>>,
     opts: &'a BuildOptions,
     archive: String,
+    /// Set when the archive is an OCI layer applied onto the tree below.
+    layer: Option<layer::Layer>,
 }
 
 impl Builder<'_> {
@@ -149,7 +152,7 @@ impl Builder<'_> {
                     let (mtime, nsec) = (p.mtime, p.mtime_nsec);
                     let d = &mut self.tree.inodes[id];
                     (d.perm, d.uid, d.gid, d.mtime, d.mtime_nsec) = (perm, uid, gid, mtime, nsec);
-                    self.children.entry(cur).or_default().insert(c.clone(), id);
+                    self.link(cur, c, id);
                     id
                 }
             };
@@ -216,36 +219,62 @@ pub fn scan(
     spool_dir: &Path,
 ) -> Result<Tree> {
     let (r, file, name) = filtered(open_input(input)?, &tar_opts, input)?;
-    let spool = if file.is_none() {
-        Some((Arc::new(crate::spool::unlinked_file(spool_dir, "tar")?), 0))
-    } else {
-        None
-    };
-    let mut src = Src {
-        r,
-        pos: 0,
-        file,
-        spool,
-        name: name.clone(),
-    };
-    let mut b = Builder {
-        tree: Tree::default(),
-        children: HashMap::new(),
-        opts,
-        archive: name,
-    };
-    let root = b.new_inode(
-        Kind::Dir {
-            entries: Vec::new(),
-        },
-        b"",
-        0,
-    );
-    b.tree.root = root;
-    // Unless the archive has an entry for it, the root is as mkfs.erofs
-    // makes it: mode 0777, the build time.
-    b.tree.inodes[root].perm = 0o777;
-    b.tree.inodes[root].mtime = tar_opts.root_mtime;
+    let src = Src::new(r, file, name.clone(), spool_dir)?;
+    let b = Builder::new(opts, name, None, tar_opts.root_mtime);
+    members(src, b, &tar_opts)
+}
+
+impl<'a> Builder<'a> {
+    /// A builder over `lower` (the tree of the layers below) or, without
+    /// one, over a root as mkfs.erofs makes it when the archive has no
+    /// entry for it: mode 0777, the build time.
+    fn new(opts: &'a BuildOptions, archive: String, lower: Option<Tree>, root_mtime: i64) -> Self {
+        let mut b = Builder {
+            tree: Tree::default(),
+            children: HashMap::new(),
+            opts,
+            archive,
+            layer: None,
+        };
+        match lower {
+            Some(tree) => {
+                for (id, ino) in tree.inodes.iter().enumerate() {
+                    if let Kind::Dir { entries } = &ino.kind {
+                        b.children.insert(id, entries.iter().cloned().collect());
+                    }
+                }
+                b.tree = tree;
+            }
+            None => {
+                let root = b.new_inode(
+                    Kind::Dir {
+                        entries: Vec::new(),
+                    },
+                    b"",
+                    0,
+                );
+                b.tree.root = root;
+                b.tree.inodes[root].perm = 0o777;
+                b.tree.inodes[root].mtime = root_mtime;
+            }
+        }
+        b
+    }
+
+    /// Names `id` `name` in directory `dir`, replacing what had the name.
+    fn link(&mut self, dir: InodeId, name: &[u8], id: InodeId) {
+        if let Some(l) = self.layer.as_mut() {
+            l.fresh.insert((dir, name.to_vec()));
+        }
+        self.children
+            .entry(dir)
+            .or_default()
+            .insert(name.to_vec(), id);
+    }
+}
+
+/// Reads the members of `src` into `b`'s tree.
+fn members(mut src: Src, mut b: Builder, tar_opts: &TarOptions) -> Result<Tree> {
     let mut global = Pax::default();
     let mut local = Pax::default();
     let mut long_name: Option<Vec<u8>> = None;
@@ -379,7 +408,12 @@ pub fn scan(
             pax.xattrs
                 .retain(|(n, _)| n != OVL_OPAQUE && n != OVL_ORIGIN);
         }
-        if tar_opts.aufs {
+        if b.layer.is_some() {
+            if b.whiteout(&comps).map_err(|e| src.err(&member, e))? {
+                skip_data(&mut src, size)?;
+                continue;
+            }
+        } else if tar_opts.aufs {
             if comps.iter().any(|c| c.starts_with(b".wh..wh.")) {
                 if comps.last().is_some_and(|c| c == b".wh..wh..opq") {
                     // The directory hides what lower layers hold.
@@ -413,7 +447,7 @@ pub fn scan(
                     let id = b.new_inode(Kind::CharDevice { major: 0, minor: 0 }, &rel, dir);
                     // Mode 0, as overlayfs and mkfs.erofs make whiteouts.
                     set_meta(&mut b.tree.inodes[id], 0, uid, gid, mtime, pax.xattrs);
-                    b.children.entry(dir).or_default().insert(name.clone(), id);
+                    b.link(dir, name, id);
                     whiteout_dirs.push(dir);
                     continue;
                 }
@@ -432,10 +466,7 @@ pub fn scan(
                     return Err(src.err(&member, "hard link named like the root"));
                 };
                 let dir = b.dir(parents).map_err(|e| src.err(&member, e))?;
-                b.children
-                    .entry(dir)
-                    .or_default()
-                    .insert(name.clone(), target);
+                b.link(dir, name, target);
                 continue;
             }
             b'2' => Some(Kind::Symlink {
@@ -508,7 +539,7 @@ pub fn scan(
                     segments: segments.into(),
                 };
                 set_meta(&mut b.tree.inodes[id], mode, uid, gid, mtime, pax.xattrs);
-                b.children.entry(dir).or_default().insert(name.clone(), id);
+                b.link(dir, name, id);
                 continue;
             }
         };
@@ -527,7 +558,7 @@ pub fn scan(
             Some(id) if is_dir && b.tree.inodes[id].is_dir() => id,
             _ => {
                 let id = b.new_inode(kind, &rel, dir);
-                b.children.entry(dir).or_default().insert(name.clone(), id);
+                b.link(dir, name, id);
                 id
             }
         };
@@ -542,7 +573,7 @@ pub fn scan(
             }
         }
     }
-    if src.file.is_none() || tar_opts.compressed != Compressed::No {
+    if src.file.is_none() || tar_opts.compressed != Compressed::No || b.layer.is_some() {
         // Read a stream to its end: a compressed one checks its CRC or
         // check field there (so a corrupt stream is an error, not a
         // tree with wrong bytes), a `=FILE` copy gets all of it, and the

@@ -1,0 +1,194 @@
+//! An OCI image layout as a source (`oci:DIR[:REF]`): the manifest chosen
+//! from `index.json`, its config and its layers read from `blobs/`, each
+//! blob's size and sha256 digest checked as it is read, and the layers
+//! (plain, gzip or zstd tar) applied bottom first, with their whiteouts,
+//! into one tree.
+//!
+//! `layout` reads and chooses the JSON documents, `blob` reads and checks
+//! blobs, `zstd` decodes zstd layers.
+
+use std::cell::Cell;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::error::{BuildError, Result};
+use crate::options::BuildOptions;
+use crate::source::tar::{scan_layer, TarOptions};
+use crate::tree::Tree;
+
+mod blob;
+mod layout;
+#[cfg(test)]
+mod tests;
+mod zstd;
+
+use blob::{blob_ref, check_file, digest_of, read_small, Hashing, Verified};
+
+/// What the config says of the layers: the digests of their uncompressed
+/// tar streams, bottom first.
+#[derive(serde::Deserialize)]
+struct Config {
+    #[serde(default)]
+    rootfs: Option<RootFs>,
+}
+
+#[derive(serde::Deserialize)]
+struct RootFs {
+    #[serde(default)]
+    diff_ids: Vec<String>,
+}
+
+/// How a layer's tar stream is compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layer {
+    Tar,
+    Gzip,
+    Zstd,
+}
+
+fn layer_kind(media_type: &str) -> Option<Layer> {
+    let base = media_type
+        .strip_prefix("application/vnd.oci.image.layer.v1.")
+        .or_else(|| {
+            media_type.strip_prefix("application/vnd.oci.image.layer.nondistributable.v1.")
+        });
+    match base {
+        Some("tar") => return Some(Layer::Tar),
+        Some("tar+gzip") => return Some(Layer::Gzip),
+        Some("tar+zstd") => return Some(Layer::Zstd),
+        _ => {}
+    }
+    match media_type {
+        "application/vnd.docker.image.rootfs.diff.tar" => Some(Layer::Tar),
+        "application/vnd.docker.image.rootfs.diff.tar.gzip" => Some(Layer::Gzip),
+        "application/vnd.docker.image.rootfs.diff.tar.zstd" => Some(Layer::Zstd),
+        _ => None,
+    }
+}
+
+/// Splits `oci:DIR[:REF]` into the layout directory and the reference;
+/// `None` when `spec` does not start with `oci:`.
+pub fn parse_spec(spec: &str) -> Option<(PathBuf, Option<String>)> {
+    let rest = spec.strip_prefix("oci:")?;
+    Some(match rest.split_once(':') {
+        Some((dir, r)) if !r.is_empty() => (PathBuf::from(dir), Some(r.to_string())),
+        Some((dir, _)) => (PathBuf::from(dir), None),
+        None => (PathBuf::from(rest), None),
+    })
+}
+
+/// Reads the image `reference` names (or the only one) from the layout at
+/// `dir` into one tree. Data of compressed layers is spooled to unlinked
+/// files in `spool_dir`; plain layers are referenced in place.
+pub fn scan(
+    dir: &Path,
+    reference: Option<&str>,
+    opts: &BuildOptions,
+    tar_opts: &TarOptions,
+    spool_dir: &Path,
+) -> Result<Tree> {
+    let index = layout::read_index(dir)?;
+    let chosen = layout::choose(dir, &index, reference)?;
+    let manifest = layout::resolve(dir, chosen)?;
+    let config = blob_ref(dir, &manifest.config.digest, manifest.config.size)?;
+    let data = read_small(&config, "config")?;
+    let cfg: Config = serde_json::from_slice(&data)
+        .map_err(|e| BuildError::input(&config.path, format!("config: {e}")))?;
+    let diff_ids = cfg.rootfs.map(|r| r.diff_ids).unwrap_or_default();
+    if !diff_ids.is_empty() && diff_ids.len() != manifest.layers.len() {
+        return Err(BuildError::input(
+            &config.path,
+            format!(
+                "config lists {} diff_ids for {} layers",
+                diff_ids.len(),
+                manifest.layers.len()
+            ),
+        ));
+    }
+    // Every layer's type is checked before any is read.
+    let mut layers = Vec::new();
+    for (i, d) in manifest.layers.iter().enumerate() {
+        let b = blob_ref(dir, &d.digest, d.size)?;
+        let Some(kind) = layer_kind(&d.media_type) else {
+            return Err(BuildError::input(
+                &b.path,
+                format!(
+                    "layer {} of manifest {} ({}) has the unsupported media type {:?}",
+                    i + 1,
+                    manifest.digest,
+                    d.digest,
+                    d.media_type
+                ),
+            ));
+        };
+        layers.push((b, kind));
+    }
+    let mut tree: Option<Tree> = None;
+    let n = layers.len();
+    for (i, (b, kind)) in layers.into_iter().enumerate() {
+        let what = format!("layer {} of {n}", i + 1);
+        let path = b.path.clone();
+        let check = blob_ref(dir, &b.digest, b.size)?;
+        let file = blob::open(&b, &what)?;
+        let inplace = match kind {
+            Layer::Tar => Some(Arc::new(file.try_clone().map_err(BuildError::io(&path))?)),
+            _ => None,
+        };
+        let done = Rc::new(Cell::new(false));
+        let raw = BufReader::with_capacity(1 << 16, Verified::new(file, b, done.clone()));
+        let r: Box<dyn Read> = match kind {
+            Layer::Tar => Box::new(raw),
+            Layer::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
+            Layer::Zstd => Box::new(zstd::ZstdReader::new(raw)),
+        };
+        let hasher = Rc::default();
+        let r = Box::new(Hashing {
+            r,
+            hasher: Rc::clone(&hasher),
+        });
+        let name = format!("{} ({what})", path.display());
+        let res = scan_layer(r, inplace, name, tree.take(), opts, tar_opts, spool_dir);
+        match res {
+            Ok(_) if !done.get() => {
+                return Err(BuildError::input(
+                    &path,
+                    format!("{what}: data after the end of its compressed stream"),
+                ))
+            }
+            Ok(t) => {
+                if let Some(want) = diff_ids.get(i) {
+                    let got = digest_of(&hasher);
+                    if *want != got {
+                        return Err(BuildError::input(
+                            &path,
+                            format!(
+                                "{what}: its tar stream hashes to {got}, the config's diff_id is {want}"
+                            ),
+                        ));
+                    }
+                }
+                tree = Some(t);
+            }
+            Err(e) => {
+                // A blob that does not match its digest explains any
+                // error reading it.
+                return Err(match check_file(&check) {
+                    Some(why) => BuildError::input(&path, format!("{what}: {why}")),
+                    None => e,
+                });
+            }
+        }
+    }
+    let tree = match tree {
+        Some(t) => t,
+        None => {
+            return Err(BuildError::input(
+                dir,
+                format!("manifest {} has no layers", manifest.digest),
+            ))
+        }
+    };
+    Ok(tree.prune())
+}

@@ -1,0 +1,66 @@
+//! What `ferrofs mkfs` prints when a build is done: one line, or JSON with
+//! `--json`; with `--base`, what came from the base image.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Result;
+use ferrofs_builder::Summary;
+
+/// Prints the summary of the build of `image` (nothing with `quiet`,
+/// except notes about `--base` on standard error).
+pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool) -> Result<()> {
+    if let Some(b) = &s.base {
+        if !quiet {
+            for n in &b.notes {
+                eprintln!("note: --base: {n}");
+            }
+        }
+    }
+    let mut out = crate::out::stdout();
+    if json {
+        let mut v = serde_json::json!({"image": image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes, "compressed_files": s.compressed_files, "pclusters": s.pclusters});
+        if let Some(b) = &s.base {
+            v["base"] = serde_json::json!({
+                "reused_files": b.reused_files,
+                "reused_bytes": b.reused_bytes,
+                "copied_bytes": b.copied_bytes,
+                "compressed_files": b.compressed_files,
+                "compressed_bytes": b.compressed_bytes,
+                "changed_files": b.changed_files,
+                "unreadable_files": b.unreadable_files,
+                "notes": b.notes,
+            });
+        }
+        writeln!(out, "{v}")?;
+    } else if !quiet {
+        writeln!(
+            out,
+            "{}: {} inodes ({} compact), {} compressed files in {} pclusters, {} blocks of {} bytes ({} metadata), {} bytes",
+            image.display(),
+            s.inodes,
+            s.compact_inodes,
+            s.compressed_files,
+            s.pclusters,
+            s.blocks,
+            bs,
+            s.meta_blocks,
+            s.bytes
+        )?;
+        if let Some(b) = &s.base {
+            writeln!(
+                out,
+                "--base: {} files ({} bytes) reused, {} bytes of pclusters copied; {} files ({} bytes) compressed; {} changed, {} unreadable in the base",
+                b.reused_files,
+                b.reused_bytes,
+                b.copied_bytes,
+                b.compressed_files,
+                b.compressed_bytes,
+                b.changed_files,
+                b.unreadable_files
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -3,9 +3,10 @@
 # hostile-input promise ("errors, never panics, bounded memory") checked by
 # libFuzzer on each CI run, starting from the seed corpora (fuzz/seeds.sh).
 # Needs the nightly toolchain; installs cargo-fuzz when it is missing.
-# Builds without a sanitizer (ferrofs has no unsafe code) but with debug
-# assertions, so arithmetic overflow panics too. Exit status 1 on any crash;
-# the crashing input is left in fuzz/artifacts/TARGET/.
+# Builds without a sanitizer (ferrofs has no unsafe code) in the dev profile
+# (quick to compile; overflow checks on, so arithmetic overflow panics too).
+# Exit status 1 on any crash; the crashing input is left in
+# fuzz/artifacts/TARGET/.
 #   SECS=60 scripts/fuzz-smoke.sh [TARGET...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,14 +25,14 @@ if ((${#targets[@]} == 0)); then
 fi
 sh "$root/fuzz/seeds.sh"
 for t in "${targets[@]}"; do
-  cargo +nightly fuzz build -s none --debug-assertions -O "$t" 2>&1 | tail -1
+  cargo +nightly fuzz build -s none --dev "$t" 2>&1 | tail -1
 done
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 for t in "${targets[@]}"; do
   echo "fuzz-smoke: $t for ${secs}s"
   status=0
-  cargo +nightly fuzz run -s none --debug-assertions -O "$t" -- \
+  cargo +nightly fuzz run -s none --dev "$t" -- \
     -max_total_time="$secs" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 >"$log" 2>&1 || status=$?
   grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY)|panicked' "$log" || true
   if ((status != 0)); then

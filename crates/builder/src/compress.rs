@@ -198,7 +198,10 @@ pub fn compress_segment(
                 return Ok((Vec::new(), false));
             }
         }
-        if leave_tail.is_some() && pos + consumed == input.len() && written as u64 % bs != 0 {
+        if leave_tail.is_some()
+            && pos + consumed == input.len()
+            && !(written as u64).is_multiple_of(bs)
+        {
             // The rest fits in one short pcluster whose last block would be
             // partly empty: fill whole blocks only and leave what does not
             // fit to the fragment, where it is packed without a gap.

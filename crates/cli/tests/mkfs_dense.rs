@@ -43,7 +43,7 @@ fn prose(words: &[String], len: usize, seed: u64) -> Vec<u8> {
     let mut s = String::new();
     while s.len() < len {
         s.push_str(&words[(r.next_u64() % words.len() as u64) as usize]);
-        s.push(if r.next_u64() % 12 == 0 { '\n' } else { ' ' });
+        s.push(if r.next_u64().is_multiple_of(12) { '\n' } else { ' ' });
     }
     s.into_bytes()
 }

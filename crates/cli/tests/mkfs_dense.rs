@@ -11,7 +11,6 @@ use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 
 use ferrofs_testkit::corpus::{self, XorShift64};
 use ferrofs_testkit::mount::can_mount;
@@ -43,7 +42,11 @@ fn prose(words: &[String], len: usize, seed: u64) -> Vec<u8> {
     let mut s = String::new();
     while s.len() < len {
         s.push_str(&words[(r.next_u64() % words.len() as u64) as usize]);
-        s.push(if r.next_u64().is_multiple_of(12) { '\n' } else { ' ' });
+        s.push(if r.next_u64().is_multiple_of(12) {
+            '\n'
+        } else {
+            ' '
+        });
     }
     s.into_bytes()
 }
@@ -210,20 +213,5 @@ fn dense_images_match_kernel() {
         pcluster: 65536,
         extra: DENSE,
     });
-    let failures = Mutex::new(Vec::new());
-    ferrofs_testkit::tmp::parallel(cases.len(), 2, |i| {
-        let f = check(&work, &src, &cases[i]);
-        failures.lock().unwrap().extend(f);
-    });
-    let failures = failures.into_inner().unwrap();
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures (work in {}):\n{}",
-        failures.len(),
-        work.display(),
-        failures.join("\n")
-    );
+    ferrofs_testkit::tmp::parallel_checks(&work, cases.len(), |i| check(&work, &src, &cases[i]));
 }

@@ -249,6 +249,25 @@ fn extents_upto(
                 return Ok((Vec::new(), false));
             }
         }
+        if leave_tail.is_some()
+            && pos + consumed == input.len()
+            && !(written as u64).is_multiple_of(bs)
+        {
+            // The rest fits in one short pcluster whose last block would be
+            // partly empty: fill whole blocks only and leave what does not
+            // fit to the fragment, where it is packed without a gap.
+            let full = (written as u64 / bs * bs) as usize;
+            let r = match full {
+                0 => (0, 0),
+                _ => enc
+                    .compress_fixed_output(src, &mut dst[..full])
+                    .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?,
+            };
+            if (r.0 as u64) < bs {
+                break;
+            }
+            (consumed, written) = r;
+        }
         if inplace && pos + consumed < input.len() {
             // Keep the kernel's in-place margin (paper §3.3): end the extent
             // early enough in its last page that the page can hold the

@@ -9,12 +9,14 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use ferrofs_format::inode::DataLayout;
+use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::content::{Content, ContentReader, Segment};
 use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
 use crate::plan::{InodePlan, Plan};
+use crate::similarity::{self, Class, Sketch};
 use crate::tree::{InodeId, Kind, Tree};
 
 /// File tails and small files on their way to the packed inode: their bytes
@@ -144,26 +146,33 @@ impl Fragments {
     }
 }
 
-/// The order fragments take in the packed inode: alike content together
-/// (by file name extension, then by name: the `copyright` files of many
-/// packages sit side by side), then by path. Returns the order and each
-/// fragment's offset. (Measured on /usr/share/doc, lz4hc -C65536: 0.9 %
+/// The order fragments take in the packed inode. What a profiled start
+/// reads comes first, in access order. The rest starts from a base order
+/// that puts alike content together: by class (text, ELF, other binary),
+/// file name extension (not for ELF objects: `libfoo.so.1.2` says
+/// nothing; nor for directories), then name (the `copyright` files of many packages side by
+/// side), then path; [`similarity::chain`] then lets a fragment follow the
+/// one its content is most like. Returns the order and each fragment's
+/// offset. (Measured on /usr/share/doc, lz4hc -C65536: name order 0.9 %
 /// smaller than path order.)
 pub(crate) fn fragment_offsets(
     tree: &Tree,
     entries: &[FragEntry],
     profile: Option<&crate::profile::Profile>,
+    sketches: &[Sketch],
 ) -> (Vec<usize>, Vec<u64>) {
     let rank = |id: InodeId| {
         profile
             .and_then(|p| p.get(&tree.inodes[id].rel))
             .map_or(usize::MAX, |f| f.rank)
     };
-    let ext = |id: InodeId| -> &[u8] {
-        let rel = &tree.inodes[id].rel;
-        let name = rel.rsplit(|&c| c == b'/').next().unwrap_or(rel);
+    let class = |i: usize| sketches.get(i).map_or(Class::Binary, |s| s.class);
+    let ext = |i: usize| -> &[u8] {
+        let ino = &tree.inodes[entries[i].owner];
+        let name = ino.rel.rsplit(|&c| c == b'/').next().unwrap_or(&ino.rel);
         match name.iter().rposition(|&c| c == b'.') {
-            Some(p) if p > 0 => &name[p + 1..],
+            // (Directories' blocks are alike whatever their names.)
+            Some(p) if p > 0 && class(i) != Class::Elf && !ino.is_dir() => &name[p + 1..],
             _ => b"",
         }
     };
@@ -174,14 +183,24 @@ pub(crate) fn fragment_offsets(
     let mut order: Vec<usize> = (0..entries.len()).collect();
     order.sort_by(|&a, &b| {
         let (ia, ib) = (entries[a].owner, entries[b].owner);
-        // What a profiled start reads comes first, in access order.
         rank(ia)
             .cmp(&rank(ib))
-            .then_with(|| ext(ia).cmp(ext(ib)))
+            .then_with(|| class(a).cmp(&class(b)))
+            .then_with(|| ext(a).cmp(ext(b)))
             .then_with(|| base(ia).cmp(base(ib)))
             .then_with(|| tree.inodes[ia].rel.cmp(&tree.inodes[ib].rel))
             .then(a.cmp(&b))
     });
+    if sketches.len() == entries.len() {
+        // The profiled fragments keep their access order.
+        let hot = order
+            .iter()
+            .take_while(|&&i| rank(entries[i].owner) != usize::MAX)
+            .count();
+        let rest = similarity::chain(&order[hot..], sketches);
+        order.truncate(hot);
+        order.extend(rest);
+    }
     let mut offsets = vec![0u64; entries.len()];
     let mut pos = 0;
     for &i in &order {
@@ -189,6 +208,32 @@ pub(crate) fn fragment_offsets(
         pos += entries[i].len;
     }
     (order, offsets)
+}
+
+/// Sketches every fragment (on the current rayon pool), reading its bytes
+/// back from the spool a MiB at a time.
+pub(crate) fn sketch_all(frags: &Fragments) -> Result<Vec<Sketch>> {
+    const PIECE: u64 = 1 << 20;
+    frags
+        .entries
+        .par_iter()
+        .map_init(Vec::new, |buf: &mut Vec<u8>, e| -> Result<Sketch> {
+            let mut sketch = None;
+            let mut off = 0;
+            while off < e.len || sketch.is_none() {
+                // 7 bytes more: the shingles that start in this piece.
+                let n = (e.len - off).min(PIECE + 7) as usize;
+                buf.resize(n, 0);
+                frags
+                    .spool
+                    .read_exact_at(buf, e.at + off)
+                    .map_err(frags.io())?;
+                sketch.get_or_insert_with(|| Sketch::start(buf)).add(buf);
+                off += PIECE;
+            }
+            Ok(sketch.unwrap_or_else(|| Sketch::start(&[])))
+        })
+        .collect()
 }
 
 /// Adds the packed inode to the tree and the plan: a regular file no
@@ -203,7 +248,9 @@ pub(crate) fn add_packed_inode(
     opts: &BuildOptions,
 ) -> Result<(InodeId, Vec<u64>)> {
     let bs = opts.block_size();
-    let (order, mut offsets) = fragment_offsets(tree, &frags.entries, opts.profile.as_deref());
+    let sketches = sketch_all(&frags)?;
+    let (order, mut offsets) =
+        fragment_offsets(tree, &frags.entries, opts.profile.as_deref(), &sketches);
     // (With a metabox, the table belongs in the metabox's data.)
     let table = if opts.plain_xattr_prefixes || opts.metabox.is_some() {
         Vec::new()

@@ -24,6 +24,7 @@ pub mod options;
 pub mod plan;
 pub mod profile;
 pub mod selabel;
+mod similarity;
 pub mod source;
 mod spool;
 pub mod tree;

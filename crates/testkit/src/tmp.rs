@@ -165,3 +165,28 @@ pub fn parallel(n: usize, workers: usize, f: impl Fn(usize) + Sync) {
         }
     });
 }
+
+/// Runs the checks `f(0..n)` on two threads, each returning its failures;
+/// panics listing them all (with `work`, kept for inspection) if there
+/// are any, else removes `work`.
+pub fn parallel_checks(work: &Path, n: usize, f: impl Fn(usize) -> Vec<String> + Sync) {
+    let failures = std::sync::Mutex::new(Vec::new());
+    parallel(n, 2, |i| {
+        let got = f(i);
+        failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(got);
+    });
+    let failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
+    if failures.is_empty() {
+        let _ = remove_tree(work);
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures (work in {}):\n{}",
+        failures.len(),
+        work.display(),
+        failures.join("\n")
+    );
+}

@@ -303,7 +303,7 @@ pub(super) fn write_packed(
     pool: &rayon::ThreadPool,
 ) -> Result<InodeId> {
     let bs = opts.block_size();
-    let (pid, offsets) = add_packed_inode(tree, plan, fr, opts)?;
+    let (pid, offsets) = pool.install(|| add_packed_inode(tree, plan, fr, opts))?;
     write_synthetic(w, tree, plan, placed, pid, opts, pool)?;
     for id in 0..plan.inodes.len() {
         let ix = plan.inodes[id].inode_size() + plan.xattrs.bodies[id].len() as u64;

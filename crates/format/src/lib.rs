@@ -4,6 +4,11 @@
 //! byte slice of a known length and returns a typed value or a [`FormatError`].
 
 #![forbid(unsafe_code)]
+#![warn(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation
+)]
 
 pub mod chunk;
 pub mod compress;
@@ -83,12 +88,13 @@ impl BlockSize {
     }
     /// Offset of `pos` inside its block.
     pub fn offset_in_block(self, pos: u64) -> u64 {
-        pos & (self.bytes() - 1)
+        pos & !(u64::MAX << self.bits)
     }
 }
 
 /// Rounds `v` up to a multiple of the power of two `align`, `None` on overflow.
 pub fn round_up(v: u64, align: u64) -> Option<u64> {
     debug_assert!(align.is_power_of_two());
-    Some(v.checked_add(align - 1)? & !(align - 1))
+    let mask = align.checked_sub(1)?;
+    Some(v.checked_add(mask)? & !mask)
 }

@@ -247,7 +247,9 @@ impl ZMap {
                 Ok(Loaded {
                     lcn,
                     e,
-                    next_pack: slot.pack_end(),
+                    next_pack: slot
+                        .pack_end()
+                        .ok_or_else(|| Error::corrupt(at, "compact pack past 2^64"))?,
                 })
             }
         }

@@ -90,6 +90,19 @@ impl BlockSize {
     pub fn offset_in_block(self, pos: u64) -> u64 {
         pos & !(u64::MAX << self.bits)
     }
+    /// Offset of `pos` inside its block, as an index.
+    pub fn index_in_block(self, pos: u64) -> usize {
+        // At most 4095, so the conversion cannot fail.
+        usize::try_from(self.offset_in_block(pos)).unwrap_or(0)
+    }
+    /// The block number holding byte `pos`.
+    pub fn block_of(self, pos: u64) -> u64 {
+        pos >> self.bits
+    }
+    /// `n` bytes, but at most one block, as a length.
+    pub fn at_most(self, n: u64) -> usize {
+        usize::try_from(n).map_or(self.usize(), |n| n.min(self.usize()))
+    }
 }
 
 /// Rounds `v` up to a multiple of the power of two `align`, `None` on overflow.

@@ -58,3 +58,30 @@ pub(crate) fn put_at<const N: usize>(b: &mut [u8; N], off: usize, v: &[u8]) {
         d.copy_from_slice(v);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_read_and_write_little_endian() {
+        let mut b = [0u8; 12];
+        put_at(&mut b, 2, &0x1122_3344u32.to_le_bytes());
+        put_at(&mut b, 8, &0xABCDu16.to_le_bytes());
+        assert_eq!(u32_at(&b, 2), 0x1122_3344);
+        assert_eq!(u16_at(&b, 8), 0xABCD);
+        assert_eq!(u8_at(&b, 3), 0x33);
+        assert_eq!(array_at::<12, 2>(&b, 4), [0x22, 0x11]);
+        assert_eq!(get_u32(&b, 8), Some(0xABCD));
+        assert_eq!(get_u32(&b, 9), None);
+        assert_eq!(get_u32(&b, usize::MAX), None);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "outside a 4-byte record")]
+    fn a_field_outside_the_record_is_caught_in_tests() {
+        let b = [0u8; 4];
+        let _ = u32_at(&b, 2);
+    }
+}

@@ -415,6 +415,28 @@ mod tests {
     }
 
     #[test]
+    fn compact_index_at_the_end_of_the_address_space_is_refused() {
+        // A hostile map header position: entries would lie past 2^64.
+        let layout = CompactLayout::new(u64::MAX - 40, 1 << 20, true);
+        assert!(layout.end().is_none());
+        assert!(layout.locate(1 << 19).is_none());
+        // The first entries still fit and are found; their pack end does not.
+        let s = layout.locate(0).unwrap();
+        assert_eq!(s.pack_start, (u64::MAX - 40) & !7);
+        assert_eq!(s.pack_end(), Some(((u64::MAX - 40) & !7) + 8));
+        assert!(CompactLayout::new(u64::MAX - 3, 4, false)
+            .locate(0)
+            .is_none());
+    }
+
+    #[test]
+    fn compact_entry_index_past_the_pack_is_an_error() {
+        let pack = [0u8; 8];
+        assert!(decode_compact(&pack, 2, 12, false).is_err());
+        assert!(decode_compact(&pack, 0, 15, false).is_err());
+    }
+
+    #[test]
     fn full_entry_cblkcnt_and_partial_ref() {
         let e = decode_full(&[2, 0, 0, 0, 0x10, 0x08, 3, 0], 12, true).unwrap();
         assert_eq!(

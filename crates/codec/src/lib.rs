@@ -24,6 +24,11 @@
 //! ```
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+#![warn(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation
+)]
 
 mod algorithm;
 mod decoder;
@@ -35,7 +40,14 @@ mod lz4;
 mod lzma;
 mod zstd;
 
+// Test code builds its own inputs; the hostile-input lints are for the
+// library paths.
 #[cfg(test)]
+#[allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation
+)]
 mod search_quality;
 
 pub use algorithm::Algorithm;

@@ -54,7 +54,7 @@ pub(crate) fn compress_fixed_output(
 ) -> Result<(usize, usize), CodecError> {
     check_len(dst.len())?;
     // liblz4 takes srcSize as a C int; never offer it more than it accepts.
-    let src = &src[..src.len().min(MAX_LEN)];
+    let src = src.get(..MAX_LEN).unwrap_or(src);
     if src.is_empty() || dst.is_empty() {
         return Ok((0, 0));
     }

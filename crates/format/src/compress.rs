@@ -13,15 +13,21 @@ pub const ALG_COUNT: u8 = 4;
 /// Largest physical cluster the format allows.
 pub const MAX_PCLUSTER_BYTES: u64 = 1 << 20;
 
+/// `M` bytes of a record payload from `off`, zeros past its end.
+fn field<const M: usize>(p: &[u8], off: usize) -> [u8; M] {
+    let mut a = [0u8; M];
+    for (d, s) in a.iter_mut().zip(p.iter().skip(off)) {
+        *d = *s;
+    }
+    a
+}
+
 fn field_u16(p: &[u8], off: usize) -> u16 {
-    u16::from_le_bytes([
-        p.get(off).copied().unwrap_or(0),
-        p.get(off + 1).copied().unwrap_or(0),
-    ])
+    u16::from_le_bytes(field(p, off))
 }
 
 fn field_u32(p: &[u8], off: usize) -> u32 {
-    u32::from(field_u16(p, off)) | (u32::from(field_u16(p, off + 2)) << 16)
+    u32::from_le_bytes(field(p, off))
 }
 
 /// All algorithm parameters of an image, with defaults for absent records.
@@ -86,33 +92,31 @@ impl CompressionConfig {
                 self.lzma_dict_size = dict;
             }
             ALG_DEFLATE => {
-                if payload.len() < 6 {
+                let &[wb, _, _, _, _, _, ..] = payload else {
                     return Err(FormatError::invalid(
                         "deflate record size",
                         payload.len() as u64,
                     ));
-                }
-                let wb = payload[0];
+                };
                 if wb > 15 {
                     return Err(FormatError::invalid("deflate windowbits", wb));
                 }
                 self.deflate_window_bits = wb;
             }
             ALG_ZSTD => {
-                if payload.len() < 6 {
+                let &[format, wlog, _, _, _, _, ..] = payload else {
                     return Err(FormatError::invalid(
                         "zstd record size",
                         payload.len() as u64,
                     ));
-                }
-                let (format, wlog) = (payload[0], payload[1]);
+                };
                 if format != 0 {
                     return Err(FormatError::invalid("zstd format", format));
                 }
-                if wlog > 10 {
-                    return Err(FormatError::invalid("zstd windowlog", wlog));
-                }
-                self.zstd_window_log = wlog + 10;
+                self.zstd_window_log = match wlog.checked_add(10) {
+                    Some(log) if wlog <= 10 => log,
+                    _ => return Err(FormatError::invalid("zstd windowlog", wlog)),
+                };
             }
             other => return Err(FormatError::invalid("algorithm id", other)),
         }

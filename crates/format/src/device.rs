@@ -29,7 +29,7 @@ impl DeviceSlot {
 
     /// The tag up to its first NUL.
     pub fn tag_str(&self) -> String {
-        let end = self.tag.iter().position(|&c| c == 0).unwrap_or(64);
-        String::from_utf8_lossy(&self.tag[..end]).into_owned()
+        let tag = self.tag.split(|&c| c == 0).next().unwrap_or_default();
+        String::from_utf8_lossy(tag).into_owned()
     }
 }

@@ -1,6 +1,6 @@
 //! Compact (32-byte) and extended (64-byte) inodes, decoded into one raw form.
 
-use crate::le::{u16_at, u32_at, u64_at};
+use crate::le::{put_at, u16_at, u32_at, u64_at};
 use crate::FormatError;
 
 pub const COMPACT_INODE_SIZE: usize = 32;
@@ -201,9 +201,12 @@ impl RawInode {
     }
 
     /// Encodes a compact inode (the caller has checked the fields fit).
+    // why: the builder checks that nlink, size, mtime, uid and gid fit the
+    // compact inode before choosing it; this writer only narrows them.
+    #[allow(clippy::cast_possible_truncation)]
     pub fn to_compact_bytes(&self) -> [u8; COMPACT_INODE_SIZE] {
         let mut b = [0u8; COMPACT_INODE_SIZE];
-        let mut put = |off: usize, v: &[u8]| b[off..off + v.len()].copy_from_slice(v);
+        let mut put = |off: usize, v: &[u8]| put_at(&mut b, off, v);
         put(0, &(self.format & !1).to_le_bytes());
         put(2, &self.xattr_icount.to_le_bytes());
         put(4, &self.mode.to_le_bytes());
@@ -220,7 +223,7 @@ impl RawInode {
     /// Encodes an extended inode.
     pub fn to_extended_bytes(&self) -> [u8; EXTENDED_INODE_SIZE] {
         let mut b = [0u8; EXTENDED_INODE_SIZE];
-        let mut put = |off: usize, v: &[u8]| b[off..off + v.len()].copy_from_slice(v);
+        let mut put = |off: usize, v: &[u8]| put_at(&mut b, off, v);
         put(0, &(self.format | 1).to_le_bytes());
         put(2, &self.xattr_icount.to_le_bytes());
         put(4, &self.mode.to_le_bytes());
@@ -247,7 +250,10 @@ impl RawInode {
         if self.xattr_icount == 0 {
             0
         } else {
-            12 + 4 * (usize::from(self.xattr_icount) - 1)
+            // why: xattr_icount is a u16, so 12 + 4 * 65534 fits any usize.
+            #[allow(clippy::arithmetic_side_effects)]
+            let size = 12 + 4 * (usize::from(self.xattr_icount) - 1);
+            size
         }
     }
 }

@@ -4,6 +4,11 @@
 //! byte slice of a known length and returns a typed value or a [`FormatError`].
 
 #![forbid(unsafe_code)]
+#![warn(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation
+)]
 
 pub mod chunk;
 pub mod compress;
@@ -83,12 +88,26 @@ impl BlockSize {
     }
     /// Offset of `pos` inside its block.
     pub fn offset_in_block(self, pos: u64) -> u64 {
-        pos & (self.bytes() - 1)
+        pos & !(u64::MAX << self.bits)
+    }
+    /// Offset of `pos` inside its block, as an index.
+    pub fn index_in_block(self, pos: u64) -> usize {
+        // At most 4095, so the conversion cannot fail.
+        usize::try_from(self.offset_in_block(pos)).unwrap_or(0)
+    }
+    /// The block number holding byte `pos`.
+    pub fn block_of(self, pos: u64) -> u64 {
+        pos >> self.bits
+    }
+    /// `n` bytes, but at most one block, as a length.
+    pub fn at_most(self, n: u64) -> usize {
+        usize::try_from(n).map_or(self.usize(), |n| n.min(self.usize()))
     }
 }
 
 /// Rounds `v` up to a multiple of the power of two `align`, `None` on overflow.
 pub fn round_up(v: u64, align: u64) -> Option<u64> {
     debug_assert!(align.is_power_of_two());
-    Some(v.checked_add(align - 1)? & !(align - 1))
+    let mask = align.checked_sub(1)?;
+    Some(v.checked_add(mask)? & !mask)
 }

@@ -1,7 +1,7 @@
 //! The superblock (128 bytes at absolute 1024, plus 16-byte extension slots),
 //! its feature bits and its CRC-32C.
 
-use crate::le::{array_at, u16_at, u32_at, u64_at, u8_at};
+use crate::le::{array_at, put_at, u16_at, u32_at, u64_at, u8_at};
 use crate::{BlockSize, FormatError, Nid, EROFS_MAGIC};
 
 /// Size of the base superblock structure.
@@ -177,7 +177,7 @@ impl Superblock {
     /// Encodes the base 128 bytes (the checksum field as stored in `self`).
     pub fn to_bytes(&self) -> [u8; SB_BASE_SIZE] {
         let mut b = [0u8; SB_BASE_SIZE];
-        let mut put = |off: usize, v: &[u8]| b[off..off + v.len()].copy_from_slice(v);
+        let mut put = |off: usize, v: &[u8]| put_at(&mut b, off, v);
         put(0x00, &self.magic.to_le_bytes());
         put(0x04, &self.checksum.to_le_bytes());
         put(0x08, &self.feature_compat.to_le_bytes());
@@ -286,6 +286,8 @@ impl Superblock {
     }
 
     /// Size of the superblock on disk: 128 + 16 per extension slot.
+    // why: sb_extslots is a u8, so 128 + 16 * 255 fits any usize.
+    #[allow(clippy::arithmetic_side_effects)]
     pub fn sb_size(&self) -> usize {
         SB_BASE_SIZE + 16 * usize::from(self.sb_extslots)
     }
@@ -318,37 +320,32 @@ impl Superblock {
 
     /// The volume label up to its first NUL.
     pub fn label(&self) -> &[u8] {
-        let end = self
-            .volume_name
-            .iter()
-            .position(|&c| c == 0)
-            .unwrap_or(self.volume_name.len());
-        &self.volume_name[..end]
+        self.volume_name
+            .split(|&c| c == 0)
+            .next()
+            .unwrap_or_default()
     }
 
     /// The uuid in its usual text form.
     pub fn uuid_string(&self) -> String {
         let u = &self.uuid;
-        let hex = |r: std::ops::Range<usize>| -> String {
-            u[r].iter().map(|b| format!("{b:02x}")).collect()
-        };
+        let hex = |r: &[u8]| -> String { r.iter().map(|b| format!("{b:02x}")).collect() };
         format!(
             "{}-{}-{}-{}-{}",
-            hex(0..4),
-            hex(4..6),
-            hex(6..8),
-            hex(8..10),
-            hex(10..16)
+            hex(&u[0..4]),
+            hex(&u[4..6]),
+            hex(&u[6..8]),
+            hex(&u[8..10]),
+            hex(&u[10..16])
         )
     }
 }
 
 /// Length of the range the superblock checksum covers, starting at 1024.
 pub fn checksum_len(bs: BlockSize) -> usize {
-    if bs.usize() > 1024 {
-        bs.usize() - 1024
-    } else {
-        bs.usize()
+    match bs.usize().checked_sub(1024) {
+        Some(rest) if rest > 0 => rest,
+        _ => bs.usize(),
     }
 }
 
@@ -356,14 +353,17 @@ pub fn checksum_len(bs: BlockSize) -> usize {
 /// [`checksum_len`] bytes), with the stored checksum field counted as zero.
 /// Seeded with all ones and without the final inversion, as the kernel does.
 pub fn compute_checksum(region: &[u8]) -> u32 {
-    let head_len = region.len().min(8);
-    let mut head = [0u8; 8];
-    head[..head_len].copy_from_slice(&region[..head_len]);
-    head[4..8].fill(0);
+    let (first, rest) = region.split_at_checked(8).unwrap_or((region, &[]));
+    // Bytes 4..8 hold the checksum itself and count as zero.
+    let head: Vec<u8> = first
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| if i < 4 { b } else { 0 })
+        .collect();
     // crc32c() applies the standard pre- and post-inversion; undoing the
     // post-inversion gives the raw register the kernel stores.
-    let crc = crc32c::crc32c(&head[..head_len]);
-    let crc = crc32c::crc32c_append(crc, region.get(8..).unwrap_or(&[]));
+    let crc = crc32c::crc32c(&head);
+    let crc = crc32c::crc32c_append(crc, rest);
     !crc
 }
 

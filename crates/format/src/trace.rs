@@ -36,27 +36,24 @@ pub fn escape_path(path: &[u8]) -> String {
 }
 
 fn unescape_path(s: &str) -> Option<Vec<u8>> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            out.push(b[i]);
-            i += 1;
+    let mut out = Vec::with_capacity(s.len());
+    let mut it = s.bytes();
+    while let Some(c) = it.next() {
+        if c != b'\\' {
+            out.push(c);
             continue;
         }
-        match b.get(i + 1)? {
+        match it.next()? {
             b'\\' => out.push(b'\\'),
             b't' => out.push(b'\t'),
             b'n' => out.push(b'\n'),
             b'x' => {
-                let h = std::str::from_utf8(b.get(i + 2..i + 4)?).ok()?;
+                let h = [it.next()?, it.next()?];
+                let h = std::str::from_utf8(&h).ok()?;
                 out.push(u8::from_str_radix(h, 16).ok()?);
-                i += 2;
             }
             _ => return None,
         }
-        i += 2;
     }
     Some(out)
 }

@@ -43,6 +43,8 @@ impl XattrEntryHeader {
         }
     }
     /// Size of the whole entry, padded to 4 bytes.
+    // why: a u8 name length plus a u16 value size plus 7 fits any usize.
+    #[allow(clippy::arithmetic_side_effects)]
     pub fn entry_size(&self) -> usize {
         (XATTR_ENTRY_HEADER_SIZE + usize::from(self.name_len) + usize::from(self.value_size) + 3)
             & !3
@@ -50,6 +52,9 @@ impl XattrEntryHeader {
 }
 
 /// Encodes one xattr entry (header, name suffix, value, zero padding).
+// why: runs on the builder's own values only, which has checked that the
+// suffix fits a u8 and the value a u16; nothing here reads an image.
+#[allow(clippy::arithmetic_side_effects, clippy::cast_possible_truncation)]
 pub fn encode_entry(out: &mut Vec<u8>, name_index: u8, suffix: &[u8], value: &[u8]) {
     let start = out.len();
     out.push(suffix.len() as u8);

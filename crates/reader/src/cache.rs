@@ -3,6 +3,12 @@
 //! Buffers of evicted entries go to a small free list and are decoded into
 //! again, so a stream of decodes does not allocate (and fault in) fresh
 //! memory each time.
+//!
+//! Arithmetic here is bookkeeping of this process's own memory, not of
+//! image values: byte totals are sums of the capacities of buffers the cache
+//! holds (so below `isize::MAX`), subtractions remove a capacity that was
+//! added, and ticks and statistics count operations (never 2^64 of them).
+#![allow(clippy::arithmetic_side_effects)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -385,8 +391,8 @@ mod tests {
         v.resize(10, 7);
         c.insert(key(0), Arc::new(v));
         assert!(c.stats().bytes >= 40_000);
-        for k in 1..10 {
-            c.insert(key(k), Arc::new(vec![k as u8; 30_000]));
+        for k in 1..10u8 {
+            c.insert(key(k.into()), Arc::new(vec![k; 30_000]));
         }
         let st = c.stats();
         assert!(st.bytes <= 100_000, "{st:?}");

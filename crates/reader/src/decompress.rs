@@ -111,8 +111,11 @@ pub(crate) fn decode_into(
     flight.run(|flight| {
         // Someone decoded it while this reader waited, or just before.
         if let Ok(hit) = cache.get(&key, n) {
-            out.copy_from_slice(&hit[..n]);
-            return Ok(());
+            // The cache answers only with at least n bytes.
+            if let Some(hit) = hit.get(..n) {
+                out.copy_from_slice(hit);
+                return Ok(());
+            }
         }
         decode_with(image, pc, alg, n, out, at)?;
         cache.count_decode(n);
@@ -180,10 +183,14 @@ fn decode_raw(
     let padded = alg != Algorithm::Lz4 || inner.sb.has_incompat(incompat::ZERO_PADDING);
     let src: &[u8] = if padded {
         let window = plen.min(inner.bs.usize());
-        let start = raw[..window].iter().position(|&b| b != 0).ok_or_else(|| {
-            Error::corrupt(at.with_offset(pc.pos), "pcluster padding is all zeros")
-        })?;
-        &raw[start..]
+        let start = raw
+            .iter()
+            .take(window)
+            .position(|&b| b != 0)
+            .ok_or_else(|| {
+                Error::corrupt(at.with_offset(pc.pos), "pcluster padding is all zeros")
+            })?;
+        raw.get(start..).unwrap_or_default()
     } else {
         raw
     };

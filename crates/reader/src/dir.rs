@@ -5,9 +5,9 @@ use std::cmp::Ordering;
 
 use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
 use ferrofs_format::inode::FileType;
-use ferrofs_format::{Nid, NAME_MAX};
+use ferrofs_format::{BlockAddr, Nid, NAME_MAX};
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, OrCorrupt, Result};
 use crate::file::InodeFile;
 
 /// One directory entry as stored: name, nid and type code.
@@ -45,26 +45,35 @@ impl Block {
         let d = RawDirent::at(&self.data, i)
             .ok_or_else(|| Error::corrupt(at, "dirent outside its block"))?;
         let start = usize::from(d.nameoff);
-        let end = if i + 1 < self.count {
-            let next = RawDirent::at(&self.data, i + 1)
-                .ok_or_else(|| Error::corrupt(at, "dirent outside its block"))?;
-            usize::from(next.nameoff)
-        } else {
-            let tail = self.data.get(start..self.valid).unwrap_or(&[]);
-            start + tail.iter().position(|&c| c == 0).unwrap_or(tail.len())
+        let end = match i.checked_add(1).filter(|&next| next < self.count) {
+            Some(next) => {
+                let next = RawDirent::at(&self.data, next)
+                    .ok_or_else(|| Error::corrupt(at, "dirent outside its block"))?;
+                usize::from(next.nameoff)
+            }
+            None => {
+                let tail = self.data.get(start..self.valid).unwrap_or(&[]);
+                let len = tail.iter().position(|&c| c == 0).unwrap_or(tail.len());
+                start.checked_add(len).or_corrupt(at, "dirent name end")?
+            }
         };
-        if start < self.count * DIRENT_SIZE
-            || end <= start
-            || end > self.valid
-            || end - start > NAME_MAX
-        {
+        let names_start = self
+            .count
+            .checked_mul(DIRENT_SIZE)
+            .or_corrupt(at, "dirent count")?;
+        let name = if start < names_start || end > self.valid {
+            None
+        } else {
+            self.data.get(start..end)
+        };
+        let Some(name) = name.filter(|n| !n.is_empty() && n.len() <= NAME_MAX) else {
             return Err(Error::corrupt(
                 at,
                 format!("bad name bounds [{start}, {end}) of dirent {i}"),
             ));
-        }
+        };
         Ok(RawDirEntry {
-            name: self.data[start..end].to_vec(),
+            name: name.to_vec(),
             nid: d.nid,
             type_code: d.file_type,
         })
@@ -82,10 +91,16 @@ fn dir_check(dir: &InodeFile) -> Result<()> {
 }
 
 fn read_block(dir: &InodeFile, index: u64) -> Result<Block> {
-    let bs = dir.image().block_size().bytes();
-    let start = index * bs;
-    let valid = (dir.size() - start).min(bs) as usize;
+    let bs = dir.image().block_size();
+    let start = bs
+        .pos(BlockAddr(index))
+        .or_corrupt(dir.inode().loc(), "directory block address overflows")?;
     let at = dir.inode().loc().with_offset(start);
+    let left = dir
+        .size()
+        .checked_sub(start)
+        .or_corrupt(at, "directory block past the end")?;
+    let valid = bs.at_most(left);
     let mut data = vec![0u8; valid];
     let n = dir.read_at(&mut data, start)?;
     if n != valid || valid < DIRENT_SIZE {
@@ -93,7 +108,7 @@ fn read_block(dir: &InodeFile, index: u64) -> Result<Block> {
     }
     let first = RawDirent::at(&data, 0).ok_or_else(|| Error::corrupt(at, "empty block"))?;
     let nameoff0 = usize::from(first.nameoff);
-    if nameoff0 < DIRENT_SIZE || nameoff0 as u64 >= bs || nameoff0 > valid {
+    if nameoff0 < DIRENT_SIZE || nameoff0 >= bs.usize() || nameoff0 > valid {
         return Err(Error::corrupt(at, format!("bad first nameoff {nameoff0}")));
     }
     Ok(Block {
@@ -139,7 +154,8 @@ impl Entries {
             if let Some((block, at)) = &self.current {
                 if self.index < block.count {
                     let e = block.entry(self.index, *at)?;
-                    self.index += 1;
+                    // index < count, a number of 12-byte dirents in a block.
+                    self.index = self.index.checked_add(1).or_corrupt(*at, "dirent index")?;
                     return Ok(Some(e));
                 }
             }
@@ -147,7 +163,8 @@ impl Entries {
                 return Ok(None);
             }
             let b = self.next_block;
-            self.next_block += 1;
+            let dir_at = self.dir.inode().loc();
+            self.next_block = b.checked_add(1).or_corrupt(dir_at, "directory block")?;
             let at = self
                 .dir
                 .inode()
@@ -182,15 +199,16 @@ pub fn lookup(dir: &InodeFile, name: &[u8]) -> Result<Option<RawDirEntry>> {
     let (mut lo, mut hi) = (0u64, block_count(dir));
     let mut candidate: Option<(u64, Block)> = None;
     while lo < hi {
-        let mid = lo + (hi - lo) / 2;
+        let mid = lo.midpoint(hi);
         let block = read_block(dir, mid)?;
-        let at = dir.inode().loc().with_offset(mid * bs);
+        // Saturating: only the position an error message names.
+        let at = dir.inode().loc().with_offset(mid.saturating_mul(bs));
         let first = block.entry(0, at)?;
         match name.cmp(&first.name[..]) {
             Ordering::Equal => return Ok(Some(first)),
             Ordering::Less => hi = mid,
             Ordering::Greater => {
-                lo = mid + 1;
+                lo = mid.checked_add(1).or_corrupt(at, "directory block")?;
                 candidate = Some((mid, block));
             }
         }
@@ -198,15 +216,15 @@ pub fn lookup(dir: &InodeFile, name: &[u8]) -> Result<Option<RawDirEntry>> {
     let Some((b, block)) = candidate else {
         return Ok(None);
     };
-    let at = dir.inode().loc().with_offset(b * bs);
+    let at = dir.inode().loc().with_offset(b.saturating_mul(bs));
     let (mut lo, mut hi) = (0usize, block.count);
     while lo < hi {
-        let mid = lo + (hi - lo) / 2;
+        let mid = lo.midpoint(hi);
         let e = block.entry(mid, at)?;
         match name.cmp(&e.name[..]) {
             Ordering::Equal => return Ok(Some(e)),
             Ordering::Less => hi = mid,
-            Ordering::Greater => lo = mid + 1,
+            Ordering::Greater => lo = mid.checked_add(1).or_corrupt(at, "dirent index")?,
         }
     }
     Ok(None)

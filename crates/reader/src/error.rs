@@ -222,3 +222,21 @@ impl From<Error> for io::Error {
 
 /// The reader's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Turns the `None` (or `Err`) of checked arithmetic and conversions on
+/// image values into a corrupt-image error naming what and where.
+pub(crate) trait OrCorrupt<T> {
+    fn or_corrupt(self, at: Location, what: &'static str) -> Result<T>;
+}
+
+impl<T> OrCorrupt<T> for Option<T> {
+    fn or_corrupt(self, at: Location, what: &'static str) -> Result<T> {
+        self.ok_or_else(|| Error::corrupt(at, what))
+    }
+}
+
+impl<T, E> OrCorrupt<T> for std::result::Result<T, E> {
+    fn or_corrupt(self, at: Location, what: &'static str) -> Result<T> {
+        self.map_err(|_| Error::corrupt(at, what))
+    }
+}

@@ -3,10 +3,13 @@
 
 use std::sync::Arc;
 
+use crate::bounds::{clamp_len, take_front};
 use crate::decompress;
-use crate::error::{Error, Result};
+use crate::error::{Error, Location, OrCorrupt, Result};
 use crate::image::Image;
 use crate::inode::Inode;
+use ferrofs_format::BlockSize;
+
 use crate::map::{DataMap, Extent, ExtentKind, Pcluster, PclusterFormat};
 
 /// An inode with its validated mapping state; holds no image handle.
@@ -81,7 +84,7 @@ impl InodeFile {
         // A shared pcluster may decode to more than this extent uses.
         let n = usize::try_from(ext.len).ok()?.min(data.len());
         if n < data.len() {
-            return Some((ext.logical, Arc::new(data[..n].to_vec())));
+            return Some((ext.logical, Arc::new(data.get(..n)?.to_vec())));
         }
         Some((ext.logical, data))
     }
@@ -142,27 +145,35 @@ pub(crate) fn read_data(
     buf: &mut [u8],
     offset: u64,
 ) -> Result<usize> {
-    let size = data.inode.size;
-    if offset >= size || buf.is_empty() {
+    let Some(left) = data.inode.size.checked_sub(offset).filter(|&l| l > 0) else {
         return Ok(0);
-    }
-    let end = offset.saturating_add(buf.len() as u64).min(size);
-    let total = (end - offset) as usize;
+    };
+    let total = clamp_len(left, buf.len());
+    let mut rest = buf.get_mut(..total).unwrap_or_default();
     let mut pos = offset;
-    while pos < end {
+    while !rest.is_empty() {
+        let at = data.inode.loc().with_offset(pos);
         let ext = data.map.map(image, &data.inode, pos)?;
-        let stop = ext.end().min(end);
-        let from = (pos - offset) as usize;
-        let to = (stop - offset) as usize;
-        fill(image, data, &ext, pos, &mut buf[from..to])?;
-        pos = stop;
+        // The map returns an extent holding `pos`, so this is positive.
+        let span = ext
+            .end()
+            .checked_sub(pos)
+            .filter(|&n| n > 0)
+            .or_corrupt(at, "extent does not hold the byte asked for")?;
+        let now = take_front(&mut rest, clamp_len(span, usize::MAX));
+        fill(image, data, &ext, pos, now)?;
+        pos = pos
+            .checked_add(now.len() as u64)
+            .or_corrupt(at, "file offset overflows")?;
     }
     Ok(total)
 }
 
 fn fill(image: &Image, data: &FileData, ext: &Extent, pos: u64, out: &mut [u8]) -> Result<()> {
-    let rel = pos - ext.logical;
     let at = data.inode.loc().with_offset(pos);
+    let rel = pos
+        .checked_sub(ext.logical)
+        .or_corrupt(at, "extent starts after the byte asked for")?;
     let eof = |e: Error| match e {
         Error::Io { offset, source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof => {
             Error::corrupt(
@@ -178,9 +189,17 @@ fn fill(image: &Image, data: &FileData, ext: &Extent, pos: u64, out: &mut [u8]) 
             Ok(())
         }
         ExtentKind::Raw { device, pos: p } => {
-            image.read_physical(device, p + rel, out).map_err(eof)
+            let p = p
+                .checked_add(rel)
+                .or_corrupt(at, "data address overflows")?;
+            image.read_physical(device, p, out).map_err(eof)
         }
-        ExtentKind::Inline { pos: p } => image.read_raw(out, p + rel).map_err(eof),
+        ExtentKind::Inline { pos: p } => {
+            let p = p
+                .checked_add(rel)
+                .or_corrupt(at, "inline address overflows")?;
+            image.read_raw(out, p).map_err(eof)
+        }
         ExtentKind::Fragment { offset } => {
             let packed = image
                 .inner
@@ -206,13 +225,17 @@ fn fill_pcluster(
     pc: &Pcluster,
     rel: u64,
     out: &mut [u8],
-    at: crate::error::Location,
+    at: Location,
 ) -> Result<()> {
     let read = |buf: &mut [u8], off: u64| -> Result<()> {
+        let p = pc
+            .pos
+            .checked_add(off)
+            .or_corrupt(at, "pcluster address overflows")?;
         if pc.inline {
-            image.read_raw(buf, pc.pos + off)
+            image.read_raw(buf, p)
         } else {
-            image.read_physical(0, pc.pos + off, buf)
+            image.read_physical(0, p, buf)
         }
     };
     match pc.format {
@@ -225,35 +248,38 @@ fn fill_pcluster(
             // byte at `x % bs`. (For inline tails mkfs 1.8.6 writes bytes
             // unrotated, and the kernel and erofsfuse both read them
             // rotated; we return what the kernel returns.)
-            let bs = image.block_size().bytes();
-            let first = bs - ext.logical % bs;
-            let last_byte = pc.pos + pc.len.max(1) - 1;
-            let last_page = last_byte - last_byte % PAGE_SIZE;
-            let pageofs_in = pc.pos % PAGE_SIZE;
-            let wrapped = (pageofs_in + pc.len + PAGE_SIZE - first % PAGE_SIZE) % PAGE_SIZE;
-            let head_abs = last_page + wrapped;
-            let mut done = 0usize;
+            let (first, head_abs) =
+                interlaced_head(image.block_size(), ext.logical, pc.pos, pc.len)
+                    .or_corrupt(at, "interlaced pcluster address overflows")?;
+            let mut rest = out;
             let mut r = rel;
-            while done < out.len() {
-                let n;
-                if r < first {
-                    n = ((first - r) as usize).min(out.len() - done);
-                    let buf = &mut out[done..done + n];
+            while !rest.is_empty() {
+                let n = if let Some(left) = first.checked_sub(r).filter(|&l| l > 0) {
+                    let buf = take_front(&mut rest, clamp_len(left, usize::MAX));
+                    let p = head_abs
+                        .checked_add(r)
+                        .or_corrupt(at, "interlaced pcluster address overflows")?;
                     if pc.inline {
-                        image.read_raw(buf, head_abs + r)?;
+                        image.read_raw(buf, p)?;
                     } else {
-                        image.read_physical(0, head_abs + r, buf)?;
+                        image.read_physical(0, p, buf)?;
                     }
+                    buf.len()
                 } else {
-                    let off = r - first;
-                    if off >= pc.len {
-                        return Err(Error::corrupt(at, "interlaced pcluster too short"));
-                    }
-                    n = ((pc.len - off) as usize).min(out.len() - done);
-                    read(&mut out[done..done + n], off)?;
-                }
-                done += n;
-                r += n as u64;
+                    // r >= first here.
+                    let off = r.checked_sub(first).or_corrupt(at, "interlaced offset")?;
+                    let left = pc
+                        .len
+                        .checked_sub(off)
+                        .filter(|&l| l > 0)
+                        .or_corrupt(at, "interlaced pcluster too short")?;
+                    let buf = take_front(&mut rest, clamp_len(left, usize::MAX));
+                    read(buf, off)?;
+                    buf.len()
+                };
+                r = r
+                    .checked_add(n as u64)
+                    .or_corrupt(at, "interlaced offset overflows")?;
             }
             Ok(())
         }
@@ -262,16 +288,37 @@ fn fill_pcluster(
                 // The request covers the whole extent: decode in place.
                 return decompress::decode_into(image, pc, out, at);
             }
-            let want = rel + out.len() as u64;
+            let want = rel
+                .checked_add(out.len() as u64)
+                .or_corrupt(at, "read past 2^64")?;
             let streaming = image.inner.whole_extents || out.len() >= decompress::STREAMING_READ;
             let dec = decompress::decoded(image, pc, ext.len, want, streaming, at)?;
-            let src = dec
-                .get(rel as usize..want as usize)
+            let range = usize::try_from(rel).ok().zip(usize::try_from(want).ok());
+            let src = range
+                .and_then(|(from, to)| dec.get(from..to))
                 .ok_or_else(|| Error::corrupt(at, "decoded pcluster too short"))?;
             out.copy_from_slice(src);
             Ok(())
         }
     }
+}
+
+/// Where an interlaced pcluster's first run starts: the length of that run
+/// (up to the end of the logical block) and its absolute address, which is
+/// `(pageofs_in + plen - run) mod PAGE_SIZE` into the input's last page.
+/// `None` when an address overflows.
+fn interlaced_head(bs: BlockSize, logical: u64, pos: u64, len: u64) -> Option<(u64, u64)> {
+    let first = bs.bytes().checked_sub(bs.offset_in_block(logical))?;
+    let last_byte = pos.checked_add(len.max(1))?.checked_sub(1)?;
+    let last_page = last_byte & !(PAGE_SIZE - 1);
+    let pageofs_in = pos % PAGE_SIZE;
+    // All terms are below PAGE_SIZE, reduced before adding.
+    let wrapped = pageofs_in
+        .checked_add(len % PAGE_SIZE)?
+        .checked_add(PAGE_SIZE)?
+        .checked_sub(first % PAGE_SIZE)?
+        % PAGE_SIZE;
+    Some((first, last_page.checked_add(wrapped)?))
 }
 
 /// Page size the kernel's interlaced arithmetic works in (x86-64, arm64 4K).

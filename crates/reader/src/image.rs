@@ -9,11 +9,12 @@ use ferrofs_format::device::{DeviceSlot, DEVICE_SLOT_SIZE};
 use ferrofs_format::superblock::{
     checksum_len, compat, compute_checksum, incompat, Superblock, SB_BASE_SIZE, SB_EXT_SIZE,
 };
-use ferrofs_format::{BlockSize, FormatError, Nid, SUPERBLOCK_OFFSET};
+use ferrofs_format::{round_up, BlockAddr, BlockSize, FormatError, Nid, SUPERBLOCK_OFFSET};
 
+use crate::bounds::{copy_prefix, take_front};
 use crate::cache::{BlockCache, Flights, PclusterCache};
 use crate::decompress::DecoderPool;
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, OrCorrupt, Result};
 use crate::file::{FileData, InodeFile};
 use crate::inode::Inode;
 use crate::source::ReadAt;
@@ -137,7 +138,7 @@ impl Image {
         let mut sb = Superblock::parse(&raw).map_err(|e| Error::format(at, e))?;
         if sb.sb_extslots >= 1 {
             let mut ext = [0u8; SB_EXT_SIZE - SB_BASE_SIZE];
-            read_exact(&*source, &mut ext, SUPERBLOCK_OFFSET + SB_BASE_SIZE as u64)?;
+            read_exact(&*source, &mut ext, SB_EXT_OFFSET)?;
             sb.parse_ext(&ext);
         }
         // The checksum comes first, as in the kernel: a flipped feature bit
@@ -288,29 +289,26 @@ impl Image {
     /// `offset` is a metadata address: a byte of the primary device, or,
     /// with [`METABOX_SPACE`] set, a byte of the metabox data.
     pub(crate) fn read_raw(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        let bs = self.inner.bs.bytes();
+        let bs = self.inner.bs;
         if offset & METABOX_SPACE != 0 {
             return self.read_metabox(buf, offset & !METABOX_SPACE);
         }
-        if buf.len() as u64 > bs {
+        if buf.len() as u64 > bs.bytes() {
             return read_exact(&*self.inner.source, buf, offset);
         }
-        let mut done = 0usize;
-        while done < buf.len() {
-            let pos = offset
-                .checked_add(done as u64)
-                .ok_or_else(|| Error::corrupt(Location::at(offset), "address overflows"))?;
-            let blk = pos / bs;
-            let block = self.meta_block(blk)?;
-            let within = (pos % bs) as usize;
-            let avail = <[u8]>::len(&block).saturating_sub(within);
-            if avail == 0 {
+        let mut pos = offset;
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let block = self.meta_block(bs.block_of(pos))?;
+            let avail = block.get(bs.index_in_block(pos)..).unwrap_or_default();
+            if avail.is_empty() {
                 // The block is short: the image ends here.
-                return read_exact(&*self.inner.source, &mut buf[done..], pos);
+                return read_exact(&*self.inner.source, rest, pos);
             }
-            let n = avail.min(buf.len() - done);
-            buf[done..done + n].copy_from_slice(&block[within..within + n]);
-            done += n;
+            let n = copy_prefix(take_front(&mut rest, avail.len()), avail);
+            pos = pos
+                .checked_add(n as u64)
+                .or_corrupt(Location::at(offset), "address overflows")?;
         }
         Ok(())
     }
@@ -324,33 +322,32 @@ impl Image {
                 Error::corrupt(at, "metabox address in an image without a metabox")
             })?;
         let past = || Error::corrupt(at, "metadata lies beyond the end of the metabox");
-        let bs = self.inner.bs.bytes();
-        let mut done = 0usize;
-        while done < buf.len() {
-            let pos = offset.checked_add(done as u64).ok_or_else(past)?;
-            let blk = pos / bs;
-            let key = (blk * bs) | METABOX_SPACE;
-            let block = match self.inner.blocks.get(key / bs) {
+        let bs = self.inner.bs;
+        let mut pos = offset;
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let start = bs.block_of(pos) << bs.bits();
+            // Keyed by block number, in a space apart from the image's.
+            let key = bs.block_of(start | METABOX_SPACE);
+            let block = match self.inner.blocks.get(key) {
                 Some(b) => b,
                 None => {
-                    let start = blk * bs;
-                    let len = bs.min(data.inode.size.saturating_sub(start)) as usize;
+                    // Saturating: a block past the metabox's end holds nothing.
+                    let len = bs.at_most(data.inode.size.saturating_sub(start));
                     let mut v = vec![0u8; len];
                     let n = crate::file::read_data(self, data, &mut v, start)?;
                     v.truncate(n);
                     let b: Arc<[u8]> = v.into();
-                    self.inner.blocks.insert(key / bs, b.clone());
+                    self.inner.blocks.insert(key, b.clone());
                     b
                 }
             };
-            let within = (pos % bs) as usize;
-            let avail = <[u8]>::len(&block).saturating_sub(within);
-            if avail == 0 {
+            let avail = block.get(bs.index_in_block(pos)..).unwrap_or_default();
+            if avail.is_empty() {
                 return Err(past());
             }
-            let n = avail.min(buf.len() - done);
-            buf[done..done + n].copy_from_slice(&block[within..within + n]);
-            done += n;
+            let n = copy_prefix(take_front(&mut rest, avail.len()), avail);
+            pos = pos.checked_add(n as u64).ok_or_else(past)?;
         }
         Ok(())
     }
@@ -359,10 +356,13 @@ impl Image {
         if let Some(b) = self.inner.blocks.get(blk) {
             return Ok(b);
         }
-        let bs = self.inner.bs.bytes();
-        let start = blk * bs;
-        // The last block of a truncated image may be partial.
-        let len = bs.min(self.inner.source_len.saturating_sub(start)) as usize;
+        let bs = self.inner.bs;
+        let start = bs
+            .pos(BlockAddr(blk))
+            .or_corrupt(Location::default(), "block address overflows")?;
+        // The last block of a truncated image may be partial (saturating:
+        // a block past the end holds nothing).
+        let len = bs.at_most(self.inner.source_len.saturating_sub(start));
         let mut v = vec![0u8; len];
         read_exact(&*self.inner.source, &mut v, start)?;
         let b: Arc<[u8]> = v.into();
@@ -394,48 +394,53 @@ impl Image {
     /// Reads bytes at a block address of the unified address space
     /// (`device == 0`) or of extra device `device`.
     pub(crate) fn read_physical(&self, device: u16, pos: u64, buf: &mut [u8]) -> Result<()> {
-        let bs = self.inner.bs.bytes();
-        let (dev, pos) = if device == 0 {
+        let bs = self.inner.bs;
+        let at = Location::at(pos);
+        let (src, pos): (&dyn ReadAt, u64) = if device == 0 {
             // Unified space: find the device whose range holds the block.
-            let blk = pos / bs;
-            match self
-                .inner
-                .devices
-                .iter()
-                .position(|d| blk >= d.slot.uniaddr && blk - d.slot.uniaddr < d.slot.blocks)
-            {
-                Some(i) if !self.inner.device_sources.is_empty() => {
-                    let base = self.inner.devices[i].slot.uniaddr * bs;
-                    (i + 1, pos - base)
+            let blk = bs.block_of(pos);
+            let found = self.inner.devices.iter().enumerate().find(|(_, d)| {
+                blk.checked_sub(d.slot.uniaddr)
+                    .is_some_and(|r| r < d.slot.blocks)
+            });
+            match found {
+                Some((i, d)) if !self.inner.device_sources.is_empty() => {
+                    let src = self.device_source(i, at)?;
+                    let base = bs
+                        .pos(BlockAddr(d.slot.uniaddr))
+                        .or_corrupt(at, "device uniaddr overflows")?;
+                    // base <= pos: the device's range holds pos's block.
+                    (src, pos.checked_sub(base).or_corrupt(at, "device base")?)
                 }
-                _ => (0, pos),
+                _ => (&*self.inner.source, pos),
             }
         } else {
-            let idx = usize::from(device);
-            let d = self.inner.devices.get(idx - 1).ok_or_else(|| {
-                Error::corrupt(
-                    Location::at(pos),
-                    format!("device id {device} out of range"),
-                )
-            })?;
+            let i = usize::from(device)
+                .checked_sub(1)
+                .or_corrupt(at, "device id 0")?;
+            let d =
+                self.inner.devices.get(i).ok_or_else(|| {
+                    Error::corrupt(at, format!("device id {device} out of range"))
+                })?;
             if self.inner.device_sources.is_empty() {
                 // Flat mode: the device is concatenated at its uniaddr.
-                let base =
-                    d.slot.uniaddr.checked_mul(bs).ok_or_else(|| {
-                        Error::corrupt(Location::at(pos), "device uniaddr overflows")
-                    })?;
-                let p = base
-                    .checked_add(pos)
-                    .ok_or_else(|| Error::corrupt(Location::at(pos), "address overflows"))?;
-                (0, p)
+                let base = bs
+                    .pos(BlockAddr(d.slot.uniaddr))
+                    .or_corrupt(at, "device uniaddr overflows")?;
+                let p = base.checked_add(pos).or_corrupt(at, "address overflows")?;
+                (&*self.inner.source, p)
             } else {
-                (idx, pos)
+                (self.device_source(i, at)?, pos)
             }
         };
-        if dev == 0 {
-            read_exact(&*self.inner.source, buf, pos)
-        } else {
-            read_exact(&*self.inner.device_sources[dev - 1], buf, pos)
+        read_exact(src, buf, pos)
+    }
+
+    /// The source of extra device `i` (0-based) when devices are separate.
+    fn device_source(&self, i: usize, at: Location) -> Result<&dyn ReadAt> {
+        match self.inner.device_sources.get(i) {
+            Some(src) => Ok(&**src),
+            None => Err(Error::corrupt(at, "block on a device without a source")),
         }
     }
 
@@ -472,6 +477,9 @@ fn unique(image: &mut Image) -> Result<&mut Inner> {
         .ok_or_else(|| Error::corrupt(Location::default(), "internal: image shared while opening"))
 }
 
+/// Where the superblock's extension slots start.
+const SB_EXT_OFFSET: u64 = SUPERBLOCK_OFFSET + SB_BASE_SIZE as u64;
+
 pub(crate) fn read_exact(src: &dyn ReadAt, buf: &mut [u8], offset: u64) -> Result<()> {
     src.read_exact_at(buf, offset).map_err(|source| Error::Io {
         offset,
@@ -490,12 +498,17 @@ fn read_compression_config(src: &dyn ReadAt, sb: &Superblock) -> Result<Compress
         available: sb.u1,
         ..CompressionConfig::default()
     };
-    let mut pos = SUPERBLOCK_OFFSET + sb.sb_size() as u64;
+    let mut pos = SUPERBLOCK_OFFSET
+        .checked_add(sb.sb_size() as u64)
+        .or_corrupt(at, "superblock size")?;
     for alg in 0..ALG_COUNT {
         if sb.u1 & (1 << alg) == 0 {
             continue;
         }
-        pos = (pos + 3) & !3;
+        pos = round_up(pos, 4).or_corrupt(Location::at(pos), "compression record overflows")?;
+        let body = pos
+            .checked_add(2)
+            .or_corrupt(Location::at(pos), "compression record overflows")?;
         let mut len = [0u8; 2];
         read_exact(src, &mut len, pos)?;
         let len = match u16::from_le_bytes(len) {
@@ -503,10 +516,12 @@ fn read_compression_config(src: &dyn ReadAt, sb: &Superblock) -> Result<Compress
             n => usize::from(n),
         };
         let mut payload = vec![0u8; len];
-        read_exact(src, &mut payload, pos + 2)?;
+        read_exact(src, &mut payload, body)?;
         cfg.apply_record(alg, &payload)
             .map_err(|e| Error::format(Location::at(pos), e))?;
-        pos += 2 + len as u64;
+        pos = body
+            .checked_add(len as u64)
+            .or_corrupt(Location::at(pos), "compression record overflows")?;
     }
     Ok(cfg)
 }
@@ -523,14 +538,19 @@ fn read_device_table(src: &dyn ReadAt, sb: &Superblock) -> Result<Vec<Device>> {
     }
     let bit48 = sb.has_incompat(incompat::BIT48);
     let mut out = Vec::with_capacity(usize::from(sb.extra_devices));
-    let mut pos = u64::from(sb.devt_slotoff) * DEVICE_SLOT_SIZE as u64;
+    let at = Location::at(SUPERBLOCK_OFFSET + 0x58);
+    let mut pos = u64::from(sb.devt_slotoff)
+        .checked_mul(DEVICE_SLOT_SIZE as u64)
+        .or_corrupt(at, "device table offset")?;
     for _ in 0..sb.extra_devices {
         let mut b = [0u8; DEVICE_SLOT_SIZE];
         read_exact(src, &mut b, pos)?;
         out.push(Device {
             slot: DeviceSlot::parse(&b, bit48),
         });
-        pos += DEVICE_SLOT_SIZE as u64;
+        pos = pos
+            .checked_add(DEVICE_SLOT_SIZE as u64)
+            .or_corrupt(at, "device table overflows")?;
     }
     Ok(out)
 }

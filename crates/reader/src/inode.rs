@@ -7,7 +7,7 @@ use ferrofs_format::inode::{
 };
 use ferrofs_format::{Nid, INODE_SLOT_SIZE};
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, OrCorrupt, Result};
 use crate::image::{Image, METABOX_SPACE};
 
 /// A validated inode, made only by this crate (fields are read through
@@ -67,7 +67,8 @@ impl Inode {
             image
                 .read_raw(
                     &mut b[COMPACT_INODE_SIZE..],
-                    pos + COMPACT_INODE_SIZE as u64,
+                    pos.checked_add(COMPACT_INODE_SIZE as u64)
+                        .or_corrupt(at, "inode address overflows")?,
                 )
                 .map_err(|e| relocate(e, at))?;
             RawInode::parse_extended(&b)
@@ -160,6 +161,9 @@ impl Inode {
             && !sb.has_incompat(ferrofs_format::superblock::incompat::CHUNKED_FILE)
         {
             // The kernel accepts it; nothing to refuse, but note it for fsck.
+        }
+        if end_of(pos, raw.extended, raw.xattr_icount).is_none() {
+            return Err(Error::corrupt(at, "inode xattr body ends past 2^64"));
         }
         Ok(Self {
             nid,
@@ -266,15 +270,12 @@ impl Inode {
     }
     /// Bytes of the inline xattr body.
     pub fn xattr_isize(&self) -> u64 {
-        if self.xattr_icount == 0 {
-            0
-        } else {
-            12 + 4 * (u64::from(self.xattr_icount) - 1)
-        }
+        xattr_isize(self.xattr_icount)
     }
     /// Absolute position right after the inode and its xattr body.
     pub fn inode_end(&self) -> u64 {
-        self.pos + self.inode_size() + self.xattr_isize()
+        // Inodes are only made by validate(), which refused a None here.
+        end_of(self.pos, self.extended, self.xattr_icount).unwrap_or(u64::MAX)
     }
     /// Permission bits (including setuid, setgid, sticky).
     pub fn permissions(&self) -> u16 {
@@ -308,4 +309,20 @@ fn relocate(e: Error, at: Location) -> Error {
         }
         other => other,
     }
+}
+
+/// Bytes of the inline xattr body for `icount` (0: none).
+// why: icount is a u16, so 12 + 4 * 65534 cannot overflow a u64.
+#[allow(clippy::arithmetic_side_effects)]
+fn xattr_isize(icount: u16) -> u64 {
+    match icount {
+        0 => 0,
+        n => 12 + 4 * (u64::from(n) - 1),
+    }
+}
+
+/// Position right after an inode at `pos` and its xattr body, `None` past 2^64.
+fn end_of(pos: u64, extended: bool, icount: u16) -> Option<u64> {
+    pos.checked_add(ferrofs_format::inode::inode_size(extended))?
+        .checked_add(xattr_isize(icount))
 }

@@ -41,7 +41,13 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+#![warn(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation
+)]
 
+mod bounds;
 mod cache;
 mod decompress;
 mod dir;

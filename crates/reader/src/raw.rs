@@ -168,7 +168,8 @@ pub(crate) fn resolve(image: &Image, path: &[u8], follow_last: bool) -> Result<I
         let entry = dir::lookup(&dir, &c)?.ok_or_else(|| Error::NotFound { path: shown() })?;
         let next = image.inode(entry.nid)?;
         if next.is_symlink() && (follow_last || !pending.is_empty()) {
-            follows += 1;
+            follows = follows.saturating_add(1);
+            // Saturating is right: any count past the limit is refused.
             if follows > MAX_SYMLINK_FOLLOWS {
                 return Err(Error::TooManySymlinks { path: shown() });
             }

@@ -7,7 +7,7 @@ use ferrofs_format::xattr::{
     LONG_PREFIX_FLAG, XATTR_BODY_HEADER_SIZE, XATTR_ENTRY_HEADER_SIZE,
 };
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, OrCorrupt, Result};
 use crate::file::read_data;
 use crate::image::{Image, METABOX_SPACE};
 use crate::inode::Inode;
@@ -51,10 +51,16 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
             _ => image.read_raw(buf, off),
         }
     };
-    let mut pos = u64::from(sb.xattr_prefix_start) * 4;
+    let table = Location::at(ferrofs_format::SUPERBLOCK_OFFSET + 0x5C);
+    let mut pos = u64::from(sb.xattr_prefix_start)
+        .checked_mul(4)
+        .or_corrupt(table, "xattr prefix table address overflows")?;
     let mut out = Vec::with_capacity(usize::from(sb.xattr_prefix_count));
     for _ in 0..sb.xattr_prefix_count {
-        pos = (pos + 3) & !3;
+        pos = ferrofs_format::round_up(pos, 4).or_corrupt(table, "xattr prefix table overflows")?;
+        let body = pos
+            .checked_add(2)
+            .or_corrupt(table, "xattr prefix table overflows")?;
         let mut lb = [0u8; 2];
         read(&mut lb, pos)?;
         let len = usize::from(u16::from_le_bytes(lb));
@@ -65,10 +71,15 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
             ));
         }
         let mut payload = vec![0u8; len];
-        read(&mut payload, pos + 2)?;
-        let base = payload[0];
-        out.push((base, payload[1..].to_vec()));
-        pos += 2 + len as u64;
+        read(&mut payload, body)?;
+        // len >= 1 was checked above.
+        let (&base, infix) = payload
+            .split_first()
+            .or_corrupt(Location::at(pos), "empty xattr prefix")?;
+        out.push((base, infix.to_vec()));
+        pos = body
+            .checked_add(len as u64)
+            .or_corrupt(table, "xattr prefix table overflows")?;
     }
     Ok(out)
 }
@@ -88,20 +99,16 @@ fn full_name(image: &Image, index: u8, suffix: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let p = short_prefix(base)?;
-    let mut name = Vec::with_capacity(p.len() + infix.len() + suffix.len());
-    name.extend_from_slice(p);
-    name.extend_from_slice(infix);
-    name.extend_from_slice(suffix);
-    Some(name)
+    Some([p, infix, suffix].concat())
 }
 
 /// The inline xattr body of an inode, or `None` if it has none.
 fn body(image: &Image, inode: &Inode) -> Result<Option<(XattrBodyHeader, Vec<u8>)>> {
-    let isize = inode.xattr_isize() as usize;
+    let at = inode.loc();
+    let isize = usize::try_from(inode.xattr_isize()).or_corrupt(at, "xattr body size")?;
     if isize == 0 {
         return Ok(None);
     }
-    let at = inode.loc();
     if isize == XATTR_BODY_HEADER_SIZE {
         return Err(Error::unsupported(
             at,
@@ -109,11 +116,16 @@ fn body(image: &Image, inode: &Inode) -> Result<Option<(XattrBodyHeader, Vec<u8>
         ));
     }
     let mut b = vec![0u8; isize];
-    image.read_raw(&mut b, inode.pos + inode.inode_size())?;
-    let mut h = [0u8; XATTR_BODY_HEADER_SIZE];
-    h.copy_from_slice(&b[..XATTR_BODY_HEADER_SIZE]);
-    let header = XattrBodyHeader::parse(&h);
-    if XATTR_BODY_HEADER_SIZE + 4 * usize::from(header.shared_count) > isize {
+    let start = inode
+        .pos
+        .checked_add(inode.inode_size())
+        .or_corrupt(at, "xattr body address overflows")?;
+    image.read_raw(&mut b, start)?;
+    let h = b
+        .first_chunk::<XATTR_BODY_HEADER_SIZE>()
+        .or_corrupt(at, "xattr body shorter than its header")?;
+    let header = XattrBodyHeader::parse(h);
+    if shared_end(&header) > isize {
         return Err(Error::corrupt(
             at,
             "shared xattr count exceeds the xattr body",
@@ -122,11 +134,15 @@ fn body(image: &Image, inode: &Inode) -> Result<Option<(XattrBodyHeader, Vec<u8>
     Ok(Some((header, b)))
 }
 
+/// Where the shared xattr ids of a body end and its inline entries start.
+// why: shared_count is a u8, so 12 + 4 * 255 fits any usize.
+#[allow(clippy::arithmetic_side_effects)]
+fn shared_end(header: &XattrBodyHeader) -> usize {
+    XATTR_BODY_HEADER_SIZE + 4 * usize::from(header.shared_count)
+}
+
 fn entry_header(b: &[u8]) -> Option<XattrEntryHeader> {
-    let s = b.get(..XATTR_ENTRY_HEADER_SIZE)?;
-    let mut a = [0u8; XATTR_ENTRY_HEADER_SIZE];
-    a.copy_from_slice(s);
-    Some(XattrEntryHeader::parse(&a))
+    Some(XattrEntryHeader::parse(b.first_chunk()?))
 }
 
 /// Reads shared entry `id`: (header, name suffix, value).
@@ -138,7 +154,7 @@ fn shared_entry(
     let sb = image.superblock();
     let mut pos = u64::from(sb.xattr_blkaddr)
         .checked_mul(image.block_size().bytes())
-        .and_then(|b| b.checked_add(u64::from(id) * 4))
+        .and_then(|b| b.checked_add(u64::from(id).checked_mul(4)?))
         .ok_or_else(|| Error::corrupt(at, "shared xattr address overflows"))?;
     if sb.has_compat(compat::SHARED_EA_IN_METABOX) && image.inner.metabox.is_some() {
         pos |= METABOX_SPACE;
@@ -146,8 +162,14 @@ fn shared_entry(
     let mut hb = [0u8; XATTR_ENTRY_HEADER_SIZE];
     image.read_raw(&mut hb, pos)?;
     let h = XattrEntryHeader::parse(&hb);
-    let mut nv = vec![0u8; usize::from(h.name_len) + usize::from(h.value_size)];
-    image.read_raw(&mut nv, pos + XATTR_ENTRY_HEADER_SIZE as u64)?;
+    let len = usize::from(h.name_len)
+        .checked_add(usize::from(h.value_size))
+        .or_corrupt(at, "shared xattr size overflows")?;
+    let mut nv = vec![0u8; len];
+    let body = pos
+        .checked_add(XATTR_ENTRY_HEADER_SIZE as u64)
+        .or_corrupt(at, "shared xattr address overflows")?;
+    image.read_raw(&mut nv, body)?;
     let value = nv.split_off(usize::from(h.name_len));
     Ok((h, nv, value))
 }
@@ -159,9 +181,13 @@ pub(crate) fn list(image: &Image, inode: &Inode) -> Result<Vec<Xattr>> {
     };
     let at = inode.loc();
     let mut out = Vec::new();
-    for k in 0..usize::from(header.shared_count) {
-        let off = XATTR_BODY_HEADER_SIZE + 4 * k;
-        let id = u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]);
+    // body() checked that the ids lie inside the body.
+    let ids = b
+        .get(XATTR_BODY_HEADER_SIZE..shared_end(&header))
+        .unwrap_or_default();
+    for id in ids.chunks_exact(4) {
+        let &[b0, b1, b2, b3] = id else { continue };
+        let id = u32::from_le_bytes([b0, b1, b2, b3]);
         let (h, suffix, value) = shared_entry(image, id, at)?;
         if let Some(name) = full_name(image, h.name_index, &suffix) {
             out.push(Xattr {
@@ -190,23 +216,19 @@ type RawEntry = (u8, Vec<u8>, Vec<u8>);
 fn inline_entries(inode: &Inode, header: &XattrBodyHeader, b: &[u8]) -> Result<Vec<RawEntry>> {
     let at = inode.loc();
     let mut out = Vec::new();
-    let mut off = XATTR_BODY_HEADER_SIZE + 4 * usize::from(header.shared_count);
-    while off < b.len() {
-        let h = entry_header(&b[off..])
+    let past = || Error::corrupt(at, "xattr entry runs past the body");
+    let mut rest = b.get(shared_end(header)..).unwrap_or_default();
+    while !rest.is_empty() {
+        let h = entry_header(rest)
             .ok_or_else(|| Error::corrupt(at, "xattr entry header past the body"))?;
-        let size = h.entry_size();
-        let start = off + XATTR_ENTRY_HEADER_SIZE;
-        let name_end = start + usize::from(h.name_len);
-        let value_end = name_end + usize::from(h.value_size);
-        if off + size > b.len() {
-            return Err(Error::corrupt(at, "xattr entry runs past the body"));
-        }
-        out.push((
-            h.name_index,
-            b[start..name_end].to_vec(),
-            b[name_end..value_end].to_vec(),
-        ));
-        off += size;
+        let (entry, next) = rest.split_at_checked(h.entry_size()).ok_or_else(past)?;
+        let (name, value) = entry
+            .get(XATTR_ENTRY_HEADER_SIZE..)
+            .and_then(|e| e.split_at_checked(usize::from(h.name_len)))
+            .ok_or_else(past)?;
+        let value = value.get(..usize::from(h.value_size)).ok_or_else(past)?;
+        out.push((h.name_index, name.to_vec(), value.to_vec()));
+        rest = next;
     }
     Ok(out)
 }

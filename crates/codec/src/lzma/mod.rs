@@ -132,9 +132,7 @@ pub(crate) fn preset_for_level(level: Option<i32>) -> Result<u32, CodecError> {
     match level {
         None => Ok(DEFAULT_PRESET),
         Some(l @ 0..=9) => Ok(l.unsigned_abs()),
-        Some(l @ EXTREME_BASE..=109) => {
-            Ok((l - EXTREME_BASE).unsigned_abs() | sys::LZMA_PRESET_EXTREME)
-        }
+        Some(l @ EXTREME_BASE..=109) => Ok(l.abs_diff(EXTREME_BASE) | sys::LZMA_PRESET_EXTREME),
         Some(l) => Err(CodecError::invalid_config(
             ALG,
             format!("level {l} is not 0..=9 (or 100..=109 for extreme)"),

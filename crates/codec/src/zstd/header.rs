@@ -45,12 +45,17 @@ pub(crate) fn parse(src: &[u8]) -> Result<FrameHeader, HeaderError> {
     if src.len() < MAGIC.len() {
         return Err(HeaderError::Truncated);
     }
-    if src[..4] != MAGIC {
+    if !src.starts_with(&MAGIC) {
         return Err(HeaderError::BadMagic);
     }
     let fhd = *src.get(4).ok_or(HeaderError::Truncated)?;
     let single_segment = fhd & 0x20 != 0;
-    let did_len = [0usize, 1, 2, 4][usize::from(fhd & 3)];
+    let did_len = match fhd & 3 {
+        0 => 0,
+        1 => 1,
+        2 => 2,
+        _ => 4,
+    };
     let fcs_len = match fhd >> 6 {
         0 if single_segment => 1,
         0 => 0,
@@ -58,23 +63,32 @@ pub(crate) fn parse(src: &[u8]) -> Result<FrameHeader, HeaderError> {
         2 => 4,
         _ => 8,
     };
-    let mut pos = 5;
-    let window_descriptor = if single_segment {
-        None
+    let rest = src.get(5..).unwrap_or_default();
+    let (window_descriptor, rest) = if single_segment {
+        (None, rest)
     } else {
-        pos += 1;
-        Some(*src.get(5).ok_or(HeaderError::Truncated)?)
+        let (&wd, rest) = rest.split_first().ok_or(HeaderError::Truncated)?;
+        (Some(wd), rest)
     };
-    pos += did_len;
-    let fcs = src.get(pos..pos + fcs_len).ok_or(HeaderError::Truncated)?;
+    let fcs = rest
+        .get(did_len..)
+        .and_then(|r| r.get(..fcs_len))
+        .ok_or(HeaderError::Truncated)?;
     let mut raw = [0u8; 8];
-    raw[..fcs_len].copy_from_slice(fcs);
+    for (d, s) in raw.iter_mut().zip(fcs) {
+        *d = *s;
+    }
     let content_size = match fcs_len {
         0 => None,
+        // why: the 2-byte form holds at most 65535, so + 256 cannot overflow.
+        #[allow(clippy::arithmetic_side_effects)]
         2 => Some(u64::from_le_bytes(raw) + 256),
         _ => Some(u64::from_le_bytes(raw)),
     };
     let window = match window_descriptor {
+        // why: the exponent is 10 + (at most 31), so base <= 2^41 and
+        // base + base / 8 * 7 < 2^42: no overflow.
+        #[allow(clippy::arithmetic_side_effects)]
         Some(wd) => {
             let log = 10 + u32::from(wd >> 3);
             let base = 1u64 << log;

@@ -1,6 +1,15 @@
 //! Writing compressed-file indexes: the map header, full lcluster
 //! entries and compact packs (the inverse of the decoders in the parent
 //! module).
+//!
+//! Everything here runs on the builder's own lcluster entries, never on an
+//! image: sizes and positions come from a layout the builder made, and the
+//! narrowing casts pack fields whose width the format fixes.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation
+)]
 
 use super::*;
 
@@ -108,7 +117,7 @@ pub fn encode_compact(
     }
     let use_2b = compacted_2b && lclusterbits <= 12;
     let layout = CompactLayout::new(ebase, entries.len() as u64, use_2b);
-    let end = layout.end();
+    let end = layout.end()?;
     let mut out = vec![0u8; (end - ebase) as usize];
     let lobits = u32::from(lclusterbits).max(12);
     let cblk = u32::from(D0_CBLKCNT);

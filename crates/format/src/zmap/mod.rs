@@ -175,9 +175,10 @@ pub struct CompactSlot {
 }
 
 impl CompactSlot {
-    /// End of the pack (the kernel's "nextpackoff").
-    pub fn pack_end(&self) -> u64 {
-        self.pack_start + self.pack_size as u64
+    /// End of the pack (the kernel's "nextpackoff"), `None` past 2^64.
+    pub fn pack_end(&self) -> Option<u64> {
+        self.pack_start
+            .checked_add(u64::try_from(self.pack_size).ok()?)
     }
 }
 
@@ -185,11 +186,12 @@ impl CompactLayout {
     /// `ebase` is the absolute position right after the map header, `total`
     /// the number of lclusters.
     pub fn new(ebase: u64, total: u64, compacted_2b: bool) -> Self {
-        let init4 = ((32 - ebase % 32) / 4) & 7;
-        let n2b = if compacted_2b && init4 < total {
-            (total - init4) / 16 * 16
-        } else {
-            0
+        // 4-byte entries up to the next 32-byte boundary: the distance to
+        // it is -ebase mod 32 (modular on purpose, no overflow to hide).
+        let init4 = (ebase.wrapping_neg() % 32) / 4;
+        let n2b = match total.checked_sub(init4) {
+            Some(rest) if compacted_2b => rest & !15,
+            _ => 0,
         };
         Self {
             ebase,
@@ -204,43 +206,58 @@ impl CompactLayout {
         if lcn >= self.total {
             return None;
         }
-        let (pos, amortized) = if lcn < self.init4 {
-            (self.ebase + 4 * lcn, 4)
-        } else if lcn - self.init4 < self.n2b {
-            (self.ebase + 4 * self.init4 + 2 * (lcn - self.init4), 2)
-        } else {
-            (
-                self.ebase + 4 * self.init4 + 2 * self.n2b + 4 * (lcn - self.init4 - self.n2b),
-                4,
-            )
+        let head4 = self.init4.checked_mul(4)?;
+        let (off, two_byte) = match lcn.checked_sub(self.init4) {
+            None => (lcn.checked_mul(4)?, false),
+            Some(r) if r < self.n2b => (head4.checked_add(r.checked_mul(2)?)?, true),
+            Some(r) => {
+                let tail = r.checked_sub(self.n2b)?.checked_mul(4)?;
+                let mid = self.n2b.checked_mul(2)?;
+                (head4.checked_add(mid)?.checked_add(tail)?, false)
+            }
         };
-        let pack_size: u64 = if amortized == 4 { 8 } else { 32 };
-        let pack_start = pos - pos % pack_size;
-        Some(CompactSlot {
+        let pos = self.ebase.checked_add(off)?;
+        let (pack_start, pack_size, index) = if two_byte {
+            (pos & !31, 32, (pos & 31) / 2)
+        } else {
+            (pos & !7, 8, (pos & 7) / 4)
+        };
+        let slot = CompactSlot {
             pack_start,
-            pack_size: pack_size as usize,
-            index: ((pos - pack_start) / amortized) as usize,
-        })
+            pack_size,
+            index: usize::try_from(index).ok()?,
+        };
+        slot.pack_end()?;
+        Some(slot)
     }
 
-    /// End of the whole index area.
-    pub fn end(&self) -> u64 {
-        let rest = self.total.saturating_sub(self.init4 + self.n2b);
+    /// End of the whole index area, `None` past 2^64.
+    pub fn end(&self) -> Option<u64> {
+        // Saturating: with fewer lclusters than the 4- and 2-byte runs
+        // there is no 4-byte tail, which is what 0 says.
+        let rest = self.total.saturating_sub(self.init4.checked_add(self.n2b)?);
         let init = self.init4.min(self.total);
-        round8(self.ebase + 4 * init + 2 * self.n2b + 4 * rest)
+        let end = self
+            .ebase
+            .checked_add(init.checked_mul(4)?)?
+            .checked_add(self.n2b.checked_mul(2)?)?
+            .checked_add(rest.checked_mul(4)?)?;
+        crate::round_up(end, 8)
     }
-}
-
-fn round8(v: u64) -> u64 {
-    (v + 7) & !7
 }
 
 /// One field of a compact pack: (lo, type) of entry `i`.
 fn field(pack: &[u8], lobits: u32, encodebits: u32, i: usize) -> (u32, LclusterType) {
-    let bitpos = encodebits as usize * i;
-    let v = get_u32(pack, bitpos / 8).unwrap_or(0) >> (bitpos % 8);
-    let lo = v & ((1u32 << lobits) - 1);
-    (lo, LclusterType::from_bits(v >> lobits))
+    let v = usize::try_from(encodebits)
+        .ok()
+        .and_then(|bits| bits.checked_mul(i))
+        .and_then(|bitpos| Some(get_u32(pack, bitpos / 8)? >> (bitpos % 8)))
+        .unwrap_or(0);
+    let lo = u32::MAX.checked_shl(lobits).map_or(v, |high| v & !high);
+    (
+        lo,
+        LclusterType::from_bits(v.checked_shr(lobits).unwrap_or(0)),
+    )
 }
 
 /// Decodes entry `index` of a compact pack (8 bytes for 4B, 32 for 2B).
@@ -250,33 +267,34 @@ pub fn decode_compact(
     lclusterbits: u8,
     big_pcluster: bool,
 ) -> Result<Lcluster, FormatError> {
-    let (vcnt, pack_size) = match pack.len() {
-        8 if lclusterbits <= 14 => (2usize, 8usize),
-        32 if lclusterbits <= 12 => (16, 32),
+    // Entries per pack, bits per entry, offset of the pack's base block.
+    let (vcnt, encodebits, base_off) = match pack.len() {
+        8 if lclusterbits <= 14 => (2usize, 16u32, 4usize),
+        32 if lclusterbits <= 12 => (16, 14, 28),
         _ => return Err(FormatError::invalid("compact lclusterbits", lclusterbits)),
     };
     if index >= vcnt {
         return Err(FormatError::invalid("compact entry index", index as u64));
     }
     let lobits = u32::from(lclusterbits).max(12);
-    let encodebits = ((pack_size - 4) * 8 / vcnt) as u32;
     let (lo, ty) = field(pack, lobits, encodebits, index);
     let mut l = Lcluster::of_type(ty);
     let cblkcnt = u32::from(D0_CBLKCNT);
     if ty == LclusterType::NonHead {
         l.clusterofs = 1u32 << lclusterbits;
-        l.delta[1] = lookahead_distance(pack, lobits, encodebits, vcnt, index);
+        l.delta[1] = lookahead_distance(pack, lobits, encodebits, vcnt, index)?;
         if lo & cblkcnt != 0 {
             if !big_pcluster {
                 return Err(FormatError::invalid("CBLKCNT without big pcluster", lo));
             }
             l.compressed_blks = lo & !cblkcnt;
             l.delta[0] = 1;
-        } else if index + 1 != vcnt {
-            l.delta[0] = lo;
-        } else {
+        } else if let Some(prev_i) = index
+            .checked_sub(1)
+            .filter(|_| index.checked_add(1) == Some(vcnt))
+        {
             // The last entry keeps delta[1]; delta[0] comes from its neighbour.
-            let (plo, pty) = field(pack, lobits, encodebits, index - 1);
+            let (plo, pty) = field(pack, lobits, encodebits, prev_i);
             let prev = if pty != LclusterType::NonHead {
                 0
             } else if plo & cblkcnt != 0 {
@@ -284,11 +302,36 @@ pub fn decode_compact(
             } else {
                 plo
             };
-            l.delta[0] = prev + 1;
+            l.delta[0] = prev
+                .checked_add(1)
+                .ok_or(FormatError::invalid("compact delta[0]", prev))?;
+        } else {
+            l.delta[0] = lo;
         }
         return Ok(l);
     }
     l.clusterofs = lo;
+    let nblk = earlier_blocks(pack, lobits, encodebits, index, big_pcluster)?;
+    let base = u64::from(get_u32(pack, base_off).unwrap_or(0));
+    l.pblk = base
+        .checked_add(nblk)
+        .ok_or(FormatError::invalid("compact pblk", base))?;
+    Ok(l)
+}
+
+/// Blocks of the pclusters of the heads before entry `index` of a pack.
+// why: `field` yields `lo` below 2^14 (lobits <= 14), and `index` < 16 is
+// checked first, so `i` stays within -(2^14 + 2)..16 and
+// `nblk` below 16 * 2^14; no operation here can overflow.
+#[allow(clippy::arithmetic_side_effects, clippy::cast_possible_truncation)]
+fn earlier_blocks(
+    pack: &[u8],
+    lobits: u32,
+    encodebits: u32,
+    index: usize,
+    big_pcluster: bool,
+) -> Result<u64, FormatError> {
+    let cblkcnt = u32::from(D0_CBLKCNT);
     // Count the blocks of the pclusters of earlier heads in this pack.
     let mut i = index as isize;
     let mut nblk: u64 = if big_pcluster { 0 } else { 1 };
@@ -316,28 +359,36 @@ pub fn decode_compact(
             nblk += 1;
         }
     }
-    let base = u64::from(get_u32(pack, pack_size - 4).unwrap_or(0));
-    l.pblk = base + nblk;
-    Ok(l)
+    Ok(nblk)
 }
 
 /// delta[1] of a NONHEAD compact entry, derived from its pack.
-fn lookahead_distance(pack: &[u8], lobits: u32, encodebits: u32, vcnt: usize, mut i: usize) -> u32 {
+fn lookahead_distance(
+    pack: &[u8],
+    lobits: u32,
+    encodebits: u32,
+    vcnt: usize,
+    first: usize,
+) -> Result<u32, FormatError> {
     let mut d1 = 0u32;
     let mut lo = 0;
-    while i < vcnt {
+    for i in first..vcnt {
         let (l, ty) = field(pack, lobits, encodebits, i);
         if ty != LclusterType::NonHead {
-            return d1;
+            return Ok(d1);
         }
         lo = l;
-        d1 += 1;
-        i += 1;
+        d1 = d1
+            .checked_add(1)
+            .ok_or(FormatError::invalid("compact delta[1]", d1))?;
     }
     if lo & u32::from(D0_CBLKCNT) == 0 {
-        d1 += lo.saturating_sub(1);
+        // saturating: a last delta[0] of 0 or 1 adds nothing, as in the kernel.
+        d1 = d1
+            .checked_add(lo.saturating_sub(1))
+            .ok_or(FormatError::invalid("compact delta[1]", d1))?;
     }
-    d1
+    Ok(d1)
 }
 
 #[cfg(test)]
@@ -361,6 +412,28 @@ mod tests {
         let e2 = decode_compact(&pack1, 0, 12, false).unwrap();
         assert_eq!((e2.ty, e2.clusterofs), (LclusterType::Plain, 2048));
         assert!(layout.locate(3).is_none());
+    }
+
+    #[test]
+    fn compact_index_at_the_end_of_the_address_space_is_refused() {
+        // A hostile map header position: entries would lie past 2^64.
+        let layout = CompactLayout::new(u64::MAX - 40, 1 << 20, true);
+        assert!(layout.end().is_none());
+        assert!(layout.locate(1 << 19).is_none());
+        // The first entries still fit and are found; their pack end does not.
+        let s = layout.locate(0).unwrap();
+        assert_eq!(s.pack_start, (u64::MAX - 40) & !7);
+        assert_eq!(s.pack_end(), Some(((u64::MAX - 40) & !7) + 8));
+        assert!(CompactLayout::new(u64::MAX - 3, 4, false)
+            .locate(0)
+            .is_none());
+    }
+
+    #[test]
+    fn compact_entry_index_past_the_pack_is_an_error() {
+        let pack = [0u8; 8];
+        assert!(decode_compact(&pack, 2, 12, false).is_err());
+        assert!(decode_compact(&pack, 0, 15, false).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use ferrofs_format::chunk::{ChunkEntry, ChunkFormat};
 
 use super::{Extent, ExtentKind};
-use crate::error::{Error, Result};
+use crate::error::{Error, OrCorrupt, Result};
 use crate::image::Image;
 use crate::inode::Inode;
 
@@ -36,7 +36,9 @@ impl ChunkMap {
         let format = ChunkFormat::parse(inode.i_u).map_err(|_| {
             Error::unsupported(inode.loc(), format!("chunk format {:#x}", inode.i_u))
         })?;
-        let chunkbits = u32::from(image.block_size().bits()) + u32::from(format.chunkbits_extra);
+        let chunkbits = u32::from(image.block_size().bits())
+            .checked_add(u32::from(format.chunkbits_extra))
+            .or_corrupt(inode.loc(), "chunk size")?;
         if chunkbits > 48 {
             return Err(Error::corrupt(
                 inode.loc(),
@@ -44,10 +46,16 @@ impl ChunkMap {
             ));
         }
         let unit = format.entry_size() as u64;
-        let table = inode.inode_end().div_ceil(unit) * unit;
+        let table = ferrofs_format::round_up(inode.inode_end(), unit)
+            .or_corrupt(inode.loc(), "chunk table overflows")?;
         let chunks = inode.size.div_ceil(1u64 << chunkbits);
-        let extra = image.devices().len() as u32;
-        let device_mask = ((extra + 1).next_power_of_two() - 1) as u16;
+        // Device ids are masked to the bits the device count needs.
+        let device_mask = u16::try_from(image.devices().len())
+            .ok()
+            .and_then(|extra| extra.checked_add(1))
+            .and_then(u16::checked_next_power_of_two)
+            .and_then(|p| p.checked_sub(1))
+            .or_corrupt(inode.loc(), "too many devices")?;
         Ok(Self {
             format,
             chunkbits,
@@ -87,7 +95,11 @@ impl ChunkMap {
     pub(crate) fn map(&self, image: &Image, inode: &Inode, offset: u64) -> Result<Extent> {
         let k = offset >> self.chunkbits;
         let logical = k << self.chunkbits;
-        let len = (1u64 << self.chunkbits).min(inode.size - logical);
+        let left = inode
+            .size
+            .checked_sub(logical)
+            .or_corrupt(inode.loc().with_offset(offset), "chunk past the end")?;
+        let len = (1u64 << self.chunkbits).min(left);
         let e = self.entry(image, inode, k)?;
         let kind = match e.startblk {
             None => ExtentKind::Hole,

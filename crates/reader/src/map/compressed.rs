@@ -13,7 +13,7 @@ use ferrofs_format::zmap::{
 };
 
 use super::{Extent, ExtentKind, Pcluster, PclusterFormat};
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, OrCorrupt, Result};
 use crate::image::Image;
 use crate::inode::Inode;
 
@@ -148,7 +148,9 @@ impl ZMap {
                 format!("compression algorithm type {:#x}", header.algorithm_type),
             ));
         }
-        z.lclusterbits = bits + (header.cluster_bits & 15);
+        z.lclusterbits = bits
+            .checked_add(header.cluster_bits & 15)
+            .or_corrupt(at, "lcluster size overflows")?;
         if z.lclusterbits > 30 {
             return Err(Error::corrupt(
                 at,
@@ -179,8 +181,11 @@ impl ZMap {
                 ));
             }
             z.total = image.block_size().blocks_for(inode.size);
+            let ebase = hpos
+                .checked_add(MAP_HEADER_SIZE as u64)
+                .or_corrupt(at, "map header address overflows")?;
             z.compact = Some(CompactLayout::new(
-                hpos + MAP_HEADER_SIZE as u64,
+                ebase,
                 z.total,
                 adv & advise::COMPACTED_2B != 0,
             ));
@@ -193,16 +198,17 @@ impl ZMap {
         if frag {
             z.fragment_off = u64::from(header.fragment_off);
         }
-        if (ztail || frag) && inode.size > 0 {
+        if let Some(last) = inode.size.checked_sub(1).filter(|_| ztail || frag) {
             // Find the extent holding the last byte ("FINDTAIL").
-            let first = z.load(image, inode, (inode.size - 1) >> z.lclusterbits)?;
-            let (head, _) = z.find_head(image, inode, first, inode.size - 1)?;
+            let first = z.load(image, inode, last >> z.lclusterbits)?;
+            let (head, _) = z.find_head(image, inode, first, last)?;
             z.tail_head_lcn = Some(head.lcn);
             if ztail {
                 let size = u64::from(header.idata_size);
-                let bs = image.block_size().bytes();
+                let bs = image.block_size();
                 let pos = first.next_pack;
-                if size == 0 || pos % bs + size > bs {
+                let tail_end = bs.offset_in_block(pos).checked_add(size);
+                if size == 0 || tail_end.is_none_or(|e| e > bs.bytes()) {
                     return Err(Error::corrupt(
                         at.with_offset(pos),
                         "inline pcluster is empty or crosses a block boundary",
@@ -224,7 +230,11 @@ impl ZMap {
         let big = self.big1 || self.big2;
         match &self.compact {
             None => {
-                let pos = self.index_base + FULL_INDEX_OFFSET + lcn * FULL_INDEX_SIZE as u64;
+                let pos = lcn
+                    .checked_mul(FULL_INDEX_SIZE as u64)
+                    .and_then(|off| off.checked_add(FULL_INDEX_OFFSET))
+                    .and_then(|off| off.checked_add(self.index_base))
+                    .or_corrupt(at, "lcluster index address overflows")?;
                 let mut b = [0u8; FULL_INDEX_SIZE];
                 image.read_raw(&mut b, pos)?;
                 let e = decode_full(&b, self.lclusterbits, big)
@@ -232,7 +242,9 @@ impl ZMap {
                 Ok(Loaded {
                     lcn,
                     e,
-                    next_pack: pos + FULL_INDEX_SIZE as u64,
+                    next_pack: pos
+                        .checked_add(FULL_INDEX_SIZE as u64)
+                        .or_corrupt(at, "lcluster index address overflows")?,
                 })
             }
             Some(layout) => {
@@ -240,14 +252,18 @@ impl ZMap {
                     .locate(lcn)
                     .ok_or_else(|| Error::corrupt(at, format!("lcluster {lcn} past the index")))?;
                 let mut b = [0u8; 32];
-                let pack = &mut b[..slot.pack_size];
+                let pack = b
+                    .get_mut(..slot.pack_size)
+                    .or_corrupt(at, "compact pack size")?;
                 image.read_raw(pack, slot.pack_start)?;
                 let e = decode_compact(pack, slot.index, self.lclusterbits, self.big1)
                     .map_err(|err| Error::format(at.with_offset(slot.pack_start), err))?;
                 Ok(Loaded {
                     lcn,
                     e,
-                    next_pack: slot.pack_end(),
+                    next_pack: slot
+                        .pack_end()
+                        .ok_or_else(|| Error::corrupt(at, "compact pack past 2^64"))?,
                 })
             }
         }
@@ -264,7 +280,7 @@ impl ZMap {
         la: u64,
     ) -> Result<(Loaded, Option<u64>)> {
         let lb = self.lclusterbits;
-        let endoff = la & ((1u64 << lb) - 1);
+        let endoff = la & !(u64::MAX << lb);
         let (dist, end) = match first.e.ty {
             LclusterType::NonHead => (first.e.delta[0], None),
             _ if endoff >= u64::from(first.e.clusterofs) => return Ok((first, None)),
@@ -277,21 +293,26 @@ impl ZMap {
         };
         let mut lcn = first.lcn;
         let mut dist = u64::from(dist);
-        let limit = (MAX_EXTENT_BYTES >> lb) + 2;
+        // A loop bound: saturating would only loosen it (it cannot here,
+        // MAX_EXTENT_BYTES >> lb is small).
+        let limit = (MAX_EXTENT_BYTES >> lb).saturating_add(2);
         loop {
-            if first.lcn - lcn > limit {
+            // lcn only decreases from first.lcn.
+            if first.lcn.checked_sub(lcn).is_none_or(|back| back > limit) {
                 return Err(Error::corrupt(
                     inode.loc(),
                     "extent longer than the format allows",
                 ));
             }
-            if dist == 0 || lcn < dist {
-                return Err(Error::corrupt(
-                    inode.loc(),
-                    format!("bogus lookback distance {dist} at lcluster {lcn}"),
-                ));
-            }
-            lcn -= dist;
+            lcn = match lcn.checked_sub(dist) {
+                Some(back) if dist != 0 => back,
+                _ => {
+                    return Err(Error::corrupt(
+                        inode.loc(),
+                        format!("bogus lookback distance {dist} at lcluster {lcn}"),
+                    ))
+                }
+            };
             let l = self.load(image, inode, lcn)?;
             if l.e.ty == LclusterType::NonHead {
                 dist = u64::from(l.e.delta[0]);
@@ -305,9 +326,12 @@ impl ZMap {
     fn extent_end(&self, image: &Image, inode: &Inode, head_lcn: u64) -> Result<u64> {
         let lb = self.lclusterbits;
         let mut lcn = head_lcn;
-        let limit = (MAX_EXTENT_BYTES >> lb) + 2;
+        // A loop bound: saturating would only loosen it (it cannot here,
+        // MAX_EXTENT_BYTES >> lb is small).
+        let limit = (MAX_EXTENT_BYTES >> lb).saturating_add(2);
         loop {
-            if lcn - head_lcn > limit {
+            // lcn only grows from head_lcn.
+            if lcn.checked_sub(head_lcn).is_none_or(|ahead| ahead > limit) {
                 return Err(Error::unsupported(inode.loc(), "extent longer than 12 MiB"));
             }
             if lcn
@@ -335,7 +359,10 @@ impl ZMap {
             LclusterType::Head1 => self.big1,
             _ => self.big2,
         };
-        let next = head.lcn + 1;
+        let next = head
+            .lcn
+            .checked_add(1)
+            .or_corrupt(inode.loc(), "lcluster number overflows")?;
         if !big || (next << self.lclusterbits) >= inode.size {
             return Ok(bs);
         }
@@ -358,7 +385,8 @@ impl ZMap {
             }
             _ => 1,
         };
-        Ok(blks * bs)
+        blks.checked_mul(bs)
+            .or_corrupt(inode.loc(), "pcluster size overflows")
     }
 
     pub(crate) fn map(&self, image: &Image, inode: &Inode, la: u64) -> Result<Extent> {
@@ -390,7 +418,7 @@ impl ZMap {
         if end <= m_la || la < m_la || la >= end {
             return Err(Error::corrupt(at, format!("bad extent [{m_la}, {end})")));
         }
-        let llen = end - m_la;
+        let llen = end.checked_sub(m_la).or_corrupt(at, "extent end")?;
         if frag && self.tail_head_lcn == Some(head.lcn) {
             return Ok(Extent {
                 logical: m_la,
@@ -409,7 +437,8 @@ impl ZMap {
                 }
             }
             ty => {
-                let id = self.header.algorithms()[usize::from(ty == LclusterType::Head2)];
+                let [a1, a2] = self.header.algorithms();
+                let id = if ty == LclusterType::Head2 { a2 } else { a1 };
                 if image.compression_config().available & (1 << id) == 0 {
                     return Err(Error::corrupt(
                         at,

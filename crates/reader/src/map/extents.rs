@@ -13,7 +13,7 @@ use ferrofs_format::zmap::{MapHeader, MAP_HEADER_SIZE};
 
 use super::compressed::check_pcluster;
 use super::{Extent, ExtentKind, Pcluster, PclusterFormat};
-use crate::error::{Error, Result};
+use crate::error::{Error, OrCorrupt, Result};
 use crate::image::Image;
 use crate::inode::Inode;
 
@@ -75,8 +75,11 @@ impl ExtentMap {
         let header_end = hpos
             .checked_add(MAP_HEADER_SIZE as u64)
             .ok_or_else(|| Error::corrupt(at, "map header address overflows"))?;
-        let mut records = header_end.div_ceil(recsz) * recsz;
-        let lclusterbits = u32::from(image.block_size().bits()) + u32::from(table.cluster_bits);
+        let mut records = ferrofs_format::round_up(header_end, recsz)
+            .or_corrupt(at, "extent table address overflows")?;
+        let lclusterbits = u32::from(image.block_size().bits())
+            .checked_add(u32::from(table.cluster_bits))
+            .or_corrupt(at, "lcluster size")?;
         let mut base = 0;
         let mut lclusters = 0;
         if !table.has_lstart() {
@@ -85,7 +88,9 @@ impl ExtentMap {
                 let mut b = [0u8; 8];
                 image.read_raw(&mut b, records)?;
                 base = u64::from_le_bytes(b);
-                records += 8;
+                records = records
+                    .checked_add(8)
+                    .or_corrupt(at, "extent table address overflows")?;
             }
         }
         Ok(Self {
@@ -106,7 +111,10 @@ impl ExtentMap {
             .and_then(|o| o.checked_add(self.records))
             .ok_or_else(|| Error::corrupt(inode.loc(), "extent table overflows"))?;
         let mut b = [0u8; 32];
-        let b = &mut b[..recsz as usize];
+        let b = usize::try_from(recsz)
+            .ok()
+            .and_then(|n| b.get_mut(..n))
+            .or_corrupt(inode.loc(), "extent record size")?;
         image.read_raw(b, pos)?;
         ExtentRecord::parse(b, recsz)
             .ok_or_else(|| Error::corrupt(inode.loc().with_offset(pos), "bad extent record"))
@@ -154,12 +162,13 @@ impl ExtentMap {
             };
             let c = usize::try_from(k / CHECKPOINT_EVERY).map_err(|_| overflow())?;
             let pa = *cps.get(c).ok_or_else(overflow)?;
-            (k / CHECKPOINT_EVERY * CHECKPOINT_EVERY, pa)
+            // The checkpoint's record: k rounded down to a multiple of 64.
+            (k & !(CHECKPOINT_EVERY - 1), pa)
         };
         while i < k {
             let r = self.record(image, inode, i)?;
             pa = pa.checked_add(u64::from(r.len())).ok_or_else(overflow)?;
-            i += 1;
+            i = i.checked_add(1).ok_or_else(overflow)?;
         }
         Ok(pa)
     }
@@ -209,9 +218,12 @@ impl ExtentMap {
             }
             let lstart = k << lb;
             let next = lstart.saturating_add(1 << lb);
-            (lstart, next.min(size), rec, k + 1 >= self.lclusters)
+            let last = k.checked_add(1).is_none_or(|n| n >= self.lclusters);
+            (lstart, next.min(size), rec, last)
         };
-        let llen = lend - lstart;
+        let llen = lend
+            .checked_sub(lstart)
+            .or_corrupt(at, "extent ends before it starts")?;
         if last && self.table.fragment {
             let mut off = u64::from(rec.plen);
             if self.table.recsz >= 8 {
@@ -231,7 +243,7 @@ impl ExtentMap {
             });
         }
         let plen = u64::from(rec.len());
-        let bs = image.block_size().bytes();
+        let bs = image.block_size();
         let format = match rec.algorithm() {
             Some(id) => {
                 let alg = Algorithm::from_id(id)
@@ -244,7 +256,7 @@ impl ExtentMap {
                 }
                 PclusterFormat::Codec(alg)
             }
-            None if self.table.interlaced && (rec.pstart | plen) % bs == 0 => {
+            None if self.table.interlaced && bs.offset_in_block(rec.pstart | plen) == 0 => {
                 PclusterFormat::Interlaced
             }
             None => PclusterFormat::Shifted,
@@ -271,7 +283,7 @@ impl ExtentMap {
         let mut lend = size;
         let mut hit: Option<(u64, ExtentRecord)> = None;
         while l < r {
-            let mid = l + (r - l) / 2;
+            let mid = l.midpoint(r);
             let rec = self.record(image, inode, mid)?;
             if rec.lstart > la {
                 if rec.lstart > lend {
@@ -283,10 +295,12 @@ impl ExtentMap {
                 lend = rec.lstart;
                 r = mid;
             } else {
-                l = mid + 1;
+                // mid < r, so these cannot overflow; checked all the same.
+                let at = inode.loc().with_offset(la);
+                l = mid.checked_add(1).or_corrupt(at, "extent record index")?;
                 if rec.lstart == la {
                     // The next record (if any) bounds the extent.
-                    r = r.min(l + 1);
+                    r = r.min(l.checked_add(1).or_corrupt(at, "extent record index")?);
                 }
                 hit = Some((mid, rec));
             }

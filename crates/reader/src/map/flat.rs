@@ -2,9 +2,10 @@
 //! last partial block optionally inline right after the inode.
 
 use ferrofs_format::inode::DataLayout;
+use ferrofs_format::BlockAddr;
 
 use super::{Extent, ExtentKind};
-use crate::error::{Error, Result};
+use crate::error::{Error, OrCorrupt, Result};
 use crate::image::Image;
 use crate::inode::Inode;
 
@@ -20,25 +21,34 @@ pub struct FlatMap {
 
 impl FlatMap {
     pub(crate) fn new(image: &Image, inode: &Inode) -> Result<Self> {
-        let bs = image.block_size().bytes();
+        let bs = image.block_size();
         let startblk = inode.startblk;
         let size = inode.size;
-        let (block_bytes, inline_pos) = if inode.layout == DataLayout::FlatInline && size > 0 {
-            let tail = size - (size - 1) / bs * bs;
+        let last = size
+            .checked_sub(1)
+            .filter(|_| inode.layout == DataLayout::FlatInline);
+        let (block_bytes, inline_pos) = if let Some(last) = last {
+            // Whole blocks up to the one holding the last byte; the rest
+            // (1..=bs bytes) is the inline tail.
+            let block_bytes = bs.block_of(last) << bs.bits();
+            let tail = size
+                .checked_sub(block_bytes)
+                .or_corrupt(inode.loc(), "inline tail")?;
             let pos = inode.inode_end();
-            if pos % bs + tail > bs {
+            let tail_end = bs.offset_in_block(pos).checked_add(tail);
+            if tail_end.is_none_or(|e| e > bs.bytes()) {
                 return Err(Error::corrupt(
                     inode.loc().with_offset(pos),
                     "inline data crosses a block boundary",
                 ));
             }
-            (size - tail, Some(pos))
+            (block_bytes, Some(pos))
         } else {
             (size, None)
         };
         if let (true, Some(startblk)) = (block_bytes > 0, startblk) {
             startblk
-                .checked_mul(bs)
+                .checked_mul(bs.bytes())
                 .and_then(|p| p.checked_add(block_bytes))
                 .ok_or_else(|| {
                     Error::corrupt(inode.loc(), "data blocks overflow the address space")
@@ -52,13 +62,15 @@ impl FlatMap {
     }
 
     pub(crate) fn map(&self, image: &Image, inode: &Inode, offset: u64) -> Result<Extent> {
-        let bs = image.block_size().bytes();
+        let bs = image.block_size();
         if offset < self.block_bytes {
             let kind = match self.startblk {
                 // new() checked that the blocks fit the address space.
                 Some(blk) => ExtentKind::Raw {
                     device: 0,
-                    pos: blk * bs,
+                    pos: bs
+                        .pos(BlockAddr(blk))
+                        .or_corrupt(inode.loc(), "data blocks overflow the address space")?,
                 },
                 None => ExtentKind::Hole,
             };
@@ -71,7 +83,10 @@ impl FlatMap {
         match self.inline_pos {
             Some(pos) => Ok(Extent {
                 logical: self.block_bytes,
-                len: inode.size - self.block_bytes,
+                len: inode
+                    .size
+                    .checked_sub(self.block_bytes)
+                    .or_corrupt(inode.loc(), "inline tail")?,
                 kind: ExtentKind::Inline { pos },
             }),
             None => Err(Error::corrupt(inode.loc(), "offset past the data")),

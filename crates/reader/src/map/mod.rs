@@ -82,7 +82,9 @@ pub struct Extent {
 impl Extent {
     /// File offset just past the extent.
     pub fn end(&self) -> u64 {
-        self.logical + self.len
+        // Saturating is right: an extent overflowing 2^64 ends past any
+        // inode size, which the mappers' end check then refuses.
+        self.logical.saturating_add(self.len)
     }
 }
 

@@ -237,6 +237,10 @@ pub(crate) struct MkfsArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Print where the build's time went: wall and CPU seconds and cores
+    /// used per phase (scan, plan, data, meta, sync), on standard error.
+    #[arg(long)]
+    timings: bool,
     /// Rebuild from a previous image: every file whose bytes are unchanged
     /// (compared in full with what OLD decodes to) takes its compressed
     /// pclusters from OLD instead of being compressed again, when OLD was
@@ -559,6 +563,9 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     crate::summary::print(&a.image, &s, a.block_size, a.json, a.quiet)?;
+    if a.timings {
+        crate::summary::print_timings(&s.phases);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

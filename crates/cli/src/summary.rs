@@ -20,6 +20,11 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
     let mut out = crate::out::stdout();
     if json {
         let mut v = serde_json::json!({"image": image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes, "compressed_files": s.compressed_files, "pclusters": s.pclusters});
+        v["phases"] = s
+            .phases
+            .iter()
+            .map(|p| serde_json::json!({"name": p.name, "wall_s": p.wall.as_secs_f64(), "cpu_s": p.cpu.as_secs_f64()}))
+            .collect();
         if let Some(b) = &s.base {
             v["base"] = serde_json::json!({
                 "reused_files": b.reused_files,
@@ -63,4 +68,23 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
     }
     out.flush()?;
     Ok(())
+}
+
+/// Prints the build's phases on standard error (`mkfs --timings`): wall
+/// and CPU seconds and the cores they kept busy, and the total.
+pub(crate) fn print_timings(phases: &[ferrofs_builder::Phase]) {
+    eprintln!(
+        "{:<6} {:>8} {:>8} {:>6}",
+        "phase", "wall s", "CPU s", "cores"
+    );
+    let line = |name: &str, wall: f64, cpu: f64| {
+        let cores = if wall > 0.0 { cpu / wall } else { 0.0 };
+        eprintln!("{name:<6} {wall:>8.2} {cpu:>8.2} {cores:>6.2}");
+    };
+    for p in phases {
+        line(p.name, p.wall.as_secs_f64(), p.cpu.as_secs_f64());
+    }
+    let wall = phases.iter().map(|p| p.wall.as_secs_f64()).sum();
+    let cpu = phases.iter().map(|p| p.cpu.as_secs_f64()).sum();
+    line("total", wall, cpu);
 }

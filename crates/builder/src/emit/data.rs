@@ -40,9 +40,13 @@ pub(super) struct Placed {
 
 /// Files per window of the data pass, and input bytes per window.
 const WINDOW_FILES: usize = 1024;
-const WINDOW_BYTES: u64 = 32 << 20;
-/// Threads that hand windows to the compression pool (taking turns).
-const PRODUCERS: usize = 2;
+const WINDOW_BYTES: u64 = 16 << 20;
+/// Threads that hand windows to the compression pool (taking turns). Each
+/// may run one window ahead of the writer and hold one finished window, so
+/// while the writer waits for a window whose last big segment is still
+/// being compressed, the others keep every core busy on later windows;
+/// memory stays bounded by about twice this many windows.
+const PRODUCERS: usize = 4;
 
 /// Writes every file's data, the packed inode and long symlink targets;
 /// the chunks of chunk-based files into `blob` when there is one.
@@ -78,7 +82,7 @@ pub(super) fn write_data<'a>(
     let mut pdedupe = opts.dedupe.then(PclusterDedupe::default);
     let mut buf = vec![0u8; 1 << 20];
     let windows = windows(tree, &files);
-    // Windows are compressed by two producer threads taking turns (their
+    // Windows are compressed by producer threads taking turns (their
     // jobs share the pool, so one window's last segments overlap the next
     // window's first) while this thread writes finished windows in order.
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();

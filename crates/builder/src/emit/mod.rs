@@ -26,6 +26,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
 use crate::plan::{plan, Plan};
+use crate::timing::Clock;
 use crate::tree::{InodeId, Tree};
 
 /// Progress of the data pass.
@@ -49,6 +50,8 @@ pub struct Summary {
     pub pclusters: u64,
     /// With `--base`: what came from the base image.
     pub base: Option<crate::base::BaseStats>,
+    /// Wall and CPU time of each phase of the build, in order.
+    pub phases: Vec<crate::timing::Phase>,
 }
 
 /// A file written under a temporary name beside its target
@@ -192,18 +195,32 @@ pub fn build(
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
     check_options(opts)?;
+    let mut clock = Clock::start();
     let tree = crate::source::dir::scan(source, opts)?;
-    build_tree(tree, output, opts, interrupted, progress)
+    clock.lap("scan");
+    build_timed(tree, output, opts, interrupted, progress, clock)
 }
 
 /// Builds an image of an already scanned tree (a directory or an archive)
 /// at `output`.
 pub fn build_tree(
+    tree: Tree,
+    output: &Path,
+    opts: &BuildOptions,
+    interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(Progress),
+) -> Result<Summary> {
+    build_timed(tree, output, opts, interrupted, progress, Clock::start())
+}
+
+/// [`build_tree`], timing its phases on `clock` (which may hold the scan's).
+fn build_timed(
     mut tree: Tree,
     output: &Path,
     opts: &BuildOptions,
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
+    mut clock: Clock,
 ) -> Result<Summary> {
     check_options(opts)?;
     if let Some(fc) = &opts.fs_config {
@@ -213,6 +230,7 @@ pub fn build_tree(
         fc.apply(&mut tree, &opts.mount_prefix());
     }
     let mut plan = plan(&tree, opts)?;
+    clock.lap("plan");
 
     let mut image = Staged::new(output)?;
     let mut blob = opts.blobdev.as_deref().map(Staged::new).transpose()?;
@@ -231,7 +249,7 @@ pub fn build_tree(
         .num_threads(opts.workers)
         .build()
         .map_err(|e| BuildError::Option(format!("worker threads: {e}")))?;
-    let (summary, list) = write_image(
+    let (mut summary, list) = write_image(
         &mut tree,
         &mut plan,
         opts,
@@ -239,7 +257,7 @@ pub fn build_tree(
         blob.as_ref().map(|b| (&b.file, b.target)),
         interrupted,
         progress,
-        &pool,
+        (&pool, &mut clock),
     )?;
     image.sync()?;
     if let Some(b) = &blob {
@@ -259,6 +277,8 @@ pub fn build_tree(
         l.commit()?;
     }
     image.commit()?;
+    clock.lap("sync");
+    summary.phases = clock.take();
     Ok(summary)
 }
 
@@ -359,7 +379,7 @@ fn write_image(
     blob: Option<(&File, &Path)>,
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
-    pool: &rayon::ThreadPool,
+    (pool, clock): (&rayon::ThreadPool, &mut Clock),
 ) -> Result<(Summary, Vec<u8>)> {
     let bs = opts.block_size();
     // The source's inodes; the build adds its own (packed inode, metabox).
@@ -398,6 +418,7 @@ fn write_image(
             source,
         })?;
     let mut placed = data::write_data(&mut w, blob_w.as_mut(), tree, plan, opts, progress, pool)?;
+    clock.lap("data");
     // --zD: the directories join the fragments (their entries need the
     // nids, which the metadata layout fixes, so it is done first).
     let dir_nids = match opts.compress_dirs {
@@ -418,6 +439,7 @@ fn write_image(
     if let Some(nids) = dir_nids {
         zdirs::check_nids(&nids, &meta)?;
     }
+    clock.lap("meta");
     w.data.flush().map_err(|source| BuildError::Output {
         path: output.to_path_buf(),
         source,
@@ -469,6 +491,7 @@ fn write_image(
         compressed_files: zinodes().count() as u64,
         pclusters: zinodes().map(|z| z.extents.len() as u64).sum(),
         base: placed.base.take(),
+        phases: Vec::new(),
     };
     Ok((summary, list))
 }

@@ -342,7 +342,9 @@ impl Base {
                 let start = raw[..window].iter().position(|&b| b != 0)?;
                 let stream = raw[start..].to_vec();
                 // Whole blocks of padding would not be OLD's own layout.
-                if !e.pc.inline && (stream.len() as u64).div_ceil(self.bs) * self.bs != e.pc.len {
+                if !e.pc.at.is_inline()
+                    && (stream.len() as u64).div_ceil(self.bs) * self.bs != e.pc.len
+                {
                     return None;
                 }
                 Some(stream)
@@ -522,7 +524,7 @@ impl Ctx<'_> {
                     if e.len > cap {
                         return Err(format!("an extent of {} bytes", e.len));
                     }
-                    let room = if pc.inline { bs - 1 } else { pcl };
+                    let room = if pc.at.is_inline() { bs - 1 } else { pcl };
                     match pc.format {
                         PclusterFormat::Codec(a) if a != alg => {
                             return Err(format!("{a:?} pclusters"));
@@ -536,7 +538,7 @@ impl Ctx<'_> {
                         PclusterFormat::Codec(_) => {}
                         PclusterFormat::Shifted => {
                             let blocks = e.len.div_ceil(bs);
-                            if !pc.inline
+                            if !pc.at.is_inline()
                                 && blocks > 1
                                 && (pcl == bs || e.logical % bs + e.len < 2 * bs)
                             {

@@ -10,7 +10,7 @@ use ferrofs::format::inode::DataLayout;
 use ferrofs::format::superblock::{compat, compat_names, incompat};
 use ferrofs::format::xattr::short_prefix;
 use ferrofs::map::extents::ExtentMap;
-use ferrofs::map::{DataMap, ExtentKind, PclusterFormat};
+use ferrofs::map::{DataMap, ExtentKind, PclusterAt, PclusterFormat};
 use ferrofs::raw::METABOX_SPACE;
 use ferrofs::{raw::Inode, Image};
 use serde_json::{json, Value};
@@ -210,15 +210,15 @@ fn extent_json(e: &ferrofs::map::Extent) -> Value {
     let kind = match e.kind {
         ExtentKind::Hole => json!({"type": "hole"}),
         ExtentKind::Raw { device, pos } => json!({"type": "raw", "device": device, "pos": pos}),
-        ExtentKind::Inline { pos } => json!({"type": "inline", "pos": pos}),
+        ExtentKind::Inline { pos } => json!({"type": "inline", "pos": pos.bits()}),
         ExtentKind::Fragment { offset } => json!({"type": "fragment", "offset": offset}),
         ExtentKind::Pcluster(p) => json!({
             "type": "pcluster",
-            "pos": p.pos,
+            "pos": p.at.bits(),
             "plen": p.len,
             "format": format_name(p.format),
             "partial": p.partial,
-            "inline": p.inline,
+            "inline": p.at.is_inline(),
         }),
     };
     json!({"logical": e.logical, "len": e.len, "map": kind})
@@ -257,7 +257,7 @@ pub fn inode(image: &Image, inode: &Inode) -> Value {
         "nlink_1": inode.nlink1(),
         "dot_omitted": inode.dot_omitted(),
         "xattr_icount": inode.xattr_icount(),
-        "position": inode.pos() & !METABOX_SPACE,
+        "position": inode.pos().offset(),
         "xattrs": xattrs,
     });
     match image.raw().fingerprint(inode) {
@@ -295,7 +295,7 @@ pub fn inode(image: &Image, inode: &Inode) -> Value {
                     "algorithms": z.header().algorithms().iter().map(|a| algorithm_name(*a)).collect::<Vec<_>>(),
                     "lclusterbits": z.lclusterbits(),
                     "index": if z.is_full() { "full" } else { "compact" },
-                    "inline_tail": z.idata().map(|(p, s)| json!({"pos": p, "size": s})),
+                    "inline_tail": z.idata().map(|(p, s)| json!({"pos": p.bits(), "size": s})),
                     "fragment_off": z.fragment_off(),
                     "whole_file_fragment": z.whole_fragment().is_some(),
                 });
@@ -331,7 +331,7 @@ pub fn in_place_safe(image: &Image, e: &ferrofs::map::Extent, p: &ferrofs::map::
     }
     let window = p.len.min(image.block_size().bytes()) as usize;
     let mut head = vec![0u8; window];
-    if image.raw().read_raw(&mut head, p.pos).is_err() {
+    if image.raw().read_stored(p.at, &mut head).is_err() {
         return false;
     }
     let zeros = head.iter().take_while(|&&b| b == 0).count() as u64;
@@ -414,11 +414,11 @@ pub fn statistics(image: &Image) -> Value {
                     compressed_logical += e.len;
                     let entry = pclusters.entry(format_name(p.format)).or_default();
                     entry.2 += e.len;
-                    if seen_pclusters.insert((p.pos, p.inline)) {
+                    if seen_pclusters.insert(p.at) {
                         compressed_physical += p.len;
                         entry.0 += 1;
                         entry.1 += p.len;
-                        if let (false, PclusterFormat::Codec(_)) = (p.inline, p.format) {
+                        if let (false, PclusterFormat::Codec(_)) = (p.at.is_inline(), p.format) {
                             inplace_total += 1;
                             if in_place_safe(image, &e, &p) {
                                 inplace_safe += 1;
@@ -488,7 +488,7 @@ pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead], windo
     struct Acc {
         seen: HashSet<u64>,
         order: Vec<u64>,
-        pclusters: HashSet<u64>,
+        pclusters: HashSet<PclusterAt>,
         decoded: u64,
         errors: Vec<String>,
     }
@@ -539,9 +539,9 @@ pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead], windo
                     _ => acc.errors.push("fragment without a packed inode".into()),
                 },
                 ExtentKind::Pcluster(pc) => {
-                    if acc.pclusters.insert(pc.pos) {
-                        if !pc.inline {
-                            for b in pc.pos / bs..(pc.pos + pc.len).div_ceil(bs) {
+                    if acc.pclusters.insert(pc.at) {
+                        if let PclusterAt::Blocks(pos) = pc.at {
+                            for b in pos / bs..(pos + pc.len).div_ceil(bs) {
                                 acc.block(b);
                             }
                         }

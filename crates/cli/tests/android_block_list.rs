@@ -19,7 +19,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ferrofs::map::ExtentKind;
+use ferrofs::map::{ExtentKind, Pcluster, PclusterAt};
 use ferrofs_testkit::corpus::{mixed_bytes, random_bytes, text_bytes};
 use ferrofs_testkit::mount::can_mount;
 use ferrofs_testkit::verify::{image_reads_as_source, run_ok};
@@ -142,9 +142,13 @@ fn mapped_blocks(img: &ferrofs::Image, path: &str) -> Result<(Vec<u64>, Option<V
                 }
                 (pos, e.len)
             }
-            ExtentKind::Pcluster(p) if !p.inline => {
+            ExtentKind::Pcluster(Pcluster {
+                at: PclusterAt::Blocks(pos),
+                len,
+                ..
+            }) => {
                 logical = None;
-                (p.pos, p.len)
+                (pos, len)
             }
             ExtentKind::Pcluster(_) => {
                 logical = None;

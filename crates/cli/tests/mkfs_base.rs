@@ -358,7 +358,7 @@ fn a_corrupt_or_truncated_base_fails_clearly_or_is_not_trusted() {
             let f = image.raw().open_path(path.as_bytes()).unwrap();
             for e in f.extents() {
                 if let ExtentKind::Pcluster(pc) = e.unwrap().kind {
-                    let at = (pc.pos + pc.len - 7) as usize;
+                    let at = (pc.at.offset() + pc.len - 7) as usize;
                     flipped[at] ^= 0x5a;
                 }
             }

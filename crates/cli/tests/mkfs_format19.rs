@@ -387,7 +387,7 @@ fn hand_patched_48bit_fields_read_as_the_kernel_reads_them() {
         let image = Image::open_path(&img).unwrap();
         let one = image.raw().lookup_path(b"one", false).unwrap();
         assert!(!one.is_extended() && one.nlink() == 1);
-        (one.pos(), image.block_size())
+        (one.pos().offset(), image.block_size())
     };
     let mut bytes = std::fs::read(&img).unwrap();
     // Epoch -86400 * 365 (a year before 1970) instead of 1700000000.

@@ -13,14 +13,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use crate::map::{Pcluster, PclusterFormat};
+use crate::map::{Pcluster, PclusterAt, PclusterFormat};
 
 /// Identity of a pcluster: where it is and how it is decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Key {
-    pub pos: u64,
+    pub at: PclusterAt,
     pub len: u64,
-    pub inline: bool,
     pub format: PclusterFormat,
 }
 
@@ -28,9 +27,8 @@ impl Key {
     /// The key of a pcluster.
     pub fn of(pc: &Pcluster) -> Self {
         Self {
-            pos: pc.pos,
+            at: pc.at,
             len: pc.len,
-            inline: pc.inline,
             format: pc.format,
         }
     }
@@ -376,9 +374,8 @@ mod tests {
 
     fn key(pos: u64) -> Key {
         Key {
-            pos,
+            at: PclusterAt::Blocks(pos),
             len: 4096,
-            inline: false,
             format: PclusterFormat::Shifted,
         }
     }

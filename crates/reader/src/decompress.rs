@@ -175,11 +175,7 @@ fn decode_raw(
     let target = out.len();
     let inner = &image.inner;
     let plen = raw.len();
-    if pc.inline {
-        image.read_raw(raw, pc.pos)?;
-    } else {
-        image.read_physical(0, pc.pos, raw)?;
-    }
+    image.read_stored(pc.at, raw)?;
     let padded = alg != Algorithm::Lz4 || inner.sb.has_incompat(incompat::ZERO_PADDING);
     let src: &[u8] = if padded {
         let window = plen.min(inner.bs.usize());
@@ -188,7 +184,10 @@ fn decode_raw(
             .take(window)
             .position(|&b| b != 0)
             .ok_or_else(|| {
-                Error::corrupt(at.with_offset(pc.pos), "pcluster padding is all zeros")
+                Error::corrupt(
+                    at.with_offset(pc.at.bits()),
+                    "pcluster padding is all zeros",
+                )
             })?;
         raw.get(start..).unwrap_or_default()
     } else {
@@ -204,7 +203,7 @@ fn decode_raw(
         .decoders
         .with(|d| d.decompress(alg, src, out, mode))
         .map_err(|source| Error::Codec {
-            at: at.with_offset(pc.pos),
+            at: at.with_offset(pc.at.bits()),
             source,
         })
 }

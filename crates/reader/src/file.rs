@@ -229,14 +229,10 @@ fn fill_pcluster(
 ) -> Result<()> {
     let read = |buf: &mut [u8], off: u64| -> Result<()> {
         let p = pc
-            .pos
+            .at
             .checked_add(off)
             .or_corrupt(at, "pcluster address overflows")?;
-        if pc.inline {
-            image.read_raw(buf, p)
-        } else {
-            image.read_physical(0, p, buf)
-        }
+        image.read_stored(p, buf)
     };
     match pc.format {
         PclusterFormat::Shifted => read(out, rel),
@@ -249,7 +245,8 @@ fn fill_pcluster(
             // unrotated, and the kernel and erofsfuse both read them
             // rotated; we return what the kernel returns.)
             let (first, head_abs) =
-                interlaced_head(image.block_size(), ext.logical, pc.pos, pc.len)
+                interlaced_head(image.block_size(), ext.logical, pc.at.offset(), pc.len)
+                    .and_then(|(first, head)| Some((first, pc.at.with_offset(head)?)))
                     .or_corrupt(at, "interlaced pcluster address overflows")?;
             let mut rest = out;
             let mut r = rel;
@@ -259,11 +256,7 @@ fn fill_pcluster(
                     let p = head_abs
                         .checked_add(r)
                         .or_corrupt(at, "interlaced pcluster address overflows")?;
-                    if pc.inline {
-                        image.read_raw(buf, p)?;
-                    } else {
-                        image.read_physical(0, p, buf)?;
-                    }
+                    image.read_stored(p, buf)?;
                     buf.len()
                 } else {
                     // r >= first here.

@@ -11,6 +11,7 @@ use ferrofs_format::superblock::{
 };
 use ferrofs_format::{round_up, BlockAddr, BlockSize, FormatError, Nid, SUPERBLOCK_OFFSET};
 
+use crate::addr::{MetaAddr, METABOX_SPACE};
 use crate::bounds::{copy_prefix, take_front};
 use crate::cache::{BlockCache, Flights, PclusterCache};
 use crate::decompress::DecoderPool;
@@ -97,11 +98,6 @@ impl std::fmt::Debug for Image {
             .finish()
     }
 }
-
-/// Bit 63 of a metadata address: the byte lies in the metabox data, not on
-/// the primary device. Primary-device addresses never reach it (48-bit
-/// block numbers times at most 4 KiB stay below 2^60).
-pub const METABOX_SPACE: u64 = 1 << 63;
 
 /// Metadata blocks kept in memory (256 x 4 KiB = 1 MiB at most).
 const META_CACHE_BLOCKS: usize = 256;
@@ -284,15 +280,15 @@ impl Image {
             .map(|d| InodeFile::from_parts(self.clone(), d.clone()))
     }
 
-    /// Reads `buf.len()` bytes of metadata at `offset` through the metadata
-    /// block cache (reads larger than a block go straight to the source).
-    /// `offset` is a metadata address: a byte of the primary device, or,
-    /// with [`METABOX_SPACE`] set, a byte of the metabox data.
-    pub(crate) fn read_raw(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+    /// Reads `buf.len()` bytes of metadata at `at` through the metadata
+    /// block cache (reads larger than a block go straight to the source):
+    /// a byte of the primary device, or of the metabox data.
+    pub(crate) fn read_raw(&self, buf: &mut [u8], at: MetaAddr) -> Result<()> {
         let bs = self.inner.bs;
-        if offset & METABOX_SPACE != 0 {
-            return self.read_metabox(buf, offset & !METABOX_SPACE);
+        if at.in_metabox() {
+            return self.read_metabox(buf, at.offset());
         }
+        let offset = at.offset();
         if buf.len() as u64 > bs.bytes() {
             return read_exact(&*self.inner.source, buf, offset);
         }
@@ -376,19 +372,23 @@ impl Image {
         // `Pcluster` must not size an allocation either.
         if pc.len > ferrofs_format::compress::MAX_PCLUSTER_BYTES {
             return Err(Error::corrupt(
-                Location::at(pc.pos),
+                Location::at(pc.at.bits()),
                 format!("pcluster of {} bytes (the limit is 1 MiB)", pc.len),
             ));
         }
         let len = usize::try_from(pc.len)
-            .map_err(|_| Error::corrupt(Location::at(pc.pos), "pcluster length overflows"))?;
+            .map_err(|_| Error::corrupt(Location::at(pc.at.bits()), "pcluster length overflows"))?;
         let mut v = vec![0u8; len];
-        if pc.inline {
-            self.read_raw(&mut v, pc.pos)?;
-        } else {
-            self.read_physical(0, pc.pos, &mut v)?;
-        }
+        self.read_stored(pc.at, &mut v)?;
         Ok(v)
+    }
+
+    /// Reads stored pcluster bytes at `at` (metadata or unified space).
+    pub(crate) fn read_stored(&self, at: crate::map::PclusterAt, buf: &mut [u8]) -> Result<()> {
+        match at {
+            crate::map::PclusterAt::Blocks(pos) => self.read_physical(0, pos, buf),
+            crate::map::PclusterAt::Inline(a) => self.read_raw(buf, a),
+        }
     }
 
     /// Reads bytes at a block address of the unified address space

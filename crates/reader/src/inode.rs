@@ -7,8 +7,9 @@ use ferrofs_format::inode::{
 };
 use ferrofs_format::{Nid, INODE_SLOT_SIZE};
 
+use crate::addr::{MetaAddr, METABOX_SPACE};
 use crate::error::{Error, Location, OrCorrupt, Result};
-use crate::image::{Image, METABOX_SPACE};
+use crate::image::Image;
 
 /// A validated inode, made only by this crate (fields are read through
 /// methods, so a caller cannot hand a forged inode to a read path).
@@ -41,9 +42,10 @@ pub struct Inode {
     /// nlink field holds address bits 32..47 (48-bit images).
     pub(crate) nlink1: bool,
     pub(crate) xattr_icount: u16,
-    /// Metadata address of the inode: a byte of the primary device, or of
-    /// the metabox data when [`METABOX_SPACE`] is set.
-    pub(crate) pos: u64,
+    /// Metadata address of the inode (on the primary device or in the
+    /// metabox), and of the byte right after it and its xattr body.
+    pub(crate) pos: MetaAddr,
+    pub(crate) end: MetaAddr,
 }
 
 /// Low 48 bits: the widest block address the format stores.
@@ -81,7 +83,7 @@ impl Inode {
     /// The metadata address of inode `nid`: its 32-byte slot counted from
     /// `meta_blkaddr` on the primary device, or (bit 63 set) in the
     /// metabox data.
-    pub fn position(image: &Image, nid: Nid) -> Result<u64> {
+    pub fn position(image: &Image, nid: Nid) -> Result<MetaAddr> {
         let at = Location::nid(nid.0);
         if nid.0 & METABOX_SPACE != 0 {
             if image.inner.metabox.is_none() {
@@ -92,19 +94,18 @@ impl Inode {
             }
             return (nid.0 & !METABOX_SPACE)
                 .checked_mul(INODE_SLOT_SIZE)
-                .filter(|p| p & METABOX_SPACE == 0)
-                .map(|p| p | METABOX_SPACE)
+                .and_then(MetaAddr::metabox)
                 .ok_or_else(|| Error::corrupt(at, "inode address overflows"));
         }
         u64::from(image.inner.sb.meta_blkaddr)
             .checked_mul(image.inner.bs.bytes())
             .and_then(|base| base.checked_add(nid.0.checked_mul(INODE_SLOT_SIZE)?))
-            .filter(|p| p & METABOX_SPACE == 0)
+            .and_then(MetaAddr::primary)
             .ok_or_else(|| Error::corrupt(at, "inode address overflows"))
     }
 
-    fn validate(image: &Image, nid: Nid, pos: u64, raw: RawInode) -> Result<Self> {
-        let at = Location::nid(nid.0).with_offset(pos);
+    fn validate(image: &Image, nid: Nid, pos: MetaAddr, raw: RawInode) -> Result<Self> {
+        let at = Location::nid(nid.0).with_offset(pos.bits());
         if raw.format & !I_FORMAT_KNOWN != 0 {
             return Err(Error::unsupported(
                 at,
@@ -162,9 +163,8 @@ impl Inode {
         {
             // The kernel accepts it; nothing to refuse, but note it for fsck.
         }
-        if end_of(pos, raw.extended, raw.xattr_icount).is_none() {
-            return Err(Error::corrupt(at, "inode xattr body ends past 2^64"));
-        }
+        let end = end_of(pos, raw.extended, raw.xattr_icount)
+            .ok_or_else(|| Error::corrupt(at, "inode xattr body ends past its space"))?;
         Ok(Self {
             nid,
             file_type,
@@ -185,6 +185,7 @@ impl Inode {
             nlink1,
             xattr_icount: raw.xattr_icount,
             pos,
+            end,
         })
     }
 
@@ -260,8 +261,8 @@ impl Inode {
     pub fn xattr_icount(&self) -> u16 {
         self.xattr_icount
     }
-    /// Metadata address of the inode (see [`crate::raw::METABOX_SPACE`]).
-    pub fn pos(&self) -> u64 {
+    /// Metadata address of the inode (on the primary device or in the metabox).
+    pub fn pos(&self) -> MetaAddr {
         self.pos
     }
     /// Size of the on-disk inode structure (32 or 64).
@@ -272,10 +273,9 @@ impl Inode {
     pub fn xattr_isize(&self) -> u64 {
         xattr_isize(self.xattr_icount)
     }
-    /// Absolute position right after the inode and its xattr body.
-    pub fn inode_end(&self) -> u64 {
-        // Inodes are only made by validate(), which refused a None here.
-        end_of(self.pos, self.extended, self.xattr_icount).unwrap_or(u64::MAX)
+    /// Metadata address right after the inode and its xattr body.
+    pub fn inode_end(&self) -> MetaAddr {
+        self.end
     }
     /// Permission bits (including setuid, setgid, sticky).
     pub fn permissions(&self) -> u16 {
@@ -321,8 +321,9 @@ fn xattr_isize(icount: u16) -> u64 {
     }
 }
 
-/// Position right after an inode at `pos` and its xattr body, `None` past 2^64.
-fn end_of(pos: u64, extended: bool, icount: u16) -> Option<u64> {
+/// Address right after an inode at `pos` and its xattr body, `None` past
+/// the end of its space.
+fn end_of(pos: MetaAddr, extended: bool, icount: u16) -> Option<MetaAddr> {
     pos.checked_add(ferrofs_format::inode::inode_size(extended))?
         .checked_add(xattr_isize(icount))
 }

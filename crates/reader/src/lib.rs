@@ -47,6 +47,7 @@
     clippy::cast_possible_truncation
 )]
 
+mod addr;
 mod bounds;
 mod cache;
 mod decompress;

@@ -12,10 +12,11 @@ use crate::error::{Error, Result};
 use crate::image::Image;
 use crate::xattr;
 
+pub use crate::addr::{MetaAddr, METABOX_SPACE};
 pub use crate::cache::CacheStats;
 pub use crate::dir::RawDirEntry;
 pub use crate::file::{Extents, InodeFile};
-pub use crate::image::{Device, METABOX_SPACE};
+pub use crate::image::Device;
 pub use crate::inode::Inode;
 pub use crate::map;
 pub use crate::xattr::Xattr;
@@ -133,10 +134,16 @@ impl<'a> Raw<'a> {
         self.image.metabox_file()
     }
 
-    /// Reads `buf.len()` bytes of metadata at `offset`: a byte of the
-    /// primary device, or with [`METABOX_SPACE`] set a byte of the metabox.
-    pub fn read_raw(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.image.read_raw(buf, offset)
+    /// Reads `buf.len()` bytes of metadata at `at` (on the primary device
+    /// or in the metabox).
+    pub fn read_raw(&self, buf: &mut [u8], at: MetaAddr) -> Result<()> {
+        self.image.read_raw(buf, at)
+    }
+
+    /// Reads `buf.len()` stored bytes at a pcluster position (in blocks of
+    /// the unified address space, or inline in the metadata).
+    pub fn read_stored(&self, at: map::PclusterAt, buf: &mut [u8]) -> Result<()> {
+        self.image.read_stored(at, buf)
     }
 
     /// The stored bytes of a pcluster as the image holds them (whole

@@ -7,9 +7,10 @@ use ferrofs_format::xattr::{
     LONG_PREFIX_FLAG, XATTR_BODY_HEADER_SIZE, XATTR_ENTRY_HEADER_SIZE,
 };
 
+use crate::addr::MetaAddr;
 use crate::error::{Error, Location, OrCorrupt, Result};
 use crate::file::read_data;
-use crate::image::{Image, METABOX_SPACE};
+use crate::image::Image;
 use crate::inode::Inode;
 
 /// One attribute: its full name and value.
@@ -47,8 +48,11 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
                 }
                 Ok(())
             }
-            _ if in_metabox => image.read_raw(buf, off | METABOX_SPACE),
-            _ => image.read_raw(buf, off),
+            _ => image.read_raw(
+                buf,
+                MetaAddr::new(off, in_metabox)
+                    .or_corrupt(Location::at(off), "xattr prefix address overflows")?,
+            ),
         }
     };
     let table = Location::at(ferrofs_format::SUPERBLOCK_OFFSET + 0x5C);
@@ -152,13 +156,12 @@ fn shared_entry(
     at: Location,
 ) -> Result<(XattrEntryHeader, Vec<u8>, Vec<u8>)> {
     let sb = image.superblock();
-    let mut pos = u64::from(sb.xattr_blkaddr)
+    let in_metabox = sb.has_compat(compat::SHARED_EA_IN_METABOX) && image.inner.metabox.is_some();
+    let pos = u64::from(sb.xattr_blkaddr)
         .checked_mul(image.block_size().bytes())
         .and_then(|b| b.checked_add(u64::from(id).checked_mul(4)?))
+        .and_then(|p| MetaAddr::new(p, in_metabox))
         .ok_or_else(|| Error::corrupt(at, "shared xattr address overflows"))?;
-    if sb.has_compat(compat::SHARED_EA_IN_METABOX) && image.inner.metabox.is_some() {
-        pos |= METABOX_SPACE;
-    }
     let mut hb = [0u8; XATTR_ENTRY_HEADER_SIZE];
     image.read_raw(&mut hb, pos)?;
     let h = XattrEntryHeader::parse(&hb);

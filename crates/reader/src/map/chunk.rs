@@ -4,6 +4,7 @@
 use ferrofs_format::chunk::{ChunkEntry, ChunkFormat};
 
 use super::{Extent, ExtentKind};
+use crate::addr::MetaAddr;
 use crate::error::{Error, OrCorrupt, Result};
 use crate::image::Image;
 use crate::inode::Inode;
@@ -13,7 +14,7 @@ use crate::inode::Inode;
 pub struct ChunkMap {
     pub(crate) format: ChunkFormat,
     pub(crate) chunkbits: u32,
-    table: u64,
+    table: MetaAddr,
     pub(crate) chunks: u64,
     device_mask: u16,
 }
@@ -46,7 +47,9 @@ impl ChunkMap {
             ));
         }
         let unit = format.entry_size() as u64;
-        let table = ferrofs_format::round_up(inode.inode_end(), unit)
+        let table = inode
+            .inode_end()
+            .round_up(unit)
             .or_corrupt(inode.loc(), "chunk table overflows")?;
         let chunks = inode.size.div_ceil(1u64 << chunkbits);
         // Device ids are masked to the bits the device count needs.
@@ -70,7 +73,7 @@ impl ChunkMap {
         let esz = self.format.entry_size() as u64;
         let pos = k
             .checked_mul(esz)
-            .and_then(|o| o.checked_add(self.table))
+            .and_then(|o| self.table.checked_add(o))
             .ok_or_else(|| Error::corrupt(inode.loc(), "chunk table overflows"))?;
         let e = if self.format.indexes {
             let mut b = [0u8; 8];
@@ -85,7 +88,7 @@ impl ChunkMap {
         };
         if usize::from(e.device_id) > image.devices().len() {
             return Err(Error::corrupt(
-                inode.loc().with_offset(pos),
+                inode.loc().with_offset(pos.bits()),
                 format!("chunk {k} names device {}", e.device_id),
             ));
         }

@@ -12,7 +12,8 @@ use ferrofs_format::zmap::{
     FULL_INDEX_OFFSET, FULL_INDEX_SIZE, MAP_HEADER_SIZE,
 };
 
-use super::{Extent, ExtentKind, Pcluster, PclusterFormat};
+use super::{Extent, ExtentKind, Pcluster, PclusterAt, PclusterFormat};
+use crate::addr::MetaAddr;
 use crate::error::{Error, Location, OrCorrupt, Result};
 use crate::image::Image;
 use crate::inode::Inode;
@@ -46,11 +47,11 @@ pub(crate) fn check_pcluster(
 
 /// Metadata address of a compressed inode's map header: the inode end
 /// rounded up to 8 bytes.
-pub(crate) fn header_pos(inode: &Inode) -> Result<u64> {
-    inode
-        .inode_end()
+pub(crate) fn header_pos(inode: &Inode) -> Result<MetaAddr> {
+    let end = inode.inode_end();
+    end.offset()
         .checked_add(7)
-        .map(|e| e & !7)
+        .and_then(|e| end.with_offset(e & !7))
         .ok_or_else(|| Error::corrupt(inode.loc(), "map header address overflows"))
 }
 
@@ -60,7 +61,7 @@ pub struct ZMap {
     pub(crate) header: MapHeader,
     pub(crate) full: bool,
     pub(crate) lclusterbits: u8,
-    index_base: u64,
+    index_base: MetaAddr,
     compact: Option<CompactLayout>,
     total: u64,
     /// Whole file stored in the packed inode at this offset.
@@ -68,7 +69,7 @@ pub struct ZMap {
     pub(crate) fragment_off: u64,
     tail_head_lcn: Option<u64>,
     /// Inline tail pcluster (position, size).
-    pub(crate) idata: Option<(u64, u64)>,
+    pub(crate) idata: Option<(MetaAddr, u64)>,
     big1: bool,
     big2: bool,
 }
@@ -77,7 +78,7 @@ pub struct ZMap {
 struct Loaded {
     lcn: u64,
     e: Lcluster,
-    next_pack: u64,
+    next_pack: MetaAddr,
 }
 
 impl ZMap {
@@ -102,7 +103,7 @@ impl ZMap {
         self.fragment_off
     }
     /// Inline tail pcluster (metadata position, size), with ztailpacking.
-    pub fn idata(&self) -> Option<(u64, u64)> {
+    pub fn idata(&self) -> Option<(MetaAddr, u64)> {
         self.idata
     }
 
@@ -181,11 +182,12 @@ impl ZMap {
                 ));
             }
             z.total = image.block_size().blocks_for(inode.size);
+            // The layout counts in offsets of the header's space.
             let ebase = hpos
                 .checked_add(MAP_HEADER_SIZE as u64)
                 .or_corrupt(at, "map header address overflows")?;
             z.compact = Some(CompactLayout::new(
-                ebase,
+                ebase.offset(),
                 z.total,
                 adv & advise::COMPACTED_2B != 0,
             ));
@@ -207,10 +209,10 @@ impl ZMap {
                 let size = u64::from(header.idata_size);
                 let bs = image.block_size();
                 let pos = first.next_pack;
-                let tail_end = bs.offset_in_block(pos).checked_add(size);
+                let tail_end = bs.offset_in_block(pos.offset()).checked_add(size);
                 if size == 0 || tail_end.is_none_or(|e| e > bs.bytes()) {
                     return Err(Error::corrupt(
-                        at.with_offset(pos),
+                        at.with_offset(pos.bits()),
                         "inline pcluster is empty or crosses a block boundary",
                     ));
                 }
@@ -233,12 +235,12 @@ impl ZMap {
                 let pos = lcn
                     .checked_mul(FULL_INDEX_SIZE as u64)
                     .and_then(|off| off.checked_add(FULL_INDEX_OFFSET))
-                    .and_then(|off| off.checked_add(self.index_base))
+                    .and_then(|off| self.index_base.checked_add(off))
                     .or_corrupt(at, "lcluster index address overflows")?;
                 let mut b = [0u8; FULL_INDEX_SIZE];
                 image.read_raw(&mut b, pos)?;
                 let e = decode_full(&b, self.lclusterbits, big)
-                    .map_err(|err| Error::format(at.with_offset(pos), err))?;
+                    .map_err(|err| Error::format(at.with_offset(pos.bits()), err))?;
                 Ok(Loaded {
                     lcn,
                     e,
@@ -255,15 +257,20 @@ impl ZMap {
                 let pack = b
                     .get_mut(..slot.pack_size)
                     .or_corrupt(at, "compact pack size")?;
-                image.read_raw(pack, slot.pack_start)?;
+                let start = self
+                    .index_base
+                    .with_offset(slot.pack_start)
+                    .or_corrupt(at, "compact pack address overflows")?;
+                image.read_raw(pack, start)?;
                 let e = decode_compact(pack, slot.index, self.lclusterbits, self.big1)
-                    .map_err(|err| Error::format(at.with_offset(slot.pack_start), err))?;
+                    .map_err(|err| Error::format(at.with_offset(start.bits()), err))?;
                 Ok(Loaded {
                     lcn,
                     e,
                     next_pack: slot
                         .pack_end()
-                        .ok_or_else(|| Error::corrupt(at, "compact pack past 2^64"))?,
+                        .and_then(|e| self.index_base.with_offset(e))
+                        .ok_or_else(|| Error::corrupt(at, "compact pack past its space"))?,
                 })
             }
         }
@@ -452,8 +459,10 @@ impl ZMap {
                 )
             }
         };
-        let (pos, plen, inline) = match self.idata {
-            Some((pos, size)) if self.tail_head_lcn == Some(head.lcn) => (pos, size, true),
+        let (pos, plen) = match self.idata {
+            Some((pos, size)) if self.tail_head_lcn == Some(head.lcn) => {
+                (PclusterAt::Inline(pos), size)
+            }
             _ => {
                 let plen = self.pcluster_len(image, inode, &head)?;
                 let pos = head
@@ -461,7 +470,7 @@ impl ZMap {
                     .pblk
                     .checked_mul(image.block_size().bytes())
                     .ok_or_else(|| Error::corrupt(at, "pcluster address overflows"))?;
-                (pos, plen, false)
+                (PclusterAt::Blocks(pos), plen)
             }
         };
         check_pcluster(at, plen, llen, format)?;
@@ -469,11 +478,10 @@ impl ZMap {
             logical: m_la,
             len: llen,
             kind: ExtentKind::Pcluster(Pcluster {
-                pos,
+                at: pos,
                 len: plen,
                 format,
                 partial: head.e.partial_ref,
-                inline,
             }),
         })
     }

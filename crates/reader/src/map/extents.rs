@@ -12,7 +12,8 @@ use ferrofs_format::zmap::extent::{ExtentRecord, ExtentTable};
 use ferrofs_format::zmap::{MapHeader, MAP_HEADER_SIZE};
 
 use super::compressed::check_pcluster;
-use super::{Extent, ExtentKind, Pcluster, PclusterFormat};
+use super::{Extent, ExtentKind, Pcluster, PclusterAt, PclusterFormat};
+use crate::addr::MetaAddr;
 use crate::error::{Error, OrCorrupt, Result};
 use crate::image::Image;
 use crate::inode::Inode;
@@ -25,7 +26,7 @@ const CHECKPOINT_EVERY: u64 = 64;
 pub struct ExtentMap {
     pub(crate) table: ExtentTable,
     /// Metadata address of record 0.
-    records: u64,
+    records: MetaAddr,
     /// Form 4: physical byte address of the first pcluster.
     base: u64,
     /// Short forms: log2 of the logical cluster size.
@@ -62,7 +63,7 @@ impl ExtentMap {
     pub(crate) fn new(
         image: &Image,
         inode: &Inode,
-        hpos: u64,
+        hpos: MetaAddr,
         header: &MapHeader,
         is_packed: bool,
     ) -> Result<Self> {
@@ -75,7 +76,8 @@ impl ExtentMap {
         let header_end = hpos
             .checked_add(MAP_HEADER_SIZE as u64)
             .ok_or_else(|| Error::corrupt(at, "map header address overflows"))?;
-        let mut records = ferrofs_format::round_up(header_end, recsz)
+        let mut records = header_end
+            .round_up(recsz)
             .or_corrupt(at, "extent table address overflows")?;
         let lclusterbits = u32::from(image.block_size().bits())
             .checked_add(u32::from(table.cluster_bits))
@@ -108,7 +110,7 @@ impl ExtentMap {
         let recsz = self.table.recsz;
         let pos = i
             .checked_mul(u64::from(recsz))
-            .and_then(|o| o.checked_add(self.records))
+            .and_then(|o| self.records.checked_add(o))
             .ok_or_else(|| Error::corrupt(inode.loc(), "extent table overflows"))?;
         let mut b = [0u8; 32];
         let b = usize::try_from(recsz)
@@ -117,7 +119,7 @@ impl ExtentMap {
             .or_corrupt(inode.loc(), "extent record size")?;
         image.read_raw(b, pos)?;
         ExtentRecord::parse(b, recsz)
-            .ok_or_else(|| Error::corrupt(inode.loc().with_offset(pos), "bad extent record"))
+            .ok_or_else(|| Error::corrupt(inode.loc().with_offset(pos.bits()), "bad extent record"))
     }
 
     /// Number of records in the table.
@@ -266,11 +268,10 @@ impl ExtentMap {
             logical: lstart,
             len: llen,
             kind: ExtentKind::Pcluster(Pcluster {
-                pos: rec.pstart,
+                at: PclusterAt::Blocks(rec.pstart),
                 len: plen,
                 format,
                 partial: rec.partial(),
-                inline: false,
             }),
         })
     }

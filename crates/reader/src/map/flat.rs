@@ -5,6 +5,7 @@ use ferrofs_format::inode::DataLayout;
 use ferrofs_format::BlockAddr;
 
 use super::{Extent, ExtentKind};
+use crate::addr::MetaAddr;
 use crate::error::{Error, OrCorrupt, Result};
 use crate::image::Image;
 use crate::inode::Inode;
@@ -16,7 +17,7 @@ pub struct FlatMap {
     startblk: Option<u64>,
     /// Bytes stored in whole blocks (the rest, if any, is inline).
     block_bytes: u64,
-    inline_pos: Option<u64>,
+    inline_pos: Option<MetaAddr>,
 }
 
 impl FlatMap {
@@ -35,10 +36,10 @@ impl FlatMap {
                 .checked_sub(block_bytes)
                 .or_corrupt(inode.loc(), "inline tail")?;
             let pos = inode.inode_end();
-            let tail_end = bs.offset_in_block(pos).checked_add(tail);
+            let tail_end = bs.offset_in_block(pos.offset()).checked_add(tail);
             if tail_end.is_none_or(|e| e > bs.bytes()) {
                 return Err(Error::corrupt(
-                    inode.loc().with_offset(pos),
+                    inode.loc().with_offset(pos.bits()),
                     "inline data crosses a block boundary",
                 ));
             }
@@ -98,7 +99,7 @@ impl FlatMap {
         self.startblk
     }
     /// Position of the inline tail, if any.
-    pub fn inline_pos(&self) -> Option<u64> {
+    pub fn inline_pos(&self) -> Option<MetaAddr> {
         self.inline_pos
     }
 }

@@ -10,6 +10,7 @@ pub mod flat;
 use ferrofs_codec::Algorithm;
 use ferrofs_format::zmap::{advise, MapHeader, MAP_HEADER_SIZE};
 
+use crate::addr::MetaAddr;
 use crate::error::{Error, Result};
 use crate::image::Image;
 use crate::inode::Inode;
@@ -25,20 +26,66 @@ pub enum PclusterFormat {
     Codec(Algorithm),
 }
 
+/// Where a pcluster's stored bytes are: in blocks of the unified address
+/// space, or inline after their inode (a metadata address). The two are
+/// different spaces; arithmetic on a position stays in its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PclusterAt {
+    /// Byte position in the unified block address space.
+    Blocks(u64),
+    /// Stored inline after the inode (ztailpacking).
+    Inline(MetaAddr),
+}
+
+impl PclusterAt {
+    /// Whether the pcluster is stored inline after its inode.
+    pub fn is_inline(self) -> bool {
+        matches!(self, Self::Inline(_))
+    }
+
+    /// The byte position within its space.
+    pub fn offset(self) -> u64 {
+        match self {
+            Self::Blocks(p) => p,
+            Self::Inline(a) => a.offset(),
+        }
+    }
+
+    /// The position `offset` in the same space (`None` where the space
+    /// cannot hold it).
+    pub fn with_offset(self, offset: u64) -> Option<Self> {
+        match self {
+            Self::Blocks(_) => Some(Self::Blocks(offset)),
+            Self::Inline(a) => MetaAddr::new(offset, a.in_metabox()).map(Self::Inline),
+        }
+    }
+
+    /// The position `n` bytes further on in the same space.
+    pub fn checked_add(self, n: u64) -> Option<Self> {
+        self.with_offset(self.offset().checked_add(n)?)
+    }
+
+    /// The position as one number, for messages (a metabox address with
+    /// [`crate::raw::METABOX_SPACE`] set).
+    pub fn bits(self) -> u64 {
+        match self {
+            Self::Blocks(p) => p,
+            Self::Inline(a) => a.bits(),
+        }
+    }
+}
+
 /// A physical cluster holding one compressed (or raw) extent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Pcluster {
-    /// Byte position: in the unified address space, or in the metadata
-    /// area of the primary device when `inline`.
-    pub pos: u64,
+    /// Where the stored bytes are.
+    pub at: PclusterAt,
     /// Length in bytes (whole blocks, or the exact inline size).
     pub len: u64,
     /// How the pcluster is stored (raw, or which codec).
     pub format: PclusterFormat,
     /// The extent uses only a prefix of the pcluster's decoded data.
     pub partial: bool,
-    /// Stored inline after the inode (ztailpacking).
-    pub inline: bool,
 }
 
 /// What backs one extent of a file.
@@ -57,7 +104,7 @@ pub enum ExtentKind {
     /// Uncompressed bytes inline in the metadata area at `pos`.
     Inline {
         /// Metadata address of the first byte.
-        pos: u64,
+        pos: MetaAddr,
     },
     /// A physical cluster decoded as a whole.
     Pcluster(Pcluster),

@@ -9,8 +9,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ferrofs_format::trace::parse_line;
-
 use crate::error::{BuildError, Result};
 use crate::tree::{InodeId, Tree};
 
@@ -79,12 +77,10 @@ type Trace = Vec<(Vec<u8>, Option<Vec<(u64, u64)>>)>;
 
 fn read_trace(path: &Path) -> Result<Trace> {
     let text = std::fs::read_to_string(path).map_err(BuildError::io(path))?;
+    let reads = ferrofs_trace::parse(&text).map_err(|e| BuildError::input(path, e.to_string()))?;
     let mut order: Vec<Vec<u8>> = Vec::new();
     let mut ranges: HashMap<Vec<u8>, Option<Vec<(u64, u64)>>> = HashMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let r = parse_line(line)
-            .map_err(|e| BuildError::input(path, format!("line {}: {e}", n + 1)))?;
-        let Some(r) = r else { continue };
+    for r in reads {
         let entry = ranges.entry(r.path.clone()).or_insert_with(|| {
             order.push(r.path.clone());
             Some(Vec::new())

@@ -359,14 +359,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let v = if let Some(t) = profile {
                 let text = std::fs::read_to_string(&t)
                     .with_context(|| format!("--profile {}", t.display()))?;
-                let mut reads = Vec::new();
-                for (n, line) in text.lines().enumerate() {
-                    if let Some(r) = ferrofs::format::trace::parse_line(line)
-                        .map_err(|e| anyhow::anyhow!("{}: line {}: {e}", t.display(), n + 1))?
-                    {
-                        reads.push(r);
-                    }
-                }
+                let reads = ferrofs_trace::parse(&text)
+                    .with_context(|| format!("--profile {}", t.display()))?;
                 ferrofs_check::dump::profile(&image, &reads, readahead as u64)
             } else if let Some(p) = path {
                 let inode = image.raw().lookup_path(p.as_bytes(), false)?;

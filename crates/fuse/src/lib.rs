@@ -103,7 +103,7 @@ impl ErofsFuse {
     }
 
     /// Appends every read to `file` as a trace (see
-    /// `ferrofs_format::trace`).
+    /// `ferrofs_trace`).
     pub fn with_trace(mut self, file: std::fs::File) -> Self {
         self.trace = Some(Mutex::new(Tracer::new(file)));
         self

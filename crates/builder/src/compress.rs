@@ -49,7 +49,7 @@ impl Compressor {
     }
 
     /// An encoder for pclusters of `pcluster` bytes.
-    pub fn encoder(&self, pcluster: u64) -> Result<Encoder> {
+    pub(crate) fn encoder(&self, pcluster: u64) -> Result<Encoder> {
         let cfg = EncoderConfig {
             alg: self.alg,
             level: self.level,
@@ -65,7 +65,7 @@ pub fn lzma_dict(pcluster: u64) -> u32 {
     ferrofs_codec::lzma_dict_size_for_pcluster(pcluster.min(u64::from(u32::MAX)) as u32)
 }
 
-/// A `--compress-hints` line (see [`crate::hints`]): files whose path
+/// A `--compress-hints` line (see [`Hints`](crate::Hints)): files whose path
 /// matches use this pcluster size (0: stored uncompressed) and compressor.
 #[derive(Clone, Debug)]
 pub struct Hint {
@@ -104,7 +104,7 @@ impl CompressOptions {
     /// (pcluster bytes, compressor index) for a path relative to the root;
     /// `None` when the first hint that matches says pcluster size 0 (do
     /// not compress), as mkfs.erofs takes it.
-    pub fn choose(&self, rel: &[u8]) -> Option<(u64, usize)> {
+    pub(crate) fn choose(&self, rel: &[u8]) -> Option<(u64, usize)> {
         match self.hints.iter().find(|h| h.regex.is_match(rel)) {
             Some(h) if h.pcluster_bytes == 0 => None,
             Some(h) => Some((h.pcluster_bytes, h.compressor)),

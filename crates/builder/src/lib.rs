@@ -1,38 +1,53 @@
-//! ferrofs-builder: turn a directory tree into an EROFS image the Linux
-//! kernel mounts. The pipeline reads top to bottom: `source` scans the tree
-//! into an in-memory `tree`; `plan` encodes what each inode needs
-//! (directory blocks, xattr bodies, data layout); `layout` gives every inode
-//! its nid and every data run its blocks before a byte is written; `zpass`
+//! ferrofs-builder: turn a directory tree, a tar archive or an OCI image
+//! layout into an EROFS image the Linux kernel mounts.
+//!
+//! The public surface is the build call and what it takes: [`build`] (a
+//! directory) or a [`source`] scanner and [`build_tree`], [`BuildOptions`]
+//! with what they refer to ([`CompressOptions`], [`Profile`],
+//! [`FileContexts`], [`CannedFsConfig`]…), and the [`Summary`] or
+//! [`BuildError`] they return.
+//!
+//! Inside, the pipeline reads top to bottom: `source` scans the input into
+//! an in-memory `tree`; `plan` encodes what each inode needs (directory
+//! blocks, xattr bodies, data layout); `layout` gives every inode its nid
+//! and every data run its blocks before a byte is written; `zpass`
 //! compresses file data on all cores; `fragments` packs tails and small
 //! files into the packed inode; `emit` writes a temporary file, superblock
-//! last, fsyncs and renames it.
+//! last, fsyncs and renames it. ARCHITECTURE.md at the repository root
+//! draws it.
 
 #![forbid(unsafe_code)]
 
-pub mod base;
+mod base;
 mod cnum;
-pub mod compress;
-pub mod content;
-pub mod dedupe;
-pub mod emit;
-pub mod error;
+mod compress;
+mod content;
+mod dedupe;
+mod emit;
+mod error;
 mod fragments;
-pub mod fsconfig;
-pub mod hints;
-pub mod layout;
-pub mod options;
-pub mod plan;
-pub mod profile;
-pub mod selabel;
+mod fsconfig;
+mod hints;
+mod layout;
+mod options;
+mod plan;
+mod profile;
+mod selabel;
 mod similarity;
 pub mod source;
 mod spool;
-pub mod tree;
-pub mod xattrs;
-pub mod zinode;
+mod tree;
+mod xattrs;
+mod zinode;
 mod zpass;
 
 pub use base::BaseStats;
+pub use compress::{CompressOptions, Compressor, Hint};
 pub use emit::{build, build_tree, Progress, Summary};
-pub use error::BuildError;
+pub use error::{BuildError, Result};
+pub use fsconfig::CannedFsConfig;
+pub use hints::Hints;
 pub use options::{BlockListOptions, BuildOptions, MetaboxOptions, TimePolicy};
+pub use profile::Profile;
+pub use selabel::FileContexts;
+pub use tree::Tree;

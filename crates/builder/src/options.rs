@@ -123,7 +123,7 @@ pub struct BuildOptions {
     /// regular file's data, written beside the image.
     pub block_list: Option<BlockListOptions>,
     /// `--base`: a previous image whose compressed data of unchanged files
-    /// is copied instead of compressed again (see [`crate::base`]).
+    /// is copied instead of compressed again (what was reused is reported in [`Summary::base`](crate::Summary::base)).
     pub base: Option<std::path::PathBuf>,
 }
 
@@ -203,7 +203,7 @@ impl BuildOptions {
     /// for the root (`system/`, `/system` and `//system` are all
     /// `/system`): the prefix of the paths the image's files are looked up
     /// (file_contexts) and listed (block list) by.
-    pub fn mount_prefix(&self) -> Vec<u8> {
+    pub(crate) fn mount_prefix(&self) -> Vec<u8> {
         self.mount_point
             .split(|&b| b == b'/')
             .filter(|c| !c.is_empty())
@@ -212,7 +212,7 @@ impl BuildOptions {
     }
     /// Whether the image uses the 48-bit layout (asked for, or implied by
     /// a feature that needs it).
-    pub fn uses_48bit(&self) -> bool {
+    pub(crate) fn uses_48bit(&self) -> bool {
         self.bit48 || self.dot_omitted || self.metabox.is_some()
     }
 }

@@ -145,10 +145,11 @@ impl Profile {
     }
 
     /// The profile of a path relative to the root.
-    pub fn get(&self, rel: &[u8]) -> Option<&ProfileFile> {
+    pub(crate) fn get(&self, rel: &[u8]) -> Option<&ProfileFile> {
         self.files.get(rel)
     }
 
+    /// How many files the profile names.
     pub fn len(&self) -> usize {
         self.files.len()
     }
@@ -158,7 +159,7 @@ impl Profile {
     /// ancestor directories not placed yet; the rest keeps `base` order.
     /// A start's lookups then read few metadata blocks (hot inodes share
     /// them) and the hot directories' blocks sit together.
-    pub fn hot_first(&self, tree: &Tree, base: &[InodeId]) -> Vec<InodeId> {
+    pub(crate) fn hot_first(&self, tree: &Tree, base: &[InodeId]) -> Vec<InodeId> {
         let mut hot: Vec<(usize, InodeId)> = base
             .iter()
             .filter_map(|&id| self.get(&tree.inodes[id].rel).map(|f| (f.rank, id)))
@@ -192,6 +193,7 @@ impl Profile {
         order
     }
 
+    /// Whether the profile names no file.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }

@@ -15,8 +15,34 @@
 //! files into the packed inode; `emit` writes a temporary file, superblock
 //! last, fsyncs and renames it. ARCHITECTURE.md at the repository root
 //! draws it.
+//!
+//! ```
+//! use ferrofs_builder::{build, BuildOptions, CompressOptions, Compressor};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let work = std::env::temp_dir().join(format!("ferrofs-builder-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(work.join("tree/etc"))?;
+//! let text = "a line of text\n".repeat(10_000);
+//! std::fs::write(work.join("tree/etc/motd"), &text)?;
+//!
+//! // `ferrofs mkfs -zlz4hc,12 -C65536 image.erofs tree`
+//! let mut options = BuildOptions::default();
+//! options.compress = Some(CompressOptions::new(Compressor::parse("lz4hc,12")?, 65536));
+//! let image_path = work.join("image.erofs");
+//! let summary = build(&work.join("tree"), &image_path, &options, None, &|_progress| {})?;
+//! assert_eq!(summary.compressed_files, 1);
+//! assert!(summary.bytes < text.len() as u64);
+//!
+//! // Read it back with the reader.
+//! let image = ferrofs::Image::open_path(&image_path)?;
+//! assert_eq!(image.read_to_string("/etc/motd")?, text);
+//! # std::fs::remove_dir_all(&work)?;
+//! # Ok(())
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod base;
 mod cnum;

@@ -602,17 +602,7 @@ fn metabox_options(
                     }
                 }),
                 None => {
-                    o.compress = Some(ferrofs_builder::CompressOptions {
-                        compressors: vec![c],
-                        pcluster_bytes: bs,
-                        ztailpacking: false,
-                        fragments: false,
-                        all_fragments: false,
-                        packed_pcluster: None,
-                        hints: Vec::new(),
-                        max_extent_bytes: None,
-                        legacy_compress: false,
-                    });
+                    o.compress = Some(ferrofs_builder::CompressOptions::new(c, bs));
                     Some(0)
                 }
             }

@@ -11,8 +11,22 @@
 //! every `read` reuses that mapping; `opendir` reads the directory once and
 //! `readdir`/`readdirplus` page through it by index (the cookie of entry
 //! `k` is `k + 1`). Each worker thread keeps one reply buffer for reads.
+//!
+//! ```no_run
+//! use std::path::Path;
+//!
+//! let image = ferrofs::Image::open_path("system.erofs")?;
+//! let options = ferrofs_fuse::MountOptions {
+//!     foreground: true,
+//!     ..Default::default()
+//! };
+//! // Serves until `umount /mnt/system` or ^C.
+//! ferrofs_fuse::mount(image, Path::new("/mnt/system"), &options)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod convert;
 mod mount;

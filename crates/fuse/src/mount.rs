@@ -70,38 +70,59 @@ impl Default for MountOptions {
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum MountError {
+    /// The mount point is missing or not a directory.
     #[error("{0}: mount point does not exist or is not a directory")]
     NotADirectory(PathBuf),
+    /// Something is mounted on the mount point already.
     #[error("{0}: something is already mounted there")]
     AlreadyMounted(PathBuf),
+    /// The kernel offers no FUSE.
     #[error("/dev/fuse is absent: FUSE is not available on this machine")]
     NoFuse,
     /// The image's root directory cannot be read.
     #[error(transparent)]
     Image(#[from] ferrofs::Error),
+    /// The trace file cannot be opened for appending.
     #[error("trace file {path}: {source}")]
     Trace {
+        /// The trace file.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: io::Error,
     },
+    /// SIGINT, SIGTERM or SIGHUP cannot be caught.
     #[error("installing signal handlers: {0}")]
     Signals(#[source] io::Error),
+    /// The detached daemon cannot be started.
     #[error("starting the mount daemon: {0}")]
     Daemon(#[source] io::Error),
+    /// The detached daemon ended before the mount appeared.
     #[error("the mount daemon exited ({status}) before mounting {path}")]
-    DaemonExited { status: ExitStatus, path: PathBuf },
+    DaemonExited {
+        /// How it ended.
+        status: ExitStatus,
+        /// The mount point.
+        path: PathBuf,
+    },
+    /// The FUSE session cannot be set up (mounting failed).
     #[error("mounting on {path}: {source}")]
     Session {
+        /// The mount point.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: io::Error,
     },
+    /// The mount did not appear within 20 seconds.
     #[error("{0}: not mounted after 20 s")]
     Timeout(PathBuf),
+    /// Unmounting failed.
     #[error("unmounting {path}: {source}")]
     Unmount {
+        /// The mount point.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: io::Error,
     },

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end check of `ferrofs bench`: runs the quick default on the bundled corpus through
-# the Rust CLI, then checks that every expected row exists and every figure is sane:
+# End-to-end check of bench/ferrofs-bench.sh: runs the quick default on the bundled corpus
+# with the ferrofs binary, then checks that every expected row exists and every figure is sane:
 # positive sizes, times and throughputs, device bytes >= 0, amplification = device /
 # requested, requested bytes as designed, image sizes equal to the image files on disk,
 # and the report and plots written. Needs root (loop mounts); skips otherwise.
@@ -18,7 +18,7 @@ fi
 out=$(mktemp -d /tmp/ferrofs-bench-e2e.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 start=$SECONDS
-FERROFS_BENCH_DIR=$root/bench "$FERROFS" bench --out "$out" --keep-images
+FERROFS=$FERROFS bash "$root/bench/ferrofs-bench.sh" --out "$out" --keep-images
 elapsed=$((SECONDS - start))
 PYTHONPATH=$root/bench python3 - "$out" <<'EOF'
 import json, math, os, sys

@@ -44,9 +44,9 @@ def list_arg(choices=None, convert=str):
 
 
 def parser():
-    """The argparse parser for ``ferrofs bench``."""
+    """The argparse parser of the runner (``bench/ferrofs-bench.sh``)."""
     p = argparse.ArgumentParser(
-        prog="ferrofs bench",
+        prog="bench/ferrofs-bench.sh",
         description="Build EROFS and SquashFS images of a corpus with ferrofs mkfs, "
                     "mkfs.erofs and mksquashfs, mount them with the kernel and measure image "
                     "size, build cost, tar and fio 4 KiB seq/rand/stride read throughput, "
@@ -204,11 +204,11 @@ def main(argv=None):
         matrix["clusters"] = args.clusters
     build_repeat = args.build_repeat or args.repeat
     if args.repeat < 1 or build_repeat < 1:
-        print("ferrofs bench: --repeat and --build-repeat must be at least 1", file=sys.stderr)
+        print("ferrofs-bench: --repeat and --build-repeat must be at least 1", file=sys.stderr)
         return 2
     if not args.build_only and os.geteuid() != 0:
-        print("ferrofs bench: mounting images (losetup, mount, drop_caches) needs root; "
-              "run it as root (e.g. `sudo ferrofs bench ...`) or pass --build-only",
+        print("ferrofs-bench: mounting images (losetup, mount, drop_caches) needs root; "
+              "run it as root (e.g. `sudo bash bench/ferrofs-bench.sh ...`) or pass --build-only",
               file=sys.stderr)
         return 2
 
@@ -222,7 +222,7 @@ def main(argv=None):
         else:
             chosen.append(t)
     if not chosen:
-        print("ferrofs bench: no image builder available", file=sys.stderr)
+        print("ferrofs-bench: no image builder available", file=sys.stderr)
         return 1
     tests = () if args.build_only else tuple(args.tests or measure.TESTS)
     for exe, dropped in (("fio", measure.FIO_PATTERNS), ("tar", ("tar",)),

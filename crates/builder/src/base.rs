@@ -60,6 +60,7 @@ pub struct BaseStats {
     pub copied_bytes: u64,
     /// Files this build compressed itself (new, changed, not reusable).
     pub compressed_files: u64,
+    /// Their sizes, summed.
     pub compressed_bytes: u64,
     /// Files OLD has at the same path with the same size but other bytes.
     pub changed_files: u64,

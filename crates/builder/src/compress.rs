@@ -12,8 +12,11 @@ use crate::error::{BuildError, Result};
 /// One configured compressor (`-z lz4hc,12`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Compressor {
+    /// The algorithm (LZ4 for `lz4` and `lz4hc`).
     pub alg: Algorithm,
+    /// The level; `None`: the codec's default.
     pub level: Option<i32>,
+    /// LZ4 with the high-compression encoder.
     pub lz4hc: bool,
 }
 
@@ -49,7 +52,7 @@ impl Compressor {
     }
 
     /// An encoder for pclusters of `pcluster` bytes.
-    pub fn encoder(&self, pcluster: u64) -> Result<Encoder> {
+    pub(crate) fn encoder(&self, pcluster: u64) -> Result<Encoder> {
         let cfg = EncoderConfig {
             alg: self.alg,
             level: self.level,
@@ -65,12 +68,16 @@ pub fn lzma_dict(pcluster: u64) -> u32 {
     ferrofs_codec::lzma_dict_size_for_pcluster(pcluster.min(u64::from(u32::MAX)) as u32)
 }
 
-/// A `--compress-hints` line (see [`crate::hints`]): files whose path
+/// A `--compress-hints` line (see [`Hints`](crate::Hints)): files whose path
 /// matches use this pcluster size (0: stored uncompressed) and compressor.
 #[derive(Clone, Debug)]
 pub struct Hint {
+    /// Pcluster size of matching files; 0 stores them uncompressed.
     pub pcluster_bytes: u64,
+    /// Index into [`CompressOptions::compressors`].
     pub compressor: usize,
+    /// Matched against the path relative to the source, without a
+    /// leading `/`.
     pub regex: Regex,
 }
 
@@ -90,6 +97,8 @@ pub struct CompressOptions {
     pub all_fragments: bool,
     /// `-E fragments=SIZE`: the packed inode's pcluster size (default `-C`).
     pub packed_pcluster: Option<u64>,
+    /// `--compress-hints`: per-path pcluster sizes and compressors, the
+    /// first match winning.
     pub hints: Vec<Hint>,
     /// `--max-extent-bytes`: no pcluster decodes to more than this many
     /// bytes (a multiple of the block size), bounding what a small read of
@@ -101,10 +110,26 @@ pub struct CompressOptions {
 }
 
 impl CompressOptions {
+    /// One compressor at `pcluster_bytes` (`-z ALG -C BYTES`), with tail
+    /// packing, fragments, hints and extent limits off.
+    pub fn new(compressor: Compressor, pcluster_bytes: u64) -> Self {
+        Self {
+            compressors: vec![compressor],
+            pcluster_bytes,
+            ztailpacking: false,
+            fragments: false,
+            all_fragments: false,
+            packed_pcluster: None,
+            hints: Vec::new(),
+            max_extent_bytes: None,
+            legacy_compress: false,
+        }
+    }
+
     /// (pcluster bytes, compressor index) for a path relative to the root;
     /// `None` when the first hint that matches says pcluster size 0 (do
     /// not compress), as mkfs.erofs takes it.
-    pub fn choose(&self, rel: &[u8]) -> Option<(u64, usize)> {
+    pub(crate) fn choose(&self, rel: &[u8]) -> Option<(u64, usize)> {
         match self.hints.iter().find(|h| h.regex.is_match(rel)) {
             Some(h) if h.pcluster_bytes == 0 => None,
             Some(h) => Some((h.pcluster_bytes, h.compressor)),

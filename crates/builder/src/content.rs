@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{BuildError, Result};
@@ -68,11 +68,6 @@ impl<'a> ContentReader<'a> {
             Content::Archive { archive, segments } => Source::Archive(archive, segments),
         };
         Ok(Self { path, size, file })
-    }
-
-    /// The path messages name.
-    pub fn path(&self) -> PathBuf {
-        self.path.to_path_buf()
     }
 
     /// Fills `buf` with the bytes at `off`.

@@ -5,31 +5,64 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+/// Why a build failed. Nothing is left at the output path when it does.
 #[derive(Debug, Error)]
 pub enum BuildError {
+    /// Reading an input failed.
     #[error("{path}: {source}")]
     Io {
+        /// The input (a file of the source, an archive, a list).
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: io::Error,
     },
+    /// An input is not what it should be (a bad archive member, a bad
+    /// line of a configuration file, a file the options cannot store).
     #[error("{path}: {reason}")]
-    Input { path: PathBuf, reason: String },
+    Input {
+        /// The input concerned.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A source file changed while the image was being written.
     #[error("{path}: changed while being read ({reason})")]
-    Changed { path: PathBuf, reason: String },
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// What changed.
+        reason: String,
+    },
+    /// Writing the image (or the blob device, or the block list) failed.
     #[error("writing {path}: {source}")]
     Output {
+        /// The file being written.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: io::Error,
     },
+    /// The build was asked to stop (the `interrupted` flag of [`build`]).
+    ///
+    /// [`build`]: crate::build
     #[error("interrupted; {path} was not written")]
-    Interrupted { path: PathBuf },
+    Interrupted {
+        /// The image that was not written.
+        path: PathBuf,
+    },
+    /// The image would exceed what the format addresses.
     #[error("the image would be too large: {0}")]
     TooLarge(String),
     /// The `--base` image cannot be used at all.
     #[error("--base {path}: {reason}")]
-    Base { path: PathBuf, reason: String },
+    Base {
+        /// The base image.
+        path: PathBuf,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// The options contradict each other or the format.
     #[error("invalid option: {0}")]
     Option(String),
     /// A check of the builder's own bookkeeping failed (a bug).
@@ -50,4 +83,5 @@ impl BuildError {
     }
 }
 
+/// The builder's result type.
 pub type Result<T, E = BuildError> = std::result::Result<T, E>;

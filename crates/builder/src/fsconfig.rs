@@ -64,7 +64,7 @@ impl CannedFsConfig {
     }
 
     /// Parses the text of `file` (named in errors).
-    pub fn parse(text: &[u8], file: &Path) -> Result<Self> {
+    pub(crate) fn parse(text: &[u8], file: &Path) -> Result<Self> {
         let mut entries = HashMap::new();
         let mut lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
         if text.ends_with(b"\n") || text.is_empty() {
@@ -114,13 +114,13 @@ impl CannedFsConfig {
     }
 
     /// The entry of a path as looked up (no leading `/`).
-    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+    pub(crate) fn get(&self, key: &[u8]) -> Option<&Entry> {
         self.entries.get(key)
     }
 
     /// The lookup key of an inode at `rel` (relative to the source root)
     /// in an image for `mount_point`.
-    pub fn key(mount_point: &[u8], rel: &[u8]) -> Vec<u8> {
+    pub(crate) fn key(mount_point: &[u8], rel: &[u8]) -> Vec<u8> {
         if rel.is_empty() {
             return Vec::new();
         }
@@ -131,7 +131,7 @@ impl CannedFsConfig {
 
     /// Gives every inode of `tree` the owner, permissions and capabilities
     /// its entry says.
-    pub fn apply(&self, tree: &mut Tree, mount_point: &[u8]) -> Result<()> {
+    pub(crate) fn apply(&self, tree: &mut Tree, mount_point: &[u8]) -> Result<()> {
         for ino in &mut tree.inodes {
             let key = Self::key(mount_point, &ino.rel);
             let Some(e) = self.get(&key) else {

@@ -21,13 +21,27 @@ use crate::cnum::atoi;
 use crate::compress::Hint;
 use crate::error::{BuildError, Result};
 
-/// A parsed hints file.
+/// A parsed `--compress-hints` file: per line, `<pcluster size>
+/// [<compressor index>] <regex>`; the first line whose regex matches a
+/// file's path (relative to the source, no leading `/`) decides its
+/// pcluster size (0: stored uncompressed) and compressor.
 #[derive(Debug, Default)]
 pub struct Hints {
     /// The lines in file order (first match wins).
     pub hints: Vec<Hint>,
     /// Lines ignored, with mkfs.erofs's reason, for the user.
     pub warnings: Vec<String>,
+}
+
+impl Hints {
+    /// Reads a hints file, as mkfs.erofs 1.9 does, for an image of
+    /// `block_size`-byte blocks built with `compressors` `-z` compressors.
+    /// A size that is not a multiple of the block size is a warning (the
+    /// line is ignored); an unknown compressor index, a line without a
+    /// regex or a regex that does not compile is an error.
+    pub fn parse(text: &[u8], compressors: usize, block_size: u64) -> Result<Hints> {
+        parse(text, compressors, block_size)
+    }
 }
 
 /// C `strtok` over one line: the next token after `*pos`, skipping
@@ -53,9 +67,8 @@ fn strtok<'a>(line: &'a [u8], pos: &mut usize, delims: &[u8]) -> Option<&'a [u8]
     Some(&line[start..end])
 }
 
-/// Reads a hints file for an image of `block_size`-byte blocks built with
-/// `compressors` `-z` compressors.
-pub fn parse(text: &[u8], compressors: usize, block_size: u64) -> Result<Hints> {
+/// See [`Hints::parse`].
+fn parse(text: &[u8], compressors: usize, block_size: u64) -> Result<Hints> {
     let mut out = Hints::default();
     for (n, line) in text.split_inclusive(|b| *b == b'\n').enumerate() {
         let n = n + 1;

@@ -1,40 +1,81 @@
-//! ferrofs-builder: turn a directory tree into an EROFS image the Linux
-//! kernel mounts. The pipeline reads top to bottom: `source` scans the tree
-//! into an in-memory `tree`; `plan` encodes what each inode needs
-//! (directory blocks, xattr bodies, data layout); `layout` gives every inode
-//! its nid and every data run its blocks before a byte is written; `zpass`
+//! ferrofs-builder: turn a directory tree, a tar archive or an OCI image
+//! layout into an EROFS image the Linux kernel mounts.
+//!
+//! The public surface is the build call and what it takes: [`build`] (a
+//! directory) or a [`source`] scanner and [`build_tree`], [`BuildOptions`]
+//! with what they refer to ([`CompressOptions`], [`Profile`],
+//! [`FileContexts`], [`CannedFsConfig`]…), and the [`Summary`] or
+//! [`BuildError`] they return.
+//!
+//! Inside, the pipeline reads top to bottom: `source` scans the input into
+//! an in-memory `tree`; `plan` encodes what each inode needs (directory
+//! blocks, xattr bodies, data layout); `layout` gives every inode its nid
+//! and every data run its blocks before a byte is written; `zpass`
 //! compresses file data on all cores; `fragments` packs tails and small
 //! files into the packed inode; `emit` writes a temporary file, superblock
-//! last, fsyncs and renames it.
+//! last, fsyncs and renames it. ARCHITECTURE.md at the repository root
+//! draws it.
+//!
+//! ```
+//! use ferrofs_builder::{build, BuildOptions, CompressOptions, Compressor};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let work = std::env::temp_dir().join(format!("ferrofs-builder-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(work.join("tree/etc"))?;
+//! let text = "a line of text\n".repeat(10_000);
+//! std::fs::write(work.join("tree/etc/motd"), &text)?;
+//!
+//! // `ferrofs mkfs -zlz4hc,12 -C65536 image.erofs tree`
+//! let mut options = BuildOptions::default();
+//! options.compress = Some(CompressOptions::new(Compressor::parse("lz4hc,12")?, 65536));
+//! let image_path = work.join("image.erofs");
+//! let summary = build(&work.join("tree"), &image_path, &options, None, &|_progress| {})?;
+//! assert_eq!(summary.compressed_files, 1);
+//! assert!(summary.bytes < text.len() as u64);
+//!
+//! // Read it back with the reader.
+//! let image = ferrofs::Image::open_path(&image_path)?;
+//! assert_eq!(image.read_to_string("/etc/motd")?, text);
+//! # std::fs::remove_dir_all(&work)?;
+//! # Ok(())
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
-pub mod base;
+mod base;
 mod cnum;
-pub mod compress;
-pub mod content;
-pub mod dedupe;
-pub mod emit;
-pub mod error;
+mod compress;
+mod content;
+mod dedupe;
+mod emit;
+mod error;
 mod fragments;
-pub mod fsconfig;
-pub mod hints;
-pub mod layout;
-pub mod options;
-pub mod plan;
-pub mod profile;
-pub mod selabel;
+mod fsconfig;
+mod hints;
+mod layout;
+mod options;
+mod plan;
+mod profile;
+mod selabel;
 mod similarity;
 pub mod source;
 mod spool;
-pub mod timing;
-pub mod tree;
-pub mod xattrs;
-pub mod zinode;
+mod timing;
+mod tree;
+mod xattrs;
+mod zinode;
 mod zpass;
 
 pub use base::BaseStats;
+pub use compress::{CompressOptions, Compressor, Hint};
 pub use emit::{build, build_tree, Progress, Summary};
-pub use error::BuildError;
+pub use error::{BuildError, Result};
+pub use fsconfig::CannedFsConfig;
+pub use hints::Hints;
 pub use options::{BlockListOptions, BuildOptions, MetaboxOptions, TimePolicy};
+pub use profile::Profile;
+pub use selabel::FileContexts;
 pub use timing::Phase;
+pub use tree::Tree;

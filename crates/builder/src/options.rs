@@ -25,16 +25,23 @@ pub enum TimePolicy {
 pub struct BuildOptions {
     /// log2 of the block size (9..=12).
     pub blkszbits: u8,
+    /// How inode timestamps are chosen (`-T`, `--mkfs-time`,
+    /// `SOURCE_DATE_EPOCH`, `--ignore-mtime`).
     pub time: TimePolicy,
     /// Volume uuid; `None` derives one from the image's contents, so equal
     /// inputs give equal images.
     pub uuid: Option<[u8; 16]>,
     /// Volume label (at most 15 bytes).
     pub label: Vec<u8>,
+    /// `--all-root`: every file owned by root.
     pub all_root: bool,
+    /// `--uid-offset`: added to every owner.
     pub uid_offset: u32,
+    /// `--gid-offset`: added to every group.
     pub gid_offset: u32,
+    /// `--force-uid`: every file gets this owner.
     pub force_uid: Option<u32>,
+    /// `--force-gid`: every file gets this group.
     pub force_gid: Option<u32>,
     /// Paths relative to the source root that are left out (with subtrees).
     pub exclude_paths: Vec<Vec<u8>>,
@@ -123,7 +130,7 @@ pub struct BuildOptions {
     /// regular file's data, written beside the image.
     pub block_list: Option<BlockListOptions>,
     /// `--base`: a previous image whose compressed data of unchanged files
-    /// is copied instead of compressed again (see [`crate::base`]).
+    /// is copied instead of compressed again (what was reused is reported in [`Summary::base`](crate::Summary::base)).
     pub base: Option<std::path::PathBuf>,
 }
 
@@ -196,6 +203,7 @@ impl Default for BuildOptions {
 }
 
 impl BuildOptions {
+    /// The block size in bytes.
     pub fn block_size(&self) -> u64 {
         1u64 << self.blkszbits
     }
@@ -203,7 +211,7 @@ impl BuildOptions {
     /// for the root (`system/`, `/system` and `//system` are all
     /// `/system`): the prefix of the paths the image's files are looked up
     /// (file_contexts) and listed (block list) by.
-    pub fn mount_prefix(&self) -> Vec<u8> {
+    pub(crate) fn mount_prefix(&self) -> Vec<u8> {
         self.mount_point
             .split(|&b| b == b'/')
             .filter(|c| !c.is_empty())
@@ -212,7 +220,7 @@ impl BuildOptions {
     }
     /// Whether the image uses the 48-bit layout (asked for, or implied by
     /// a feature that needs it).
-    pub fn uses_48bit(&self) -> bool {
+    pub(crate) fn uses_48bit(&self) -> bool {
         self.bit48 || self.dot_omitted || self.metabox.is_some()
     }
 }

@@ -9,8 +9,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ferrofs_format::trace::parse_line;
-
 use crate::error::{BuildError, Result};
 use crate::tree::{InodeId, Tree};
 
@@ -79,12 +77,10 @@ type Trace = Vec<(Vec<u8>, Option<Vec<(u64, u64)>>)>;
 
 fn read_trace(path: &Path) -> Result<Trace> {
     let text = std::fs::read_to_string(path).map_err(BuildError::io(path))?;
+    let reads = ferrofs_trace::parse(&text).map_err(|e| BuildError::input(path, e.to_string()))?;
     let mut order: Vec<Vec<u8>> = Vec::new();
     let mut ranges: HashMap<Vec<u8>, Option<Vec<(u64, u64)>>> = HashMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let r = parse_line(line)
-            .map_err(|e| BuildError::input(path, format!("line {}: {e}", n + 1)))?;
-        let Some(r) = r else { continue };
+    for r in reads {
         let entry = ranges.entry(r.path.clone()).or_insert_with(|| {
             order.push(r.path.clone());
             Some(Vec::new())
@@ -149,10 +145,11 @@ impl Profile {
     }
 
     /// The profile of a path relative to the root.
-    pub fn get(&self, rel: &[u8]) -> Option<&ProfileFile> {
+    pub(crate) fn get(&self, rel: &[u8]) -> Option<&ProfileFile> {
         self.files.get(rel)
     }
 
+    /// How many files the profile names.
     pub fn len(&self) -> usize {
         self.files.len()
     }
@@ -162,7 +159,7 @@ impl Profile {
     /// ancestor directories not placed yet; the rest keeps `base` order.
     /// A start's lookups then read few metadata blocks (hot inodes share
     /// them) and the hot directories' blocks sit together.
-    pub fn hot_first(&self, tree: &Tree, base: &[InodeId]) -> Vec<InodeId> {
+    pub(crate) fn hot_first(&self, tree: &Tree, base: &[InodeId]) -> Vec<InodeId> {
         let mut hot: Vec<(usize, InodeId)> = base
             .iter()
             .filter_map(|&id| self.get(&tree.inodes[id].rel).map(|f| (f.rank, id)))
@@ -196,6 +193,7 @@ impl Profile {
         order
     }
 
+    /// Whether the profile names no file.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }

@@ -42,7 +42,7 @@ impl FileContexts {
 
     /// Parses the text of a `file_contexts` (errors name `path` and the
     /// line).
-    pub fn parse(text: &[u8], path: &Path) -> Result<Self> {
+    pub(crate) fn parse(text: &[u8], path: &Path) -> Result<Self> {
         let mut regexes = Vec::new();
         let mut exact = Vec::new();
         for (n, line) in text.split(|&b| b == b'\n').enumerate() {
@@ -83,7 +83,7 @@ impl FileContexts {
 
     /// The label of the file at `path` (absolute, as mounted) with
     /// `st_mode` `mode`, if it gets one.
-    pub fn lookup(&self, path: &[u8], mode: u16) -> Option<&[u8]> {
+    pub(crate) fn lookup(&self, path: &[u8], mode: u16) -> Option<&[u8]> {
         self.specs
             .iter()
             .rev()
@@ -93,7 +93,7 @@ impl FileContexts {
 
     /// Labels every inode of `tree` by its path under `base` (the mount
     /// point as [`crate::BuildOptions::mount_prefix`] gives it).
-    pub fn apply(&self, tree: &mut Tree, base: &[u8]) {
+    pub(crate) fn apply(&self, tree: &mut Tree, base: &[u8]) {
         for ino in &mut tree.inodes {
             let path = match (base.is_empty(), ino.rel.is_empty()) {
                 (true, true) => b"/".to_vec(),

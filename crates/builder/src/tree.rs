@@ -84,17 +84,18 @@ impl Inode {
     }
 }
 
-/// A scanned tree.
+/// A scanned source tree: what the scanners of [`crate::source`] make and
+/// [`crate::build_tree`] writes. Its inodes are the builder's own.
 #[derive(Clone, Debug, Default)]
 pub struct Tree {
-    pub inodes: Vec<Inode>,
-    pub root: InodeId,
+    pub(crate) inodes: Vec<Inode>,
+    pub(crate) root: InodeId,
 }
 
 impl Tree {
     /// Link counts as the image stores them: the number of names of a
     /// non-directory, and 2 + subdirectories for a directory.
-    pub fn link_counts(&self) -> Vec<u32> {
+    pub(crate) fn link_counts(&self) -> Vec<u32> {
         let mut n = vec![0u32; self.inodes.len()];
         for ino in &self.inodes {
             if let Kind::Dir { entries } = &ino.kind {
@@ -119,7 +120,7 @@ impl Tree {
 
     /// Inodes in breadth-first order from the root, each once (the order
     /// nids are assigned in, so siblings' inodes sit together).
-    pub fn bfs_order(&self) -> Vec<InodeId> {
+    pub(crate) fn bfs_order(&self) -> Vec<InodeId> {
         let mut seen = vec![false; self.inodes.len()];
         let mut order = Vec::with_capacity(self.inodes.len());
         seen[self.root] = true;
@@ -141,7 +142,7 @@ impl Tree {
 
     /// The tree without inodes no name reaches (what whiteouts of later
     /// layers removed), renumbered in breadth-first order.
-    pub fn prune(self) -> Tree {
+    pub(crate) fn prune(self) -> Tree {
         let order = self.bfs_order();
         let mut new_id = vec![usize::MAX; self.inodes.len()];
         for (n, &old) in order.iter().enumerate() {

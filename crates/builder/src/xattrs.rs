@@ -42,9 +42,6 @@ pub struct XattrPlan {
     pub prefixes_in_packed: bool,
 }
 
-/// Default name of the inode fingerprint xattr (mkfs.erofs's).
-pub const DEFAULT_DIGEST_NAME: &[u8] = b"erofs.fingerprint.v1";
-
 fn encode_name(name: &[u8], prefixes: &[(u8, Vec<u8>)], path: &Path) -> Result<EncodedName> {
     let (base, after_short) = split_short_prefix(name).ok_or_else(|| {
         BuildError::input(
@@ -310,9 +307,4 @@ impl XattrPlan {
             body[at..at + 4].copy_from_slice(&id.to_le_bytes());
         }
     }
-}
-
-/// Whether `name` can be stored at all (used by callers that filter).
-pub fn storable(name: &[u8]) -> bool {
-    split_short_prefix(name).is_some_and(|(i, _)| short_prefix(i).is_some())
 }

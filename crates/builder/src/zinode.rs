@@ -44,11 +44,6 @@ impl ZInode {
         let pad = inode_and_xattrs.div_ceil(8) * 8 - inode_and_xattrs;
         pad + self.index.len() as u64 + self.inline.as_ref().map_or(0, |v| v.len() as u64)
     }
-
-    /// Whether any pcluster spans more than one block.
-    pub fn big(&self) -> bool {
-        self.extents.iter().any(|e| e.blocks > 1)
-    }
 }
 
 /// Builds the lcluster entries of a file of `size` bytes from its extents.

@@ -476,7 +476,7 @@ pub fn statistics(image: &Image) -> Value {
 }
 
 /// What a cold replay of a trace costs on this image: the reads it makes
-/// (`ferrofs_format::trace`), the pclusters and device blocks they touch
+/// (`ferrofs_trace`), the pclusters and device blocks they touch
 /// (a compressed pcluster is read and decoded whole, as the kernel does),
 /// how many runs of consecutive blocks those form in first-touch order,
 /// and decoded bytes against requested bytes. Metadata blocks (inodes,
@@ -484,7 +484,7 @@ pub fn statistics(image: &Image) -> Value {
 /// With `window` > 0 every read is widened as the kernel's read-around
 /// widens a page fault: `window / 2` bytes before and after it, within the
 /// file (what a cold start costs under that readahead).
-pub fn profile(image: &Image, reads: &[ferrofs::format::trace::TraceRead], window: u64) -> Value {
+pub fn profile(image: &Image, reads: &[ferrofs_trace::TraceRead], window: u64) -> Value {
     struct Acc {
         seen: HashSet<u64>,
         order: Vec<u64>,

@@ -7,7 +7,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-mod bench;
 mod diff;
 mod dropin;
 mod mkfs;
@@ -57,14 +56,6 @@ enum Command {
     Mkfs(Box<mkfs::MkfsArgs>),
     /// Mount an image read-only through FUSE.
     Mount(mount::MountArgs),
-    /// Build, mount and measure images against mkfs.erofs and mksquashfs
-    /// (runs python3 -m ferrofs_bench; `ferrofs bench --help` lists its options).
-    #[command(disable_help_flag = true)]
-    Bench {
-        /// Arguments for the benchmark runner.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<OsString>,
-    },
     /// Check every inode, directory entry and pcluster of an image. Exit
     /// status 1 on damage (what makes the kernel return wrong data or
     /// errors); warnings (a link count other than the entries naming the
@@ -209,7 +200,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Mkfs(a) => mkfs::mkfs(&a),
         Command::Diff { old, new, json } => diff::run(&old, &new, json),
         Command::Mount(a) => mount::run(&a),
-        Command::Bench { args } => Ok(ExitCode::from(u8::try_from(bench::run(args)?).unwrap_or(1))),
         Command::Fsck { img, no_data, json } => {
             let image = open(&img)?;
             let pb = progress(None);
@@ -359,14 +349,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let v = if let Some(t) = profile {
                 let text = std::fs::read_to_string(&t)
                     .with_context(|| format!("--profile {}", t.display()))?;
-                let mut reads = Vec::new();
-                for (n, line) in text.lines().enumerate() {
-                    if let Some(r) = ferrofs::format::trace::parse_line(line)
-                        .map_err(|e| anyhow::anyhow!("{}: line {}: {e}", t.display(), n + 1))?
-                    {
-                        reads.push(r);
-                    }
-                }
+                let reads = ferrofs_trace::parse(&text)
+                    .with_context(|| format!("--profile {}", t.display()))?;
                 ferrofs_check::dump::profile(&image, &reads, readahead as u64)
             } else if let Some(p) = path {
                 let inode = image.raw().lookup_path(p.as_bytes(), false)?;

@@ -395,31 +395,29 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     o.root_xattr_isize = a.root_xattr_isize;
     o.blobdev = a.blobdev.clone();
     if let Some(p) = &a.file_contexts {
-        o.file_contexts = Some(std::sync::Arc::new(
-            ferrofs_builder::selabel::FileContexts::load(p)?,
-        ));
+        o.file_contexts = Some(std::sync::Arc::new(ferrofs_builder::FileContexts::load(p)?));
     }
     if let Some(p) = &a.fs_config_file {
         o.fs_config = Some(std::sync::Arc::new(
-            ferrofs_builder::fsconfig::CannedFsConfig::load(p)
+            ferrofs_builder::CannedFsConfig::load(p)
                 .with_context(|| format!("--fs-config-file {}", p.display()))?,
         ));
     }
     if !a.profile.is_empty() {
-        let mut p = ferrofs_builder::profile::Profile::load(&a.profile)?;
+        let mut p = ferrofs_builder::Profile::load(&a.profile)?;
         p.window = a.profile_readahead as u64;
         o.profile = Some(std::sync::Arc::new(p));
     }
     if let Some(z) = &a.compress {
         let compressors = z
             .split(':')
-            .map(ferrofs_builder::compress::Compressor::parse)
+            .map(ferrofs_builder::Compressor::parse)
             .collect::<Result<Vec<_>, _>>()?;
         let hints = match &a.compress_hints {
             Some(p) => {
                 let text = std::fs::read(p)
                     .with_context(|| format!("--compress-hints {}", p.display()))?;
-                let h = ferrofs_builder::hints::parse(
+                let h = ferrofs_builder::Hints::parse(
                     &text,
                     compressors.len(),
                     u64::from(a.block_size),
@@ -432,7 +430,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             }
             None => Vec::new(),
         };
-        o.compress = Some(ferrofs_builder::compress::CompressOptions {
+        o.compress = Some(ferrofs_builder::CompressOptions {
             compressors,
             pcluster_bytes: a.pcluster.unwrap_or(u64::from(a.block_size)),
             ztailpacking,
@@ -573,8 +571,8 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
 /// index into the -z list, which ALG joins when it is not there yet).
 /// The root's mtime when an archive has no entry for it: the fixed time
 /// the options give, else the build time.
-fn root_mtime(o: &ferrofs_builder::options::BuildOptions) -> i64 {
-    use ferrofs_builder::options::TimePolicy;
+fn root_mtime(o: &ferrofs_builder::BuildOptions) -> i64 {
+    use ferrofs_builder::TimePolicy;
     match o.time {
         TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => t,
         TimePolicy::Keep | TimePolicy::IgnoreMtime => std::time::SystemTime::now()
@@ -601,7 +599,7 @@ fn metabox_options(
     let compressor = match alg {
         None => o.compress.as_ref().map(|_| 0),
         Some(a) => {
-            let c = ferrofs_builder::compress::Compressor::parse(a)?;
+            let c = ferrofs_builder::Compressor::parse(a)?;
             match &mut o.compress {
                 Some(z) => Some(match z.compressors.iter().position(|x| x.alg == c.alg) {
                     Some(i) => i,
@@ -611,17 +609,7 @@ fn metabox_options(
                     }
                 }),
                 None => {
-                    o.compress = Some(ferrofs_builder::compress::CompressOptions {
-                        compressors: vec![c],
-                        pcluster_bytes: bs,
-                        ztailpacking: false,
-                        fragments: false,
-                        all_fragments: false,
-                        packed_pcluster: None,
-                        hints: Vec::new(),
-                        max_extent_bytes: None,
-                        legacy_compress: false,
-                    });
+                    o.compress = Some(ferrofs_builder::CompressOptions::new(c, bs));
                     Some(0)
                 }
             }

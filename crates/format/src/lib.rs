@@ -18,7 +18,6 @@ pub mod error;
 pub mod inode;
 mod le;
 pub mod superblock;
-pub mod trace;
 pub mod xattr;
 pub mod zmap;
 

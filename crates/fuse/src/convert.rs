@@ -75,7 +75,7 @@ pub(crate) fn kind(t: Ft) -> FileType {
 
 /// Maps reader errors to errno values: damage is EIO, features the reader
 /// refuses are EOPNOTSUPP.
-pub fn errno(e: Error) -> Errno {
+pub(crate) fn errno(e: Error) -> Errno {
     match e {
         Error::NotFound { .. } => Errno::ENOENT,
         Error::NotADirectory { .. } => Errno::ENOTDIR,

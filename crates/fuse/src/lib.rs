@@ -1,5 +1,7 @@
-//! ferrofs-fuse: serve an EROFS image through FUSE, read-only. A thin
-//! adapter: FUSE inode numbers to nids and back, attributes, directory
+//! ferrofs-fuse: serve an EROFS image through FUSE, read-only, behind one
+//! call: [`mount`] (checks, detaching, signals, the session; [`spawn`] for
+//! a mount served by threads of the caller). Below it, a thin adapter:
+//! FUSE inode numbers to nids and back, attributes, directory
 //! cookies, xattrs (with the size-probe protocol), errno mapping (damage →
 //! EIO, unsupported → EOPNOTSUPP). All data comes from the reader, whose
 //! decoded-pcluster cache (single-flight, byte budget) is shared by the
@@ -9,10 +11,26 @@
 //! every `read` reuses that mapping; `opendir` reads the directory once and
 //! `readdir`/`readdirplus` page through it by index (the cookie of entry
 //! `k` is `k + 1`). Each worker thread keeps one reply buffer for reads.
+//!
+//! ```no_run
+//! use std::path::Path;
+//!
+//! let image = ferrofs::Image::open_path("system.erofs")?;
+//! let options = ferrofs_fuse::MountOptions {
+//!     foreground: true,
+//!     ..Default::default()
+//! };
+//! // Serves until `umount /mnt/system` or ^C.
+//! ferrofs_fuse::mount(image, Path::new("/mnt/system"), &options)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod convert;
+mod mount;
+mod mountinfo;
 mod prefetch;
 mod trace;
 
@@ -23,8 +41,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-pub use convert::errno;
-use convert::kind;
+use convert::{errno, kind};
 use ferrofs::format::Nid;
 use ferrofs::{raw::Inode, raw::InodeFile as File, raw::RawDirEntry as DirEntry, Image};
 use fuser::{
@@ -35,9 +52,11 @@ use fuser::{
 use prefetch::{Prefetch, STORE_READS_UNDER};
 use trace::Tracer;
 
+pub use mount::{mount, prepare, spawn, MountError, MountOptions, Mounted};
+
 /// How long the kernel may cache entries and attributes: the image never
 /// changes while mounted.
-pub const TTL: Duration = Duration::from_secs(24 * 3600);
+const TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// Largest read the kernel sends with `max_pages` (1 MiB); the per-thread
 /// reply buffer never grows beyond what one request asks for.
@@ -62,7 +81,7 @@ struct Handles {
 }
 
 /// The FUSE file system over one image.
-pub struct ErofsFuse {
+pub(crate) struct ErofsFuse {
     image: Image,
     root: Nid,
     handles: Mutex<Handles>,
@@ -77,7 +96,7 @@ pub struct ErofsFuse {
 /// Most files kept mapped for handle-less reads.
 const OPEN_FILES: usize = 64;
 impl ErofsFuse {
-    pub fn new(image: Image) -> Self {
+    pub(crate) fn new(image: Image) -> Self {
         let root = image.root_nid();
         Self {
             image,
@@ -92,19 +111,19 @@ impl ErofsFuse {
     /// Turns on prefetch into the page cache (the tree walk and small reads) with
     /// `budget` bytes per directory. Notifications go out once
     /// [`ErofsFuse::notifier_cell`] holds the session's notifier.
-    pub fn with_prefetch(mut self, budget: u64) -> Self {
+    pub(crate) fn with_prefetch(mut self, budget: u64) -> Self {
         self.prefetch = Prefetch::start(&self.image, self.root, budget);
         self
     }
 
     /// Where the mount code puts the session's notifier (for prefetch).
-    pub fn notifier_cell(&self) -> Option<Arc<std::sync::OnceLock<fuser::Notifier>>> {
+    pub(crate) fn notifier_cell(&self) -> Option<Arc<std::sync::OnceLock<fuser::Notifier>>> {
         self.prefetch.as_ref().map(|p| p.notifier.clone())
     }
 
     /// Appends every read to `file` as a trace (see
-    /// `ferrofs_format::trace`).
-    pub fn with_trace(mut self, file: std::fs::File) -> Self {
+    /// `ferrofs_trace`).
+    pub(crate) fn with_trace(mut self, file: std::fs::File) -> Self {
         self.trace = Some(Mutex::new(Tracer::new(file)));
         self
     }
@@ -117,12 +136,12 @@ impl ErofsFuse {
 
     /// FUSE ino of a nid: the root is 1, every other nid is shifted by 2
     /// (so nid 0 and nid 1 stay distinct from the root and from each other).
-    pub fn ino(&self, nid: Nid) -> INodeNo {
+    pub(crate) fn ino(&self, nid: Nid) -> INodeNo {
         ino_of(self.root, nid)
     }
 
     /// The nid behind a FUSE ino (the inverse of [`ErofsFuse::ino`]).
-    pub fn nid(&self, ino: INodeNo) -> Result<Nid, Errno> {
+    pub(crate) fn nid(&self, ino: INodeNo) -> Result<Nid, Errno> {
         match ino.0 {
             1 => Ok(self.root),
             n if n >= 2 && Nid(n - 2) != self.root => Ok(Nid(n - 2)),
@@ -197,7 +216,7 @@ impl ErofsFuse {
     }
 
     /// The attributes the kernel's EROFS driver would report.
-    pub fn attr(&self, i: &Inode) -> FileAttr {
+    pub(crate) fn attr(&self, i: &Inode) -> FileAttr {
         convert::attr(i, self.ino(i.nid()), self.image.block_size().bits())
     }
 }
@@ -503,7 +522,7 @@ impl Filesystem for ErofsFuse {
 }
 
 /// Mount options and thread count of a session.
-pub fn config(threads: usize, allow_other: bool) -> fuser::Config {
+pub(crate) fn config(threads: usize, allow_other: bool) -> fuser::Config {
     let mut c = fuser::Config::default();
     c.mount_options = vec![
         fuser::MountOption::RO,

@@ -1,5 +1,5 @@
 //! `--trace`: every read the mount serves, as a line of the trace format
-//! (`ferrofs_format::trace`), with the path the names seen in lookups and
+//! (`ferrofs_trace`), with the path the names seen in lookups and
 //! listings give the file.
 
 use std::collections::HashMap;
@@ -52,7 +52,7 @@ impl Tracer {
     }
 
     pub(crate) fn read(&mut self, path: &[u8], offset: u64, len: u64) {
-        let line = ferrofs::format::trace::format_read(path, offset, len);
+        let line = ferrofs_trace::format_read(path, offset, len);
         let _ = self.out.write_all(line.as_bytes());
         self.pending += 1;
         if self.pending >= 64 {

@@ -32,21 +32,34 @@ use crate::tree::{InodeId, Tree};
 /// Progress of the data pass.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Progress {
+    /// Regular files whose data is written so far.
     pub files_done: u64,
+    /// Regular files in the build.
     pub files_total: u64,
+    /// Their sizes, summed (before compression).
     pub bytes_done: u64,
+    /// The sizes of all regular files, summed.
     pub bytes_total: u64,
 }
 
 /// What was built.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// Inodes in the image.
     pub inodes: u64,
+    /// Blocks of the image.
     pub blocks: u64,
+    /// Blocks of the metadata area (inodes with their xattrs, indexes and
+    /// inline tails, shared xattrs).
     pub meta_blocks: u64,
+    /// Bytes of the image (`blocks` times the block size; without
+    /// `--offset`'s leading zeros).
     pub bytes: u64,
+    /// Inodes in the 32-byte compact form.
     pub compact_inodes: u64,
+    /// Regular files stored compressed.
     pub compressed_files: u64,
+    /// Physical clusters written.
     pub pclusters: u64,
     /// With `--base`: what came from the base image.
     pub base: Option<crate::base::BaseStats>,

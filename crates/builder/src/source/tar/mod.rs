@@ -30,7 +30,7 @@ mod tests;
 
 use fields::{checksum_ok, cstr, normalize, number, pax_records, Pax};
 use input::{filtered, open_input, Src};
-pub use layer::scan_layer;
+pub(crate) use layer::scan_layer;
 
 const BLOCK: usize = 512;
 /// Largest PAX header or GNU long name accepted (they are held in memory).

@@ -1,13 +1,39 @@
-//! The text form of read traces (`ferrofs mount --trace`, `mkfs
-//! --profile`, `dump --profile`): one read per line, in the order reads
-//! arrived, as `PATH<TAB>OFFSET<TAB>LENGTH`; a line with only a path means
-//! the whole file. Paths are relative to the image root; a backslash,
-//! tab, newline or other control byte in a path is written as `\\`, `\t`,
-//! `\n` or `\xHH`. Blank lines and lines starting with `#` are comments.
+//! ferrofs-trace: the text form of read traces. `ferrofs mount --trace`
+//! records them; `mkfs --profile` lays an image out by them and `dump
+//! --profile` replays them against an image.
+//!
+//! One read per line, in the order reads arrived, as
+//! `PATH<TAB>OFFSET<TAB>LENGTH`; a line with only a path means the whole
+//! file. Paths are relative to the image root; a backslash, tab, newline or
+//! other control byte in a path is written as `\\`, `\t`, `\n` or `\xHH`.
+//! Blank lines and lines starting with `#` are comments.
+//!
+//! ```
+//! let line = ferrofs_trace::format_read(b"usr/lib/a\tb.so", 4096, 512);
+//! assert_eq!(line, "usr/lib/a\\tb.so\t4096\t512\n");
+//! let reads = ferrofs_trace::parse(&line).unwrap();
+//! assert_eq!(reads[0].path, b"usr/lib/a\tb.so");
+//! assert_eq!(reads[0].range, Some((4096, 512)));
+//! ```
+
+#![forbid(unsafe_code)]
+
+use thiserror::Error;
+
+/// A line of a trace that does not parse.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("line {line}: {reason}")]
+pub struct ParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong with it.
+    pub reason: String,
+}
 
 /// One traced read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceRead {
+    /// The file read, relative to the image root (no leading `/`).
     pub path: Vec<u8>,
     /// `None`: the whole file.
     pub range: Option<(u64, u64)>,
@@ -84,6 +110,24 @@ pub fn parse_line(line: &str) -> Result<Option<TraceRead>, String> {
     Ok(Some(TraceRead { path, range }))
 }
 
+/// Parses a whole trace: its reads in order, or the first bad line.
+pub fn parse(text: &str) -> Result<Vec<TraceRead>, ParseError> {
+    let mut reads = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        match parse_line(line) {
+            Ok(Some(r)) => reads.push(r),
+            Ok(None) => {}
+            Err(reason) => {
+                return Err(ParseError {
+                    line: n.saturating_add(1),
+                    reason,
+                })
+            }
+        }
+    }
+    Ok(reads)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +150,18 @@ mod tests {
         assert_eq!(parse_line("# comment").unwrap(), None);
         assert!(parse_line("a\tx\t1").is_err());
         assert!(parse_line("a\\q").is_err());
+    }
+
+    #[test]
+    fn whole_traces_name_the_bad_line() {
+        let reads = parse("# header\n\na\t0\t10\r\nb\n").unwrap();
+        assert_eq!(reads.len(), 2);
+        assert_eq!(reads[1].range, None);
+        let e = parse("a\t0\t10\nb\t1\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert_eq!(
+            e.to_string(),
+            "line 2: expected PATH, or PATH<TAB>OFFSET<TAB>LENGTH"
+        );
     }
 }

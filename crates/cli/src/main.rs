@@ -10,13 +10,14 @@ use std::process::ExitCode;
 mod bench;
 mod diff;
 mod dropin;
+mod hotrecord;
 mod mkfs;
 mod mount;
 mod out;
 mod source;
 mod summary;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
 use ferrofs::format::inode::FileType;
 use ferrofs::format::Nid;
@@ -357,16 +358,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let image = open(&img)?;
             let v = if let Some(t) = profile {
-                let text = std::fs::read_to_string(&t)
-                    .with_context(|| format!("--profile {}", t.display()))?;
-                let mut reads = Vec::new();
-                for (n, line) in text.lines().enumerate() {
-                    if let Some(r) = ferrofs::format::trace::parse_line(line)
-                        .map_err(|e| anyhow::anyhow!("{}: line {}: {e}", t.display(), n + 1))?
-                    {
-                        reads.push(r);
-                    }
-                }
+                let reads = hotrecord::read_trace(&t)?;
                 ferrofs_check::dump::profile(&image, &reads, readahead as u64)
             } else if let Some(p) = path {
                 let inode = image.raw().lookup_path(p.as_bytes(), false)?;

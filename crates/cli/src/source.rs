@@ -22,6 +22,27 @@ pub struct RemoteArgs {
     /// chunks are removed beyond it.
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = crate::mount::parse_size)]
     cache_dir_size: usize,
+    /// Do not fetch the hot ranges a `mkfs --profile` image names (its
+    /// recorded start-up's data) up front.
+    #[arg(long)]
+    no_hot_prefetch: bool,
+    /// Whether this process fetches the hot ranges (not the mount command
+    /// that only checks the image before its daemon serves it).
+    #[arg(skip = true)]
+    pub prefetch_here: bool,
+}
+
+/// A source read here and by a prefetching thread.
+struct Shared(Arc<HttpSource>);
+
+impl ReadAt for Shared {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.0.read_exact_at(buf, offset)
+    }
+
+    fn len(&self) -> std::io::Result<u64> {
+        ReadAt::len(&*self.0)
+    }
 }
 
 /// Opens image and device arguments, all URLs sharing one chunk cache.
@@ -53,11 +74,22 @@ impl<'a> Sources<'a> {
         match arg.to_str().filter(|s| ferrofs_remote::is_url(s)) {
             Some(url) => {
                 let cache = self.cache()?;
-                Ok(Box::new(HttpSource::open(
-                    url,
-                    cache,
-                    &RemoteOptions::default(),
-                )?))
+                let src = Arc::new(HttpSource::open(url, cache, &RemoteOptions::default())?);
+                match src.hot_ranges() {
+                    Err(why) => eprintln!("warning: {url}: hot-range record ignored: {why}"),
+                    Ok(Some(hot)) if self.args.prefetch_here && !self.args.no_hot_prefetch => {
+                        // In the background: reads that need a chunk it is
+                        // fetching wait for that chunk's request only.
+                        let bg = src.clone();
+                        std::thread::spawn(move || {
+                            if let Err(e) = bg.prefetch(&hot.ranges) {
+                                eprintln!("warning: {}: prefetch: {e}", bg.url());
+                            }
+                        });
+                    }
+                    Ok(_) => {}
+                }
+                Ok(Box::new(Shared(src)))
             }
             None => {
                 let f = std::fs::File::open(arg)

@@ -223,10 +223,7 @@ impl HotRanges {
         let body = field(12..end)?;
         let computed = crc32c::crc32c(body);
         if u64::from(computed) != stored {
-            return Err(FormatError::BadChecksum {
-                stored: u32::try_from(stored).unwrap_or(u32::MAX),
-                computed,
-            });
+            return Err(FormatError::invalid("hot-range record checksum", stored));
         }
         let image_len = le(16..24)?;
         let mut uuid = [0u8; 16];

@@ -1,6 +1,7 @@
 //! The hot ranges of an image for recorded start-ups: the traces are
 //! replayed on the image through the reader (each traced file looked up and
-//! its traced bytes read, each directory on the way listed) and every byte
+//! its traced bytes read, each directory on the way listed with its
+//! entries' inodes) and every byte
 //! range the reader asks of the image is kept, giving the
 //! [`HotRanges`] record `mkfs --profile` writes into the boot area.
 
@@ -57,12 +58,15 @@ pub fn replay(source: Box<dyn ReadAt>, reads: &[TraceRead], join: u64) -> io::Re
     let mut buf = vec![0u8; 1 << 20];
     for r in reads {
         let path = Path::new(std::ffi::OsStr::from_bytes(&r.path));
-        // The directories on the way: a start lists some and looks up
-        // names that are absent, both reading their blocks.
+        // The directories on the way: a start lists some (a FUSE mount
+        // then reads every entry's inode, for READDIRPLUS) and looks up
+        // names that are absent, reading their blocks.
         for dir in path.ancestors().skip(1) {
             if listed.insert(dir.to_path_buf()) {
                 if let Ok(entries) = image.read_dir(Path::new("/").join(dir)) {
-                    entries.for_each(drop);
+                    for e in entries.flatten() {
+                        let _ = e.metadata();
+                    }
                 }
             }
         }

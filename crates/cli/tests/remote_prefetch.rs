@@ -94,6 +94,46 @@ fn tree_and_trace(src: &Path, trace: &Path) -> Vec<PathBuf> {
     hot
 }
 
+/// A test's directories: the source tree, its trace, the served files.
+struct Fixture {
+    bin: PathBuf,
+    w: PathBuf,
+    src: PathBuf,
+    trace: PathBuf,
+    www: PathBuf,
+    /// The traced files.
+    hot: Vec<PathBuf>,
+}
+
+impl Fixture {
+    /// `None` (having said why) without the facilities.
+    fn new(test: &str) -> Option<Fixture> {
+        let bin = facilities()?;
+        let w = work(test);
+        let (src, trace, www) = (w.join("tree"), w.join("trace.txt"), w.join("www"));
+        fs::create_dir_all(&www).unwrap();
+        let hot = tree_and_trace(&src, &trace);
+        Some(Fixture {
+            bin,
+            w,
+            src,
+            trace,
+            www,
+            hot,
+        })
+    }
+}
+
+impl Fixture {
+    /// nginx serving `www`, and the counting proxy (no delay) in front.
+    fn serve(&self) -> (Nginx, DelayProxy) {
+        let ng = Nginx::start(&self.bin, &self.www, &self.w.join("nginx"));
+        let upstream: SocketAddr = ([127, 0, 0, 1], ng.port).into();
+        let proxy = DelayProxy::start(0, upstream, Duration::ZERO).unwrap();
+        (ng, proxy)
+    }
+}
+
 fn mkfs(img: &Path, src: &Path, extra: &[&str]) {
     let mut cmd = Command::new(FERROFS);
     cmd.args(["mkfs", "--quiet", "-zlz4hc", "-C65536"])
@@ -132,14 +172,13 @@ fn mount_and_read(
 
 #[test]
 fn profiled_image_prefetches_its_start_in_few_requests() {
-    let Some(bin) = facilities() else { return };
-    let w = work("remote_prefetch");
-    let (src, trace, www) = (w.join("tree"), w.join("trace.txt"), w.join("www"));
-    fs::create_dir_all(&www).unwrap();
-    let hot = tree_and_trace(&src, &trace);
+    let Some(f) = Fixture::new("remote_prefetch") else {
+        return;
+    };
+    let (w, src, trace, www, hot) = (&f.w, &f.src, &f.trace, &f.www, &f.hot);
     let (default, profiled) = (www.join("default.img"), www.join("profiled.img"));
-    mkfs(&default, &src, &[]);
-    mkfs(&profiled, &src, &["--profile", trace.to_str().unwrap()]);
+    mkfs(&default, src, &[]);
+    mkfs(&profiled, src, &["--profile", trace.to_str().unwrap()]);
 
     // The record is there, and the kernel, fsck.erofs and ferrofs read the
     // image as its source all the same.
@@ -152,8 +191,8 @@ fn profiled_image_prefetches_its_start_in_few_requests() {
     if tools::fsck_next().is_none() {
         println!("note: fsck.erofs 1.9.x not found (UPSTREAM_NEXT_BIN); checked without it");
     }
-    let f = image_reads_as_source(Path::new(FERROFS), "profiled", &profiled, &src, &w);
-    assert!(f.is_empty(), "{}", f.join("\n"));
+    let failures = image_reads_as_source(Path::new(FERROFS), "profiled", &profiled, src, w);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
     if let Some(fsck) = tools::fsck_next() {
         // Every file decoded, too.
         let r = run_ok(Command::new(&fsck.path).arg("--extract").arg(&profiled));
@@ -165,9 +204,7 @@ fn profiled_image_prefetches_its_start_in_few_requests() {
         "default: no record"
     );
 
-    let ng = Nginx::start(&bin, &www, &w.join("nginx"));
-    let upstream: SocketAddr = ([127, 0, 0, 1], ng.port).into();
-    let proxy = DelayProxy::start(0, upstream, Duration::ZERO).unwrap();
+    let (_ng, proxy) = f.serve();
     // fsck of the URL says what fsck of the file says.
     for img in [&profiled, &default] {
         let name = img.file_name().unwrap().to_str().unwrap();
@@ -182,15 +219,15 @@ fn profiled_image_prefetches_its_start_in_few_requests() {
         &proxy,
         &proxy.url("default.img"),
         &w.join("mnt-d"),
-        &src,
-        &hot,
+        src,
+        hot,
     );
     let (preq, pbytes) = mount_and_read(
         &proxy,
         &proxy.url("profiled.img"),
         &w.join("mnt-p"),
-        &src,
-        &hot,
+        src,
+        hot,
     );
     println!("default: {dreq} requests, {dbytes} bytes; profiled: {preq} requests, {pbytes} bytes");
     // Probe, the first chunk (superblock and record) and the prefetch: the
@@ -215,35 +252,34 @@ fn with_area(img: &[u8], www: &Path, name: &str, area: &[u8; AREA]) {
 
 #[test]
 fn hot_range_record_is_only_a_hint() {
-    let Some(bin) = facilities() else { return };
-    let w = work("remote_prefetch_hint");
-    let (src, trace, www) = (w.join("tree"), w.join("trace.txt"), w.join("www"));
-    fs::create_dir_all(&www).unwrap();
-    let hot = tree_and_trace(&src, &trace);
+    let Some(f) = Fixture::new("remote_prefetch_hint") else {
+        return;
+    };
+    let (w, src, trace, www, hot) = (&f.w, &f.src, &f.trace, &f.www, &f.hot);
     let good = www.join("good.img");
-    mkfs(&good, &src, &["--profile", trace.to_str().unwrap()]);
+    mkfs(&good, src, &["--profile", trace.to_str().unwrap()]);
     let img = fs::read(&good).unwrap();
     let rec = HotRanges::decode(&img[..AREA]).unwrap().unwrap();
     let len = img.len() as u64;
 
     let mut flipped = rec.encode();
     flipped[41] ^= 1;
-    with_area(&img, &www, "bad-checksum.img", &flipped);
+    with_area(&img, www, "bad-checksum.img", &flipped);
     let stale = HotRanges {
         image_len: len + 4096,
         ..rec.clone()
     };
-    with_area(&img, &www, "other-length.img", &stale.encode());
+    with_area(&img, www, "other-length.img", &stale.encode());
     let other = HotRanges {
         uuid: [0xa5; 16],
         ..rec.clone()
     };
-    with_area(&img, &www, "other-uuid.img", &other.encode());
+    with_area(&img, www, "other-uuid.img", &other.encode());
     let past = HotRanges {
         ranges: vec![(len + 8192, len + 16384)],
         ..rec.clone()
     };
-    with_area(&img, &www, "past-the-end.img", &past.encode());
+    with_area(&img, www, "past-the-end.img", &past.encode());
     let most = HotRanges {
         ranges: vec![(0, len)],
         image_len: len,
@@ -252,12 +288,10 @@ fn hot_range_record_is_only_a_hint() {
     let big = len > 64 << 20;
     // Valid but wrong: the last chunks of the image instead of the start.
     let wrong = HotRanges::new(&[(len.saturating_sub(300_000), len)], 0, len, rec.uuid);
-    with_area(&img, &www, "wrong-ranges.img", &wrong.encode());
-    with_area(&img, &www, "whole-image.img", &most.encode());
+    with_area(&img, www, "wrong-ranges.img", &wrong.encode());
+    with_area(&img, www, "whole-image.img", &most.encode());
 
-    let ng = Nginx::start(&bin, &www, &w.join("nginx"));
-    let upstream: SocketAddr = ([127, 0, 0, 1], ng.port).into();
-    let proxy = DelayProxy::start(0, upstream, Duration::ZERO).unwrap();
+    let (_ng, proxy) = f.serve();
     let want = run_ok(Command::new(FERROFS).args(["ls", "-l"]).arg(&good)).unwrap();
     for (name, refused) in [
         ("bad-checksum.img", Some("checksum")),
@@ -286,6 +320,6 @@ fn hot_range_record_is_only_a_hint() {
     // Through FUSE: the tree is the source's whatever the record says.
     for name in ["bad-checksum.img", "past-the-end.img", "wrong-ranges.img"] {
         let mnt = w.join(format!("mnt-{name}"));
-        mount_and_read(&proxy, &proxy.url(name), &mnt, &src, &hot);
+        mount_and_read(&proxy, &proxy.url(name), &mnt, src, hot);
     }
 }

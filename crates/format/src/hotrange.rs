@@ -14,6 +14,7 @@
 //! numbers: the gap since the previous range's end, and the length.
 
 use crate::error::FormatError;
+use crate::trace::merge_ranges;
 
 /// Bytes of the boot area the record may use.
 pub const AREA: usize = 1024;
@@ -70,20 +71,13 @@ fn get_leb(b: &[u8], pos: &mut usize) -> Result<u64, FormatError> {
 
 /// `ranges` in units: rounded out to [`UNIT`], sorted and merged.
 fn in_units(ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    let mut r: Vec<(u64, u64)> = ranges
-        .iter()
-        .filter(|(a, b)| a < b)
-        .map(|&(a, b)| (a / UNIT, b.div_ceil(UNIT)))
-        .collect();
-    r.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(r.len());
-    for (a, b) in r {
-        match out.last_mut() {
-            Some(l) if a <= l.1 => l.1 = l.1.max(b),
-            _ => out.push((a, b)),
-        }
-    }
-    out
+    merge_ranges(
+        ranges
+            .iter()
+            .filter(|(a, b)| a < b)
+            .map(|&(a, b)| (a / UNIT, b.div_ceil(UNIT)))
+            .collect(),
+    )
 }
 
 fn payload(units: &[(u64, u64)]) -> Vec<u8> {

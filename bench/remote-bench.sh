@@ -18,6 +18,7 @@
 set -euo pipefail
 runs=${1:?RUNS}; rootfs=${2:?ROOTFS}; shift 2
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/bench/trace-lib.sh"
 ferrofs=${FERROFS:-$here/target/release/ferrofs}
 proxy=${PROXY:-$here/target/release/examples/delay-proxy}
 [[ -n ${FERROFS:-} ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
@@ -35,13 +36,7 @@ cleanup() {
 trap cleanup EXIT
 
 "$ferrofs" mkfs --quiet -z$alg -C$pcl "$out/www/default.img" "$rootfs"
-for t in 1 2; do
-  rm -f "$out/trace$t.txt"
-  echo 3 > /proc/sys/vm/drop_caches
-  "$ferrofs" mount --trace "$out/trace$t.txt" "$out/www/default.img" "$mnt"
-  chroot "$mnt" "$@" >/dev/null
-  umount "$mnt"; sleep 1
-done
+record_traces "$ferrofs" "$out/www/default.img" "$mnt" "$out" "$@"
 "$ferrofs" mkfs --quiet -z$alg -C$pcl --profile "$out/trace1.txt" --profile "$out/trace2.txt" "$out/www/profiled.img" "$rootfs"
 
 np=$(free_port)

@@ -70,19 +70,30 @@ impl<'a> Sources<'a> {
     }
 
     /// The source `arg` names (`what` says which argument, for errors).
-    pub fn open(&mut self, arg: &Path, what: &str) -> Result<Box<dyn ReadAt>> {
+    /// `image_at`: the image starts this many bytes into it (its hot-range
+    /// record is used); `None` for an extra device.
+    pub fn open(
+        &mut self,
+        arg: &Path,
+        what: &str,
+        image_at: Option<u64>,
+    ) -> Result<Box<dyn ReadAt>> {
         match arg.to_str().filter(|s| ferrofs_remote::is_url(s)) {
             Some(url) => {
                 let cache = self.cache()?;
                 let src = Arc::new(HttpSource::open(url, cache, &RemoteOptions::default())?);
-                match src.hot_ranges() {
+                let hot = match image_at {
+                    Some(at) => src.hot_ranges(at),
+                    None => Ok(None),
+                };
+                match hot {
                     Err(why) => eprintln!("warning: {url}: hot-range record ignored: {why}"),
                     Ok(Some(hot)) if self.args.prefetch_here && !self.args.no_hot_prefetch => {
                         // In the background: reads that need a chunk it is
                         // fetching wait for that chunk's request only.
                         let bg = src.clone();
                         std::thread::spawn(move || {
-                            if let Err(e) = bg.prefetch(&hot.ranges) {
+                            if let Err(e) = bg.prefetch(&hot) {
                                 eprintln!("warning: {}: prefetch: {e}", bg.url());
                             }
                         });
@@ -110,9 +121,9 @@ pub fn open_image(
     mut opts: OpenOptions,
 ) -> Result<Image> {
     let mut sources = Sources::new(remote);
-    let primary = sources.open(image, "")?;
+    let primary = sources.open(image, "", Some(offset))?;
     for d in devices {
-        opts.devices.push(sources.open(d, "device ")?);
+        opts.devices.push(sources.open(d, "device ", None)?);
     }
     let source = Offset::new(primary, offset);
     Image::open_with(Box::new(source), opts).with_context(|| image.display().to_string())

@@ -317,6 +317,18 @@ fn hot_range_record_is_only_a_hint() {
             None => assert!(!err.contains("hot-range"), "{name}: {err}"),
         }
     }
+    // An image 4096 bytes into its file (mkfs --offset): the record is at
+    // the image's start and is used there.
+    let shifted = www.join("offset.img");
+    mkfs(&shifted, src, &["--offset", "4096", "--profile", trace.to_str().unwrap()]);
+    assert_eq!(&fs::read(&shifted).unwrap()[4096..4104], b"ferroHOT");
+    let out = Command::new(FERROFS)
+        .args(["ls", "-l", "--offset", "4096", &proxy.url("offset.img")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("hot-range"), "{err}");
+    assert_eq!(out.stdout, want, "offset.img: ls -l of the URL");
     // Through FUSE: the tree is the source's whatever the record says.
     for name in ["bad-checksum.img", "past-the-end.img", "wrong-ranges.img"] {
         let mnt = w.join(format!("mnt-{name}"));

@@ -62,17 +62,18 @@ impl Drop for Claimed<'_> {
 }
 
 impl HttpSource {
-    /// The hot-range record of the image, if it has one that fits it.
-    /// `Err` says why a record that is there is ignored: damaged, made for
-    /// another image (length or superblock UUID), or asking for most of
-    /// the image.
-    pub fn hot_ranges(&self) -> std::result::Result<Option<HotRanges>, String> {
-        let len = self.object.len;
+    /// The byte ranges of the object that the hot-range record of the
+    /// image starting `base` bytes into it names, if it has a record that
+    /// fits it. `Err` says why a record that is there is ignored: damaged,
+    /// made for another image (length or superblock UUID), or asking for
+    /// most of the image.
+    pub fn hot_ranges(&self, base: u64) -> std::result::Result<Option<Vec<(u64, u64)>>, String> {
+        let len = self.object.len.saturating_sub(base);
         if len < SUPERBLOCK_OFFSET + UUID_AT + 16 {
             return Ok(None);
         }
         let mut area = [0u8; AREA];
-        self.read_exact_at(&mut area, 0)
+        self.read_exact_at(&mut area, base)
             .map_err(|e| format!("reading the boot area: {e}"))?;
         let Some(h) = HotRanges::decode(&area).map_err(|e| e.to_string())? else {
             return Ok(None);
@@ -84,7 +85,7 @@ impl HttpSource {
             ));
         }
         let mut uuid = [0u8; 16];
-        self.read_exact_at(&mut uuid, SUPERBLOCK_OFFSET + UUID_AT)
+        self.read_exact_at(&mut uuid, base + SUPERBLOCK_OFFSET + UUID_AT)
             .map_err(|e| format!("reading the superblock: {e}"))?;
         if uuid != h.uuid {
             return Err("made for another image (superblock UUID differs)".into());
@@ -96,7 +97,13 @@ impl HttpSource {
                 h.bytes()
             ));
         }
-        Ok(Some(h))
+        // Inside the image (decode checked), so inside the object.
+        Ok(Some(
+            h.ranges
+                .iter()
+                .map(|&(a, b)| (a + base, b + base))
+                .collect(),
+        ))
     }
 
     /// Fetches the chunks of `ranges` (byte ranges inside the object) that

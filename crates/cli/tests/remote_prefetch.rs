@@ -320,7 +320,11 @@ fn hot_range_record_is_only_a_hint() {
     // An image 4096 bytes into its file (mkfs --offset): the record is at
     // the image's start and is used there.
     let shifted = www.join("offset.img");
-    mkfs(&shifted, src, &["--offset", "4096", "--profile", trace.to_str().unwrap()]);
+    mkfs(
+        &shifted,
+        src,
+        &["--offset", "4096", "--profile", trace.to_str().unwrap()],
+    );
     assert_eq!(&fs::read(&shifted).unwrap()[4096..4104], b"ferroHOT");
     let out = Command::new(FERROFS)
         .args(["ls", "-l", "--offset", "4096", &proxy.url("offset.img")])

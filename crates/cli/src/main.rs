@@ -184,7 +184,9 @@ fn main() -> ExitCode {
         return dropin::main();
     }
     let cli = Cli::parse();
-    out::finish("ferrofs", run(cli), 2)
+    let result = run(cli);
+    source::stop_prefetches();
+    out::finish("ferrofs", result, 2)
 }
 
 /// An error and its causes on one line, `what: why: ...`, leaving out a

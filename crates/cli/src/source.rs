@@ -3,7 +3,8 @@
 //! `http://`/`https://` URL, a lazily fetched remote object.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, Result};
 use ferrofs::source::Offset;
@@ -30,6 +31,23 @@ pub struct RemoteArgs {
     /// that only checks the image before its daemon serves it).
     #[arg(skip = true)]
     pub prefetch_here: bool,
+}
+
+/// The prefetching threads and their stop flags.
+type Prefetches = Vec<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>;
+static PREFETCHES: Mutex<Prefetches> = Mutex::new(Vec::new());
+
+/// Stops the prefetching threads (after their requests in flight) and
+/// waits for them, so the sources and a temporary cache directory are
+/// dropped (and removed) before the process exits.
+pub fn stop_prefetches() {
+    let jobs = std::mem::take(&mut *PREFETCHES.lock().unwrap_or_else(PoisonError::into_inner));
+    for (stop, _) in &jobs {
+        stop.store(true, Ordering::Relaxed);
+    }
+    for (_, job) in jobs {
+        let _ = job.join();
+    }
 }
 
 /// A source read here and by a prefetching thread.
@@ -91,12 +109,19 @@ impl<'a> Sources<'a> {
                     Ok(Some(hot)) if self.args.prefetch_here && !self.args.no_hot_prefetch => {
                         // In the background: reads that need a chunk it is
                         // fetching wait for that chunk's request only.
+                        // Stopped and joined by stop_prefetches at exit.
                         let bg = src.clone();
-                        std::thread::spawn(move || {
-                            if let Err(e) = bg.prefetch(&hot) {
+                        let stop = Arc::new(AtomicBool::new(false));
+                        let s = stop.clone();
+                        let job = std::thread::spawn(move || {
+                            if let Err(e) = bg.prefetch(&hot, &s) {
                                 eprintln!("warning: {}: prefetch: {e}", bg.url());
                             }
                         });
+                        PREFETCHES
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push((stop, job));
                     }
                     Ok(_) => {}
                 }

@@ -204,7 +204,24 @@ fn profiled_image_prefetches_its_start_in_few_requests() {
         "default: no record"
     );
 
-    let (_ng, proxy) = f.serve();
+    let (ng, proxy) = f.serve();
+    // A command that ends while the prefetch is still fetching (200 ms a
+    // request) stops it and leaves no temporary cache directory behind.
+    let slow = DelayProxy::start(
+        0,
+        ([127, 0, 0, 1], ng.port).into(),
+        Duration::from_millis(200),
+    )
+    .unwrap();
+    let tmp = w.join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    let listed = run_ok(
+        Command::new(FERROFS)
+            .env("TMPDIR", &tmp)
+            .args(["ls", &slow.url("profiled.img")]),
+    );
+    assert!(listed.is_ok(), "{listed:?}");
+    assert_eq!(fs::read_dir(&tmp).unwrap().count(), 0, "left in TMPDIR");
     // fsck of the URL says what fsck of the file says.
     for img in [&profiled, &default] {
         let name = img.file_name().unwrap().to_str().unwrap();

@@ -9,6 +9,7 @@
 
 use std::collections::HashSet;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use ferrofs::format::hotrange::{HotRanges, AREA};
@@ -109,8 +110,9 @@ impl HttpSource {
     /// Fetches the chunks of `ranges` (byte ranges inside the object) that
     /// the cache does not hold and no reader is fetching, small gaps
     /// included, in requests of up to the request cap spread over the
-    /// parallel connections. Returns what it fetched.
-    pub fn prefetch(&self, ranges: &[(u64, u64)]) -> io::Result<Stats> {
+    /// parallel connections. Returns what it fetched. Once `stop` is set,
+    /// no further request is made (those in flight finish).
+    pub fn prefetch(&self, ranges: &[(u64, u64)], stop: &AtomicBool) -> io::Result<Stats> {
         let len = self.object.len;
         let mut chunks: Vec<u64> = ranges
             .iter()
@@ -143,6 +145,9 @@ impl HttpSource {
         let run = |group: &[Fetch]| -> io::Result<Stats> {
             let mut st = Stats::default();
             for &f in group {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 let (_, data) = self.fetch(f)?;
                 self.store_fetched(f, &data)?;
                 claimed.release(f.first..f.first + f.count);

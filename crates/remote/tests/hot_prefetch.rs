@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use common::{cache, object, quick, ranged, Server};
@@ -42,7 +43,7 @@ fn hot_ranges_are_fetched_in_few_requests_and_read_from_the_cache() {
     assert_eq!(ranges, rec.ranges);
     assert_eq!(srv.ranges(), ["bytes=0-0", "bytes=0-65535"]);
     let bg = src.clone();
-    let job = std::thread::spawn(move || bg.prefetch(&ranges).unwrap());
+    let job = std::thread::spawn(move || bg.prefetch(&ranges, &AtomicBool::new(false)).unwrap());
     // Meanwhile a reader wants the last hot range (64 KiB chunks 45..=47).
     std::thread::sleep(Duration::from_millis(30));
     let mut b = vec![0u8; 100_000];
@@ -64,7 +65,13 @@ fn hot_ranges_are_fetched_in_few_requests_and_read_from_the_cache() {
     }
     assert_eq!(srv.requests(), before);
     // Prefetching again fetches nothing.
-    assert_eq!(src.prefetch(&rec.ranges).unwrap().requests, 0);
+    let go = AtomicBool::new(false);
+    assert_eq!(src.prefetch(&rec.ranges, &go).unwrap().requests, 0);
+    // A stopped prefetch asks for nothing.
+    let other = HttpSource::open(&srv.url, cache(), &quick()).unwrap();
+    let before = srv.requests();
+    let stats = other.prefetch(&rec.ranges, &AtomicBool::new(true)).unwrap();
+    assert_eq!((stats.requests, srv.requests()), (0, before));
 }
 
 #[test]

@@ -19,6 +19,7 @@
 set -euo pipefail
 runs=${1:?RUNS}; rootfs=${2:?ROOTFS}; shift 2
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/bench/trace-lib.sh"
 bin=${UPSTREAM_TOOLS_BIN:-$(bash "$here/../shared/tools/upstream-tools")}
 ferrofs=$here/target/release/ferrofs
 [[ -x $ferrofs ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
@@ -28,13 +29,7 @@ out=${OUT:-/tmp/profile-bench}; mkdir -p "$out/mnt"
 mnt=$out/mnt
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 "$ferrofs" mkfs --quiet -z$alg -C$pcl "${extra[@]}" "$out/default.img" "$rootfs"
-for t in 1 2; do
-  rm -f "$out/trace$t.txt"
-  echo 3 > /proc/sys/vm/drop_caches
-  "$ferrofs" mount --trace "$out/trace$t.txt" "$out/default.img" "$mnt"
-  chroot "$mnt" "$@" >/dev/null
-  umount "$mnt"; sleep 1
-done
+record_traces "$ferrofs" "$out/default.img" "$mnt" "$out" "$@"
 "$ferrofs" mkfs --quiet -z$alg -C$pcl "${extra[@]}" --profile "$out/trace1.txt" --profile "$out/trace2.txt" "$out/profiled.img" "$rootfs"
 "$ferrofs" mkfs --quiet -z$alg -C$pcl "${extra[@]}" --profile "$out/trace1.txt" --profile "$out/trace2.txt" \
   --profile-readahead "${RA_KB:-128}K" "$out/profiled-ra.img" "$rootfs"

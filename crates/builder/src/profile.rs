@@ -9,6 +9,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use ferrofs_trace::merge_ranges;
+
 use crate::error::{BuildError, Result};
 use crate::tree::{InodeId, Tree};
 
@@ -60,18 +62,6 @@ pub struct Profile {
     pub window: u64,
 }
 
-fn merge(mut r: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    r.sort();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(r.len());
-    for (a, b) in r {
-        match out.last_mut() {
-            Some(l) if a <= l.1 => l.1 = l.1.max(b),
-            _ => out.push((a, b)),
-        }
-    }
-    out
-}
-
 /// One trace: files in first-access order with their ranges.
 type Trace = Vec<(Vec<u8>, Option<Vec<(u64, u64)>>)>;
 
@@ -94,7 +84,7 @@ fn read_trace(path: &Path) -> Result<Trace> {
     Ok(order
         .into_iter()
         .map(|p| {
-            let r = ranges.remove(&p).flatten().map(merge);
+            let r = ranges.remove(&p).flatten().map(merge_ranges);
             (p, r)
         })
         .collect())
@@ -123,7 +113,7 @@ impl Profile {
                         f.ranges = match (f.ranges.take(), r) {
                             (Some(mut a), Some(b)) => {
                                 a.extend_from_slice(b);
-                                Some(merge(a))
+                                Some(merge_ranges(a))
                             }
                             _ => None,
                         };

@@ -9,4 +9,5 @@ pub mod digest;
 pub mod dump;
 pub mod extract;
 pub mod fsck;
+pub mod hotrange;
 pub mod walk;

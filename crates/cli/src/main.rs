@@ -9,13 +9,14 @@ use std::process::ExitCode;
 
 mod diff;
 mod dropin;
+mod hotrecord;
 mod mkfs;
 mod mount;
 mod out;
 mod source;
 mod summary;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
 use ferrofs::format::inode::FileType;
 use ferrofs::format::Nid;
@@ -174,7 +175,9 @@ fn main() -> ExitCode {
         return dropin::main();
     }
     let cli = Cli::parse();
-    out::finish("ferrofs", run(cli), 2)
+    let result = run(cli);
+    source::stop_prefetches();
+    out::finish("ferrofs", result, 2)
 }
 
 /// An error and its causes on one line, `what: why: ...`, leaving out a
@@ -347,10 +350,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let image = open(&img)?;
             let v = if let Some(t) = profile {
-                let text = std::fs::read_to_string(&t)
-                    .with_context(|| format!("--profile {}", t.display()))?;
-                let reads = ferrofs_trace::parse(&text)
-                    .with_context(|| format!("--profile {}", t.display()))?;
+                let reads = hotrecord::read_trace(&t)?;
                 ferrofs_check::dump::profile(&image, &reads, readahead as u64)
             } else if let Some(p) = path {
                 let inode = image.raw().lookup_path(p.as_bytes(), false)?;

@@ -560,6 +560,9 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
+    if !a.profile.is_empty() {
+        crate::hotrecord::write(&a.image, a.offset, &a.profile, a.quiet || a.json)?;
+    }
     crate::summary::print(&a.image, &s, a.block_size, a.json, a.quiet)?;
     if a.timings {
         crate::summary::print_timings(&s.phases);

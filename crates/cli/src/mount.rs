@@ -87,7 +87,10 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
         cache_whole_reads: false,
         ..Default::default()
     };
-    let image = crate::source::open_image(&a.image, &a.devices, a.offset, &a.remote, opts)?;
+    // Only the process that serves the mount prefetches.
+    let mut remote = a.remote.clone();
+    remote.prefetch_here = ferrofs_fuse::serves_here(&mopts);
+    let image = crate::source::open_image(&a.image, &a.devices, a.offset, &remote, opts)?;
     ferrofs_fuse::mount(image, &a.mountpoint, &mopts).with_context(|| {
         format!(
             "mounting {} on {}",

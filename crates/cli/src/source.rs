@@ -3,7 +3,8 @@
 //! `http://`/`https://` URL, a lazily fetched remote object.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, Result};
 use ferrofs::source::Offset;
@@ -22,6 +23,44 @@ pub struct RemoteArgs {
     /// chunks are removed beyond it.
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = crate::mount::parse_size)]
     cache_dir_size: usize,
+    /// Do not fetch the hot ranges a `mkfs --profile` image names (its
+    /// recorded start-up's data) up front.
+    #[arg(long)]
+    no_hot_prefetch: bool,
+    /// Whether this process fetches the hot ranges (not the mount command
+    /// that only checks the image before its daemon serves it).
+    #[arg(skip = true)]
+    pub prefetch_here: bool,
+}
+
+/// The prefetching threads and their stop flags.
+type Prefetches = Vec<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>;
+static PREFETCHES: Mutex<Prefetches> = Mutex::new(Vec::new());
+
+/// Stops the prefetching threads (after their requests in flight) and
+/// waits for them, so the sources and a temporary cache directory are
+/// dropped (and removed) before the process exits.
+pub fn stop_prefetches() {
+    let jobs = std::mem::take(&mut *PREFETCHES.lock().unwrap_or_else(PoisonError::into_inner));
+    for (stop, _) in &jobs {
+        stop.store(true, Ordering::Relaxed);
+    }
+    for (_, job) in jobs {
+        let _ = job.join();
+    }
+}
+
+/// A source read here and by a prefetching thread.
+struct Shared(Arc<HttpSource>);
+
+impl ReadAt for Shared {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.0.read_exact_at(buf, offset)
+    }
+
+    fn len(&self) -> std::io::Result<u64> {
+        ReadAt::len(&*self.0)
+    }
 }
 
 /// Opens image and device arguments, all URLs sharing one chunk cache.
@@ -49,15 +88,44 @@ impl<'a> Sources<'a> {
     }
 
     /// The source `arg` names (`what` says which argument, for errors).
-    pub fn open(&mut self, arg: &Path, what: &str) -> Result<Box<dyn ReadAt>> {
+    /// `image_at`: the image starts this many bytes into it (its hot-range
+    /// record is used); `None` for an extra device.
+    pub fn open(
+        &mut self,
+        arg: &Path,
+        what: &str,
+        image_at: Option<u64>,
+    ) -> Result<Box<dyn ReadAt>> {
         match arg.to_str().filter(|s| ferrofs_remote::is_url(s)) {
             Some(url) => {
                 let cache = self.cache()?;
-                Ok(Box::new(HttpSource::open(
-                    url,
-                    cache,
-                    &RemoteOptions::default(),
-                )?))
+                let src = Arc::new(HttpSource::open(url, cache, &RemoteOptions::default())?);
+                let hot = match image_at {
+                    Some(at) => src.hot_ranges(at),
+                    None => Ok(None),
+                };
+                match hot {
+                    Err(why) => eprintln!("warning: {url}: hot-range record ignored: {why}"),
+                    Ok(Some(hot)) if self.args.prefetch_here && !self.args.no_hot_prefetch => {
+                        // In the background: reads that need a chunk it is
+                        // fetching wait for that chunk's request only.
+                        // Stopped and joined by stop_prefetches at exit.
+                        let bg = src.clone();
+                        let stop = Arc::new(AtomicBool::new(false));
+                        let s = stop.clone();
+                        let job = std::thread::spawn(move || {
+                            if let Err(e) = bg.prefetch(&hot, &s) {
+                                eprintln!("warning: {}: prefetch: {e}", bg.url());
+                            }
+                        });
+                        PREFETCHES
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push((stop, job));
+                    }
+                    Ok(_) => {}
+                }
+                Ok(Box::new(Shared(src)))
             }
             None => {
                 let f = std::fs::File::open(arg)
@@ -78,9 +146,9 @@ pub fn open_image(
     mut opts: OpenOptions,
 ) -> Result<Image> {
     let mut sources = Sources::new(remote);
-    let primary = sources.open(image, "")?;
+    let primary = sources.open(image, "", Some(offset))?;
     for d in devices {
-        opts.devices.push(sources.open(d, "device ")?);
+        opts.devices.push(sources.open(d, "device ", None)?);
     }
     let source = Offset::new(primary, offset);
     Image::open_with(Box::new(source), opts).with_context(|| image.display().to_string())

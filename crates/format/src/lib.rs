@@ -15,6 +15,7 @@ pub mod compress;
 pub mod device;
 pub mod dirent;
 pub mod error;
+pub mod hotrange;
 pub mod inode;
 mod le;
 pub mod superblock;

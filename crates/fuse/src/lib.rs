@@ -52,7 +52,7 @@ use fuser::{
 use prefetch::{Prefetch, STORE_READS_UNDER};
 use trace::Tracer;
 
-pub use mount::{mount, prepare, spawn, MountError, MountOptions, Mounted};
+pub use mount::{mount, prepare, serves_here, spawn, MountError, MountOptions, Mounted};
 
 /// How long the kernel may cache entries and attributes: the image never
 /// changes while mounted.

@@ -142,9 +142,10 @@ fn check_mount_point(dir: &Path) -> Result<(), MountError> {
     Ok(())
 }
 
-/// Whether this process serves in the foreground: asked to, or it is the
-/// daemon a detaching [`mount`] started.
-fn serves_here(options: &MountOptions) -> bool {
+/// Whether this process serves the mount: asked to run in the foreground,
+/// or it is the daemon a detaching [`mount`] started (work meant for the
+/// serving process, like prefetching a remote image, starts only here).
+pub fn serves_here(options: &MountOptions) -> bool {
     options.foreground || std::env::var_os(DAEMON_ENV).is_some()
 }
 

@@ -188,6 +188,11 @@ impl Cache {
         }
     }
 
+    /// Whether chunk `chunk` of object `key` is held.
+    pub fn holds(&self, key: &str, chunk: u64) -> bool {
+        self.lock().entries.contains_key(&(key.to_owned(), chunk))
+    }
+
     /// Fills `dst` from byte `within` of chunk `chunk` of object `key`, if
     /// that chunk is held and `len` bytes long. A chunk whose file went
     /// missing or has another length is forgotten (and is a miss).

@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod error;
+pub mod hot;
 pub mod http;
 pub mod plan;
 pub mod source;

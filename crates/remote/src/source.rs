@@ -53,18 +53,18 @@ pub struct Stats {
 
 /// An image (or device) read lazily over HTTP(S) range requests.
 pub struct HttpSource {
-    client: Client,
-    object: Validators,
-    key: String,
-    cache: Arc<Cache>,
-    chunk: u64,
-    max_chunks: u64,
-    parallel: usize,
+    pub(crate) client: Client,
+    pub(crate) object: Validators,
+    pub(crate) key: String,
+    pub(crate) cache: Arc<Cache>,
+    pub(crate) chunk: u64,
+    pub(crate) max_chunks: u64,
+    pub(crate) parallel: usize,
     requests: AtomicU64,
     bytes: AtomicU64,
     /// Chunks some reader is fetching now, and the signal that some landed.
-    inflight: Mutex<HashSet<u64>>,
-    landed: Condvar,
+    pub(crate) inflight: Mutex<HashSet<u64>>,
+    pub(crate) landed: Condvar,
 }
 
 /// The cache's name for the object: URL, validators and chunk size, so a
@@ -122,13 +122,13 @@ impl HttpSource {
     }
 
     /// Byte range of chunk `c` in the object.
-    fn chunk_span(&self, c: u64) -> (u64, u64) {
+    pub(crate) fn chunk_span(&self, c: u64) -> (u64, u64) {
         let start = c.saturating_mul(self.chunk);
         (start, start.saturating_add(self.chunk).min(self.object.len))
     }
 
     /// Fetches the chunks of `f` in one request.
-    fn fetch(&self, f: Fetch) -> Result<Fetched> {
+    pub(crate) fn fetch(&self, f: Fetch) -> Result<Fetched> {
         let start = self.chunk_span(f.first).0;
         let end = self.chunk_span(f.first + f.count - 1).1;
         self.requests.fetch_add(1, Ordering::Relaxed);
@@ -240,23 +240,36 @@ impl HttpSource {
         }
         for (f, data) in self.fetch_all(&coalesce(missing, self.max_chunks))? {
             let base = self.chunk_span(f.first).0;
-            let stop = self.chunk_span(f.first + f.count - 1).1;
-            if data.len() as u64 != stop - base {
-                return Err(io::Error::other(format!(
-                    "{}: {} bytes received for bytes {base}..{stop}",
-                    self.url(),
-                    data.len()
-                )));
-            }
+            self.store_fetched(f, &data)?;
             for c in f.first..f.first + f.count {
-                let (cs, ce) = self.chunk_span(c);
-                let chunk = &data[(cs - base) as usize..(ce - base) as usize];
-                self.cache.store(&self.key, c, chunk);
+                let (cs, _) = self.chunk_span(c);
                 let (dst, within, _) = self.overlap(t, c);
-                let w = within as usize;
+                let w = (cs - base + within) as usize;
                 let n = dst.len();
-                t.buf[dst].copy_from_slice(&chunk[w..w + n]);
+                t.buf[dst].copy_from_slice(&data[w..w + n]);
             }
+        }
+        Ok(())
+    }
+
+    /// Checks that `data` is what `f` asked for and keeps its chunks.
+    pub(crate) fn store_fetched(&self, f: Fetch, data: &[u8]) -> io::Result<()> {
+        let base = self.chunk_span(f.first).0;
+        let stop = self.chunk_span(f.first + f.count - 1).1;
+        if data.len() as u64 != stop - base {
+            return Err(io::Error::other(format!(
+                "{}: {} bytes received for bytes {base}..{stop}",
+                self.url(),
+                data.len()
+            )));
+        }
+        for c in f.first..f.first + f.count {
+            let (cs, ce) = self.chunk_span(c);
+            self.cache.store(
+                &self.key,
+                c,
+                &data[(cs - base) as usize..(ce - base) as usize],
+            );
         }
         Ok(())
     }

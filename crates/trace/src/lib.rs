@@ -84,6 +84,20 @@ fn unescape_path(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The union of byte ranges `(start, end)`: sorted, overlapping and
+/// touching ones joined.
+pub fn merge_ranges(mut r: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    r.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(r.len());
+    for (a, b) in r {
+        match out.last_mut() {
+            Some(l) if a <= l.1 => l.1 = l.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
 /// A trace line for one read.
 pub fn format_read(path: &[u8], offset: u64, len: u64) -> String {
     format!("{}\t{offset}\t{len}\n", escape_path(path))

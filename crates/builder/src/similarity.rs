@@ -8,8 +8,9 @@
 //! together, so putting alike content side by side (as DwarFS's similarity
 //! order does for its blocks) shrinks the packed inode.
 
-/// Buckets per sketch (a power of two).
-pub(crate) const BUCKETS: usize = 32;
+/// Buckets per sketch (a power of two). 64 rather than 32: tree2 (/usr/share)
+/// with zstd,15 packs 0.3 % smaller (171,601,920 vs 172,126,208 bytes).
+pub(crate) const BUCKETS: usize = 64;
 const BUCKET_SHIFT: u32 = 64 - BUCKETS.trailing_zeros();
 /// A bucket no shingle fell into.
 const EMPTY: u32 = u32::MAX;
@@ -225,7 +226,7 @@ mod tests {
         b[10_000..10_100].copy_from_slice(&text(9, 100));
         let c = text(2, 20_000);
         let (sa, sb, sc) = (Sketch::of(&a), Sketch::of(&b), Sketch::of(&c));
-        assert!(sa.shared(&sb) >= 24, "{}", sa.shared(&sb));
+        assert!(sa.shared(&sb) >= 3 * BUCKETS as u16 / 4, "{}", sa.shared(&sb));
         assert!(sa.shared(&sc) <= 1, "{}", sa.shared(&sc));
         assert_eq!(sa.class, Class::Text);
         assert_eq!(Sketch::of(b"\x7fELF\x02\x01").class, Class::Elf);

@@ -226,7 +226,11 @@ mod tests {
         b[10_000..10_100].copy_from_slice(&text(9, 100));
         let c = text(2, 20_000);
         let (sa, sb, sc) = (Sketch::of(&a), Sketch::of(&b), Sketch::of(&c));
-        assert!(sa.shared(&sb) >= 3 * BUCKETS as u16 / 4, "{}", sa.shared(&sb));
+        assert!(
+            sa.shared(&sb) >= 3 * BUCKETS as u16 / 4,
+            "{}",
+            sa.shared(&sb)
+        );
         assert!(sa.shared(&sc) <= 1, "{}", sa.shared(&sc));
         assert_eq!(sa.class, Class::Text);
         assert_eq!(Sketch::of(b"\x7fELF\x02\x01").class, Class::Elf);

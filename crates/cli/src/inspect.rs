@@ -1,0 +1,318 @@
+//! The reading subcommands: `fsck`, `extract`, `ls`, `cat` and `dump` of
+//! an image (a file or a URL), with their progress and printing.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use ferrofs::format::inode::FileType;
+use ferrofs::format::Nid;
+use ferrofs::Image;
+use serde_json::Value;
+
+use crate::{hotrecord, open, out, progress, ImageArgs};
+
+/// `ferrofs fsck`: checks every inode (and with data, every byte); exit 1
+/// when a problem was found.
+pub(crate) fn fsck(img: &ImageArgs, no_data: bool, json: bool) -> Result<ExitCode> {
+    let image = open(img)?;
+    let pb = progress(None);
+    let tick = |inodes: u64, bytes: u64| {
+        pb.set_position(bytes);
+        pb.set_message(format!("{inodes} inodes"));
+    };
+    let report = ferrofs_check::fsck::check(
+        &image,
+        ferrofs_check::fsck::Options {
+            read_data: !no_data,
+        },
+        Some(&tick),
+    );
+    pb.finish_and_clear();
+    let mut out = out::stdout();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        let warnings = report.warnings.iter().map(|p| ("warning: ", p));
+        for (kind, p) in report.problems.iter().map(|p| ("", p)).chain(warnings) {
+            match p.nid {
+                Some(n) => writeln!(out, "{kind}{} (nid {n}): {}", p.path, p.message)?,
+                None => writeln!(out, "{kind}{}: {}", p.path, p.message)?,
+            }
+        }
+        writeln!(
+            out,
+            "{}: {} inodes ({} dirs, {} files, {} symlinks, {} special), {} bytes read, {} pclusters decoded, {} problems, {} warnings",
+            img.image.display(),
+            report.inodes,
+            report.directories,
+            report.files,
+            report.symlinks,
+            report.special,
+            report.data_bytes,
+            report.pclusters_decoded,
+            report.problems.len(),
+            report.warnings.len()
+        )?;
+    }
+    out.flush()?;
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `ferrofs extract`: the image's tree into `dir`; exit 1 when an owner or
+/// xattr could not be restored. `owners` is (`--owners`, `--no-owners`).
+pub(crate) fn extract(
+    img: &ImageArgs,
+    dir: &Path,
+    (owners, no_owners): (bool, bool),
+    no_xattrs: bool,
+    json: bool,
+) -> Result<ExitCode> {
+    let image = open(img)?;
+    let mut opts = ferrofs_check::extract::Options::default();
+    opts.owners = (opts.owners || owners) && !no_owners;
+    opts.xattrs = !no_xattrs;
+    let pb = progress(None);
+    let tick = |bytes: u64| pb.set_position(bytes);
+    let res = ferrofs_check::extract::extract(&image, dir, opts, Some(&tick));
+    pb.finish_and_clear();
+    let s = res?;
+    if json {
+        let mut out = out::stdout();
+        writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?;
+        out.flush()?;
+    } else {
+        for n in &s.not_restored {
+            eprintln!("ferrofs: {}: {} not restored: {}", n.path, n.what, n.reason);
+        }
+        let refused = if s.not_restored.is_empty() {
+            String::new()
+        } else {
+            let xattrs = s
+                .not_restored
+                .iter()
+                .filter(|n| matches!(n.what, ferrofs_check::extract::Attribute::Xattr(_)))
+                .count();
+            let owners = s.not_restored.len() - xattrs;
+            format!("; NOT restored: {xattrs} xattrs, {owners} owners")
+        };
+        eprintln!(
+            "extracted {} dirs, {} files, {} symlinks, {} hard links, {} special, {} bytes, {} xattrs into {}{refused}",
+            s.dirs, s.files, s.symlinks, s.hardlinks, s.special, s.bytes, s.xattrs, dir.display()
+        );
+    }
+    Ok(if s.not_restored.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `ferrofs ls`: a directory's entries (or one entry), `-l` long.
+pub(crate) fn ls(img: &ImageArgs, path: Option<OsString>, long: bool) -> Result<ExitCode> {
+    let image = open(img)?;
+    let p = path.unwrap_or_default();
+    let inode = image.raw().lookup_path(p.as_bytes(), true)?;
+    let mut out = out::stdout();
+    if !inode.is_dir() {
+        print_entry(&image, &mut out, p.as_bytes(), &inode, long)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for e in image.raw().read_dir(&inode)? {
+        if e.is_dot() {
+            continue;
+        }
+        let child = image.raw().inode(e.nid)?;
+        print_entry(&image, &mut out, &e.name, &child, long)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ferrofs cat`: a file's bytes to standard output.
+pub(crate) fn cat(img: &ImageArgs, path: &OsString) -> Result<ExitCode> {
+    let image = open(img)?;
+    let inode = image.raw().lookup_path(path.as_bytes(), true)?;
+    if inode.is_dir() {
+        bail!("{}: is a directory", path.to_string_lossy());
+    }
+    let file = image.raw().open(inode)?;
+    let mut out = io::stdout().lock();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut pos = 0u64;
+    loop {
+        let n = file.read_at(&mut buf, pos)?;
+        if n == 0 {
+            break;
+        }
+        out.write_all(&buf[..n])?;
+        pos += n as u64;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ferrofs dump`: the superblock and statistics, one inode (by path or
+/// nid), or a trace replayed on the image (`--profile`).
+pub(crate) fn dump(
+    img: &ImageArgs,
+    (path, nid, profile): (Option<OsString>, Option<u64>, Option<PathBuf>),
+    readahead: usize,
+    json: bool,
+) -> Result<ExitCode> {
+    let image = open(img)?;
+    let v = if let Some(t) = profile {
+        let reads = hotrecord::read_trace(&t)?;
+        ferrofs_check::dump::profile(&image, &reads, readahead as u64)
+    } else if let Some(p) = path {
+        let inode = image.raw().lookup_path(p.as_bytes(), false)?;
+        ferrofs_check::dump::inode(&image, &inode)
+    } else if let Some(n) = nid {
+        let inode = image.raw().inode(Nid(n))?;
+        ferrofs_check::dump::inode(&image, &inode)
+    } else {
+        serde_json::json!({
+            "superblock": ferrofs_check::dump::superblock(&image),
+            "statistics": ferrofs_check::dump::statistics(&image),
+        })
+    };
+    let mut out = out::stdout();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else {
+        print_text(&mut out, &v, 0)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_entry(
+    image: &Image,
+    out: &mut impl Write,
+    name: &[u8],
+    inode: &ferrofs::raw::Inode,
+    long: bool,
+) -> Result<()> {
+    let shown = String::from_utf8_lossy(name);
+    if !long {
+        writeln!(out, "{shown}")?;
+        return Ok(());
+    }
+    let t = match inode.file_type() {
+        FileType::Regular => '-',
+        FileType::Directory => 'd',
+        FileType::Symlink => 'l',
+        FileType::CharDevice => 'c',
+        FileType::BlockDevice => 'b',
+        FileType::Fifo => 'p',
+        FileType::Socket => 's',
+    };
+    let size = match inode.file_type() {
+        FileType::CharDevice | FileType::BlockDevice => {
+            format!("{},{}", inode.rdev().0, inode.rdev().1)
+        }
+        _ => inode.size().to_string(),
+    };
+    let target = if inode.is_symlink() {
+        format!(
+            " -> {}",
+            String::from_utf8_lossy(&image.raw().read_link(inode)?)
+        )
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "{t}{} {:>3} {:>6} {:>6} {:>10} {}.{:09} {:>8} {shown}{target}",
+        mode_string(inode.mode()),
+        inode.nlink(),
+        inode.uid(),
+        inode.gid(),
+        size,
+        inode.mtime(),
+        inode.mtime_nsec(),
+        inode.nid().0,
+    )?;
+    Ok(())
+}
+
+fn mode_string(mode: u16) -> String {
+    let mut s = String::with_capacity(9);
+    for (i, c) in ['r', 'w', 'x', 'r', 'w', 'x', 'r', 'w', 'x']
+        .iter()
+        .enumerate()
+    {
+        let bit = 1u16 << (8 - i);
+        s.push(if mode & bit != 0 { *c } else { '-' });
+    }
+    let mut b = s.into_bytes();
+    if mode & 0o4000 != 0 {
+        b[2] = if b[2] == b'x' { b's' } else { b'S' };
+    }
+    if mode & 0o2000 != 0 {
+        b[5] = if b[5] == b'x' { b's' } else { b'S' };
+    }
+    if mode & 0o1000 != 0 {
+        b[8] = if b[8] == b'x' { b't' } else { b'T' };
+    }
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+/// The dump as indented `key: value` lines. An array of objects becomes a
+/// list of `-` items; an item whose values are all scalars (an extent
+/// record) fits on one line.
+fn print_text(out: &mut impl Write, v: &Value, indent: usize) -> io::Result<()> {
+    let pad = " ".repeat(indent);
+    match v {
+        Value::Object(m) => {
+            for (k, val) in m {
+                match val {
+                    Value::Object(_) => {
+                        writeln!(out, "{pad}{k}:")?;
+                        print_text(out, val, indent + 2)?;
+                    }
+                    Value::Array(a) if a.iter().any(|x| x.is_object()) => {
+                        writeln!(out, "{pad}{k}:")?;
+                        for item in a {
+                            match item {
+                                Value::Object(f)
+                                    if f.values().all(|x| !x.is_object() && !x.is_array()) =>
+                                {
+                                    let line: Vec<String> = f
+                                        .iter()
+                                        .map(|(k, x)| format!("{k} {}", scalar(x)))
+                                        .collect();
+                                    writeln!(out, "{pad}  - {}", line.join(", "))?;
+                                }
+                                _ => {
+                                    writeln!(out, "{pad}  -")?;
+                                    print_text(out, item, indent + 4)?;
+                                }
+                            }
+                        }
+                    }
+                    _ => writeln!(out, "{pad}{k}: {}", scalar(val))?,
+                }
+            }
+        }
+        other => writeln!(out, "{pad}{}", scalar(other))?,
+    }
+    Ok(())
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a.iter().map(scalar).collect::<Vec<_>>().join(", "),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}

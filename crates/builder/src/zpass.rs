@@ -39,7 +39,9 @@ enum Worth {
 /// The compression pass for one window of files: which files are worth
 /// compressing, and each segment's extents (computed in parallel; the
 /// result only depends on the input bytes). `zc` is each inode's
-/// (pcluster bytes, compressor index), `None` for data stored flat.
+/// (pcluster bytes, compressor index), `None` for data stored flat. Files
+/// with an entry in `copies` (indexed by inode; may be empty) are skipped:
+/// the writer gives them the extents of the earlier file they copy.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn compress_window(
     tree: &Tree,
@@ -49,6 +51,7 @@ pub(crate) fn compress_window(
     fragments: bool,
     sample: bool,
     base: Option<&Base>,
+    copies: &[Option<InodeId>],
 ) -> Result<Vec<Option<Vec<Extent>>>> {
     let Some(c) = &opts.compress else {
         return Ok(vec![None; ids.len()]);
@@ -81,7 +84,7 @@ pub(crate) fn compress_window(
                 let Some((pcl, comp)) = zc[id] else {
                     return Ok(Worth::No);
                 };
-                if is_reused(k) {
+                if is_reused(k) || copies.get(id).is_some_and(Option::is_some) {
                     return Ok(Worth::No);
                 }
                 if whole_fragment(id) || !sample {

@@ -4,6 +4,7 @@
 //! packed inode that holds the fragments, and symlink targets too long to
 //! be inline.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
@@ -89,13 +90,21 @@ pub(super) fn write_data<'a>(
     let tree_ref: &Tree = tree;
     let eligible = |id| crate::zpass::plain_segments(tree_ref, &zc, opts, frag_mode, id);
     let base = pool.install(|| crate::base::open_for(opts, tree_ref, &zc, &eligible))?;
+    let copies = same_bytes(tree_ref, plan, opts, frag_mode, &zc, pool)?;
+    // How many later files still copy each original's extents, and the
+    // extents of originals until their last copy is written.
+    let mut copies_left: HashMap<InodeId, usize> = HashMap::new();
+    for &orig in copies.iter().flatten() {
+        *copies_left.entry(orig).or_default() += 1;
+    }
+    let mut kept: HashMap<InodeId, Option<Vec<Extent>>> = HashMap::new();
     std::thread::scope(|s| -> Result<()> {
         let tree = tree_ref;
         let mut rxs = Vec::new();
         for lane in 0..PRODUCERS {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             rxs.push(rx);
-            let (files, zc, base) = (&files, &zc, base.as_ref());
+            let (files, zc, base, copies) = (&files, &zc, base.as_ref(), &copies);
             let mine: Vec<_> = windows
                 .iter()
                 .skip(lane)
@@ -108,8 +117,9 @@ pub(super) fn write_data<'a>(
                         break;
                     }
                     let window = &files[r];
-                    let out = pool
-                        .install(|| compress_window(tree, zc, opts, window, frag_mode, true, base));
+                    let out = pool.install(|| {
+                        compress_window(tree, zc, opts, window, frag_mode, true, base, copies)
+                    });
                     let failed = out.is_err();
                     if tx.send(out).is_err() || failed {
                         break;
@@ -126,7 +136,25 @@ pub(super) fn write_data<'a>(
                 })??;
             for (k, &id) in window.iter().enumerate() {
                 check_stop(interrupted, output)?;
-                match (dup[id], compressed[k].clone()) {
+                let mine = match copies.get(id).copied().flatten() {
+                    // The same bytes as an earlier file, compressed the
+                    // same way: that file's extents, stored again.
+                    Some(orig) => {
+                        let left = copies_left.get_mut(&orig).map(|n| {
+                            *n -= 1;
+                            *n
+                        });
+                        match left {
+                            Some(0) => kept.remove(&orig).flatten(),
+                            _ => kept.get(&orig).cloned().flatten(),
+                        }
+                    }
+                    None => compressed[k].clone(),
+                };
+                if copies_left.contains_key(&id) {
+                    kept.insert(id, mine.clone());
+                }
+                match (dup[id], mine) {
                     // Same bytes as an earlier file stored the same way:
                     // its data serve this one too.
                     (Some(orig), _) => share_data(plan, &mut start_blk, id, orig, opts),
@@ -233,6 +261,36 @@ fn duplicates(
         }
     }
     Ok(dup)
+}
+
+/// Without dedupe, a file with the same bytes as an earlier one is still
+/// stored on its own; but the same bytes compressed the same way give the
+/// same extents, so it copies the earlier file's instead of being
+/// compressed again (the image is what it would be anyway). For each inode
+/// that earlier file; empty when dedupe or fragments share such files'
+/// data anyway, and with a profile (hot pieces depend on the path) or
+/// `--base` (which reuses per file).
+fn same_bytes(
+    tree: &Tree,
+    plan: &Plan,
+    opts: &BuildOptions,
+    frag_mode: bool,
+    zc: &[Option<(u64, usize)>],
+    pool: &rayon::ThreadPool,
+) -> Result<Vec<Option<InodeId>>> {
+    let Some(c) = &opts.compress else {
+        return Ok(Vec::new());
+    };
+    if opts.dedupe || frag_mode || opts.profile.is_some() || opts.base.is_some() {
+        return Ok(Vec::new());
+    }
+    let mut same = pool.install(|| crate::dedupe::find_duplicates(tree, plan, c.ztailpacking))?;
+    for (id, s) in same.iter_mut().enumerate() {
+        if s.is_some_and(|orig| zc[id].is_none() || zc[orig] != zc[id]) {
+            *s = None;
+        }
+    }
+    Ok(same)
 }
 
 /// Cuts `files` into windows of at most [`WINDOW_FILES`] files and about
@@ -360,7 +418,7 @@ pub(super) fn write_synthetic(
     placed.start_blk.resize(tree.inodes.len(), 0);
     placed.chunk_blk.resize(tree.inodes.len(), Vec::new());
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
-    let ex = pool.install(|| compress_window(tree, &zc, opts, &[id], false, false, None))?;
+    let ex = pool.install(|| compress_window(tree, &zc, opts, &[id], false, false, None, &[]))?;
     match ex.into_iter().next().flatten() {
         Some(ex) => {
             let z = write_compressed(w, tree, plan, id, ex, opts, None, None)?;

@@ -13,6 +13,7 @@ mod dropin;
 mod mkfs;
 mod mount;
 mod out;
+mod rebuild;
 mod source;
 mod summary;
 

@@ -190,6 +190,8 @@ pub(super) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<I
         .iter()
         .copied()
         .filter(|&id| matches!(tree.inodes[id].kind, Kind::File { size, .. } if size > 0))
+        // Rebuild mode's indexed files have their data on the layers.
+        .filter(|&id| tree.inodes[id].content.external().is_none())
         .collect();
     if let Some(p) = &opts.profile {
         // Data in first-access order, so a start reads few, mostly
@@ -200,7 +202,7 @@ pub(super) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<I
         // directory (or without data) keep their place after those.
         files.sort_by_key(|&id| match &tree.inodes[id].content {
             Content::Archive { segments, .. } => segments.first().map_or(u64::MAX, |s| s.physical),
-            Content::Local => u64::MAX,
+            Content::Local | Content::Image { .. } => u64::MAX,
         });
     }
     files

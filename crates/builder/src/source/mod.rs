@@ -1,6 +1,7 @@
 //! Where a tree comes from: a directory on a local file system, a tar
-//! archive, or an OCI image layout.
+//! archive, an OCI image layout, or EROFS images merged as layers.
 
 pub mod dir;
+pub mod layers;
 pub mod oci;
 pub mod tar;

@@ -60,8 +60,9 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
  --all-root            every file owned by root
  --async-queue-limit=# accepted; no effect on the image
  --blobdev=X           chunks of chunk-based files go to the extra device X
- --clean[=data]        with EROFS images as SOURCE(s) (rebuild mode): copy all file data
-                       (without it, the images become extra devices the new image indexes)
+ --clean=X             X=data (also --clean alone): with EROFS images as SOURCEs (rebuild
+                       mode), copy all file data (without it, the images become extra
+                       devices the new image indexes); X=rvsp and X=0 are not supported
  --chunksize=#         every regular file chunk-based with #-byte chunks (zero chunks are holes)
  --compress-hints=X    per-file pcluster size and compressor from file X
  --dsunit=#            file data starts at multiples of # blocks
@@ -99,7 +100,7 @@ Android's options (mkfs.erofs built for Android):
 Rebuild mode: FILE SOURCE [SOURCE...] with EROFS images as sources merges them as
 overlayfs layers (the last wins), as mkfs.erofs 1.9 does.
 Not supported by ferrofs (refused by name; nothing is written):
- --clean=rvsp|0, --incremental=X, --fsalignblks=#, --s3=X, --oci=[f|i],
+ --incremental=X, --fsalignblks=#, --s3=X, --oci=[f|i],
  --gzinfo[=X], --vmdk-desc=X, --zfeature-bits=#
 ";
 

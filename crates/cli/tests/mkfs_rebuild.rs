@@ -1,0 +1,351 @@
+//! Rebuild mode: `ferrofs mkfs OUT L1.img L2.img L3.img` merges EROFS
+//! images as overlayfs layers. Three layers (ferrofs's default build with
+//! a sparse file and hard links; mkfs.erofs 1.9.4's with whiteouts, an
+//! opaque directory, a directory replacing a file and the reverse; ferrofs
+//! with lz4hc, whose files cannot be indexed and are copied) are merged:
+//! - with `--ovlfs-strip=1`, mounted by the kernel with `-o device=` for
+//!   each layer, the image equals the kernel's overlayfs mount of the three
+//!   layer mounts (contents and metadata);
+//! - by default (whiteouts kept), overlayfs over its mount equals that
+//!   too, and `ferrofs extract --device` and `ferrofs mount --device`
+//!   (FUSE) give what the kernel shows;
+//! - with `--clean=data` (through the mkfs.erofs drop-in, recompressed
+//!   with lz4hc) the image mounts alone and equals the default one;
+//! - fsck.erofs 1.9.4 (with `--device`) and `ferrofs fsck` accept them;
+//! - the layers mkfs.erofs 1.9.4 can merge itself (uncompressed, no
+//!   inline tails) give the tree its own rebuild gives.
+//!
+//! Bad inputs fail with errors naming them and leave no image: a file
+//! that is not an image, a directory among images, `--clean=rvsp`, a
+//! layer of another block size; reading without the devices says which
+//! device is missing.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ferrofs_testkit::compare::{compare_trees, CompareOptions};
+use ferrofs_testkit::fuse::FuseMount;
+use ferrofs_testkit::mount::{can_mount, LoopDev, LoopMount};
+use ferrofs_testkit::tools;
+use ferrofs_testkit::verify::run_ok as run;
+
+const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+
+fn work_dir(name: &str) -> PathBuf {
+    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
+}
+
+/// Writes the three layer trees `l1`, `l2`, `l3` in the current directory.
+const LAYERS: &str = r#"
+mkdir -p l1/etc l1/usr/bin l1/var/lib/app l1/opaque/sub l1/gone/deep l1/swap/was-dir
+echo hello > l1/etc/hosts
+for i in $(seq 3000); do echo "line $i"; done > l1/usr/bin/tool
+chmod 4755 l1/usr/bin/tool
+ln l1/usr/bin/tool l1/usr/bin/tool-link
+ln -s ../usr/bin/tool l1/etc/tool-sym
+echo old > l1/opaque/a; echo old > l1/opaque/sub/b
+echo x > l1/gone/deep/f; echo y > l1/delme; echo kept > l1/keep
+echo file > l1/swap/was-file; echo z > l1/swap/was-dir/inner
+head -c 1048676 /dev/urandom > l1/big
+head -c 8192 /dev/urandom > l1/aligned
+truncate -s 3M l1/sparse; echo middle | dd of=l1/sparse bs=1 seek=1500000 conv=notrunc status=none
+: > l1/empty
+setfattr -n user.note -v base l1/etc/hosts
+chown 1000:1001 l1/var/lib/app; chmod 1777 l1/var/lib/app
+mkfifo l1/var/fifo
+mkdir -p l2/opaque l2/swap/was-file l2/etc l2/newdir
+mknod l2/gone c 0 0; mknod l2/delme c 0 0; mknod l2/nothing-here c 0 0
+setfattr -n trusted.overlay.opaque -v y l2/opaque
+echo new > l2/opaque/c
+echo now-dir > l2/swap/was-file/f; echo now-file > l2/swap/was-dir
+echo changed > l2/etc/hosts; chmod 600 l2/etc/hosts
+setfattr -n user.note -v v2 l2/etc/hosts
+head -c 100000 /dev/urandom > l2/newdir/x
+mkdir -p l3/etc l3/usr/bin l3/opaque
+echo rewritten > l3/keep; chmod 640 l3/keep
+mknod l3/etc/tool-sym c 0 0
+for i in $(seq 5000); do echo "new $i"; done > l3/usr/bin/new-tool
+echo d > l3/opaque/d
+for l in l1 l2 l3; do find $l -exec touch -h -d @1700000000 {} +; done
+touch -d @1700000123 l3
+"#;
+
+/// `mkfs` runs of the binary under test (`ferrofs mkfs ARGS`).
+fn mkfs(args: &[&str], paths: &[&Path]) -> Result<Vec<u8>, String> {
+    run(Command::new(FERROFS).arg("mkfs").args(args).args(paths))
+}
+
+fn devices_args(layers: &[&Path]) -> Vec<String> {
+    layers
+        .iter()
+        .map(|l| format!("--device={}", l.display()))
+        .collect()
+}
+
+/// Every difference between `a` and `b`, prefixed with `what`.
+fn diff(what: &str, a: &Path, b: &Path, opts: &CompareOptions, out: &mut Vec<String>) {
+    for d in compare_trees(a, b, opts) {
+        out.push(format!("{what}: {d}"));
+    }
+}
+
+/// The kernel's mount of `img` with `layers` as its devices.
+fn mount_with(img: &Path, loops: &[LoopDev]) -> std::io::Result<LoopMount> {
+    let opts: Vec<String> = loops.iter().map(|d| format!("device={}", d.0)).collect();
+    let refs: Vec<&str> = opts.iter().map(String::as_str).collect();
+    LoopMount::new(img, &refs)
+}
+
+#[test]
+fn layers_merge_as_overlayfs_stacks_them() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let (Some(up), Some(fsck)) = (tools::mkfs_next(), tools::fsck_next()) else {
+        println!("skipped: mkfs.erofs/fsck.erofs 1.9.x not found");
+        return;
+    };
+    let work = work_dir("rebuild_layers");
+    run(Command::new("bash")
+        .args(["-e", "-c", LAYERS])
+        .current_dir(&work))
+    .expect("layer trees");
+    let p = |n: &str| work.join(n);
+    let (l1, l2, l3) = (p("l1.img"), p("l2.img"), p("l3.img"));
+    mkfs(&["--quiet"], &[&l1, &p("l1")]).expect("layer 1");
+    run(Command::new(&up.path)
+        .args(["-Enoinline_data", "-d0"])
+        .arg(&l2)
+        .arg(p("l2")))
+    .expect("layer 2 (mkfs.erofs 1.9.4)");
+    mkfs(&["--quiet", "-zlz4hc"], &[&l3, &p("l3")]).expect("layer 3");
+    let layers = [l1.as_path(), l2.as_path(), l3.as_path()];
+    let (merged, stripped) = (p("merged.img"), p("stripped.img"));
+    let out = mkfs(&["--json"], &[&merged, &l1, &l2, &l3]).expect("merge");
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    // aligned, big (its tail is in a block of its own), sparse, tool,
+    // etc/hosts, swap/was-dir, newdir/x, opaque/c stay on the layers;
+    // layer 3's compressed files are copied.
+    assert!(v["layers"]["indexed_files"].as_u64() >= Some(6), "{v}");
+    assert_eq!(v["layers"]["copied_files"].as_u64(), Some(5), "{v}");
+    mkfs(&["--quiet", "--ovlfs-strip=1"], &[&stripped, &l1, &l2, &l3]).expect("merge, stripped");
+    // The drop-in's --clean=data, recompressed.
+    let link = work.join("mkfs.erofs");
+    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let clean = p("clean.img");
+    run(Command::new(&link)
+        .args(["--clean=data", "-zlz4hc", "--quiet"])
+        .arg(&clean)
+        .args(layers))
+    .expect("drop-in --clean=data");
+
+    let mut f = Vec::new();
+    let loops: Vec<LoopDev> = layers.iter().map(|l| LoopDev::new(l).unwrap()).collect();
+    // Copies: mount would reuse the loop devices above for the same files,
+    // and a device an erofs mount holds cannot be another's extra device.
+    let mounts: Vec<LoopMount> = layers
+        .iter()
+        .map(|l| {
+            let copy = l.with_extension("ovl");
+            fs::copy(l, &copy).unwrap();
+            LoopMount::new(&copy, &[]).unwrap()
+        })
+        .collect();
+    let ovl = LoopMount::overlay(&[mounts[2].path(), mounts[1].path(), mounts[0].path()])
+        .expect("overlayfs of the layers");
+    // Overlayfs gives a merged directory one link.
+    let relaxed = CompareOptions {
+        compare_dir_nlink: false,
+        ..CompareOptions::strict()
+    };
+    let s = mount_with(&stripped, &loops).expect("mount stripped");
+    diff(
+        "stripped vs overlayfs",
+        ovl.path(),
+        s.path(),
+        &relaxed,
+        &mut f,
+    );
+    let m = mount_with(&merged, &loops).expect("mount merged");
+    let empty = p("empty");
+    fs::create_dir(&empty).unwrap();
+    let m_ovl = LoopMount::overlay(&[m.path(), &empty]).expect("overlayfs of merged");
+    diff(
+        "overlayfs of merged vs of the layers",
+        ovl.path(),
+        m_ovl.path(),
+        &relaxed,
+        &mut f,
+    );
+    drop(m_ovl);
+    let strict = CompareOptions::strict();
+    let c = LoopMount::new(&clean, &[]).expect("mount clean");
+    diff(
+        "--clean=data vs merged",
+        m.path(),
+        c.path(),
+        &strict,
+        &mut f,
+    );
+    // The whiteouts are there, the layers' hidden files are not.
+    for (path, present) in [
+        ("gone", true),
+        ("delme", true),
+        ("opaque/a", false),
+        ("opaque/d", true),
+    ] {
+        if m.path().join(path).symlink_metadata().is_ok() != present {
+            f.push(format!("merged: {path} should be there: {present}"));
+        }
+    }
+    let devs = devices_args(&layers);
+    let x = p("x");
+    match run(Command::new(FERROFS)
+        .arg("extract")
+        .args(&devs)
+        .arg(&merged)
+        .arg(&x))
+    {
+        Ok(_) => diff("extract --device vs kernel", m.path(), &x, &strict, &mut f),
+        Err(e) => f.push(format!("extract: {e}")),
+    }
+    {
+        let refs: Vec<&str> = devs.iter().map(String::as_str).collect();
+        let fuse = FuseMount::new(Path::new(FERROFS), merged.as_os_str(), &p("fuse"), &refs);
+        diff(
+            "FUSE --device vs kernel",
+            m.path(),
+            &fuse.dir,
+            &strict,
+            &mut f,
+        );
+        fuse.unmount();
+    }
+    for img in [&merged, &stripped] {
+        if let Err(e) = run(Command::new(FERROFS).arg("fsck").args(&devs).arg(img)) {
+            f.push(format!("ferrofs fsck {}: {e}", img.display()));
+        }
+        if let Err(e) = run(Command::new(&fsck.path).args(&devs).arg(img)) {
+            f.push(format!(
+                "fsck.erofs {} {}: {e}",
+                fsck.version,
+                img.display()
+            ));
+        }
+    }
+    if let Err(e) = run(Command::new(&fsck.path).arg(&clean)) {
+        f.push(format!("fsck.erofs {} clean: {e}", fsck.version));
+    }
+    drop((c, m, s, ovl, mounts));
+
+    // What mkfs.erofs 1.9.4 merges itself: its layers without inline tails.
+    let l1u = p("l1u.img");
+    run(Command::new(&up.path)
+        .args(["-Enoinline_data", "-d0"])
+        .arg(&l1u)
+        .arg(p("l1")))
+    .expect("layer 1 (mkfs.erofs)");
+    let (ours, theirs) = (p("ours.img"), p("theirs.img"));
+    mkfs(&["--quiet"], &[&ours, &l1u, &l2]).expect("merge of mkfs.erofs layers");
+    run(Command::new(&up.path)
+        .arg("-d0")
+        .arg(&theirs)
+        .arg(&l1u)
+        .arg(&l2))
+    .expect("mkfs.erofs 1.9.4 rebuild");
+    let loops2 = [LoopDev::new(&l1u).unwrap(), LoopDev::new(&l2).unwrap()];
+    let a = mount_with(&theirs, &loops2).expect("mount mkfs.erofs's");
+    let b = mount_with(&ours, &loops2).expect("mount ours");
+    // mkfs.erofs gives the merged root mode 0777 and the build time.
+    let root_aside = CompareOptions {
+        skip_root_mode_owner: true,
+        skip_root_mtime: true,
+        ..CompareOptions::strict()
+    };
+    diff(
+        "ours vs mkfs.erofs 1.9.4's rebuild",
+        a.path(),
+        b.path(),
+        &root_aside,
+        &mut f,
+    );
+    let st = fs::metadata(b.path().join("big")).unwrap();
+    if st.len() != 1048676 {
+        f.push(format!("big: {} bytes", st.len()));
+    }
+    drop((a, b, loops2, loops));
+    assert!(f.is_empty(), "{}", f.join("\n"));
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}
+
+#[test]
+fn bad_layers_are_named() {
+    let work = work_dir("rebuild_bad");
+    let p = |n: &str| work.join(n);
+    fs::create_dir_all(p("t/d")).unwrap();
+    fs::write(p("t/d/f"), b"data\n".repeat(2000)).unwrap();
+    fs::write(p("notes.txt"), b"not an image\n".repeat(200)).unwrap();
+    let (l1, l2) = (p("l1.img"), p("l2.img"));
+    mkfs(&["--quiet"], &[&l1, &p("t")]).expect("layer");
+    mkfs(&["--quiet", "-Enoinline_data"], &[&l2, &p("t")]).expect("layer");
+    let out = p("out.img");
+    let fails = |args: &[&str], paths: &[&Path], want: &[&str]| {
+        let e = mkfs(args, paths).expect_err("must fail");
+        for w in want {
+            assert!(e.contains(w), "{args:?} {paths:?}: {e:?} lacks {w:?}");
+        }
+        assert!(!out.exists(), "{args:?}: an image was left behind");
+    };
+    fails(
+        &[],
+        &[&out, &l1, &p("notes.txt")],
+        &["notes.txt", "not an EROFS image"],
+    );
+    fails(
+        &[],
+        &[&out, &p("t"), &l1],
+        &["more than one SOURCE", "rebuild"],
+    );
+    fails(&["--clean=rvsp"], &[&out, &l1], &["--clean=rvsp", "not"]);
+    let small = p("small.img");
+    mkfs(&["--quiet", "-b", "1024"], &[&small, &p("t")]).expect("1 KiB layer");
+    fails(
+        &[],
+        &[&out, &l1, &small],
+        &["small.img", "block size is 1024"],
+    );
+
+    // Data on devices that are not given.
+    let merged = p("merged.img");
+    mkfs(&["--quiet"], &[&merged, &l1, &l2]).expect("merge");
+    let cat = |devs: &[&Path]| {
+        run(Command::new(FERROFS)
+            .arg("cat")
+            .args(devices_args(devs))
+            .arg(&merged)
+            .arg("/d/f"))
+    };
+    assert_eq!(
+        cat(&[&l1, &l2]).expect("cat with devices"),
+        b"data\n".repeat(2000)
+    );
+    let e = cat(&[]).expect_err("cat without devices");
+    assert!(
+        e.contains("extra device 2") && e.contains("--device"),
+        "{e}"
+    );
+    let e = cat(&[&l1]).expect_err("cat with one device");
+    assert!(e.contains("2 extra devices but 1 were given"), "{e}");
+    // fsck lists the problem on standard output, and fails.
+    let o = Command::new(FERROFS)
+        .arg("fsck")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stdout);
+    assert!(!o.status.success(), "fsck without devices passed");
+    assert!(e.contains("/d/f") && e.contains("--device"), "{e}");
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}

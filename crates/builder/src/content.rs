@@ -45,10 +45,13 @@ pub enum Content {
 
 /// A file whose data stays on extra devices: per chunk of `bs <<
 /// bits_extra` bytes, its (device id, first block) there, `None` a hole.
+/// With `tail`, the last chunk is a tail the layer kept inline: it is
+/// written to a block of the new image (its entry is a placeholder).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct External {
     pub bits_extra: u8,
     pub chunks: Vec<Option<(u16, u64)>>,
+    pub tail: bool,
 }
 
 impl Content {

@@ -37,6 +37,7 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
             v["layers"] = serde_json::json!({
                 "indexed_files": l.indexed_files,
                 "indexed_bytes": l.indexed_bytes,
+                "tails": l.tails,
                 "copied_files": l.copied_files,
                 "copied_bytes": l.copied_bytes,
                 "copied_why": l.copied_why.iter().map(|(w, n)| serde_json::json!({"why": w, "files": n})).collect::<Vec<_>>(),
@@ -78,9 +79,10 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
                 .collect();
             writeln!(
                 out,
-                "layers: {} files ({} bytes) left on the layers (extra devices), {} files ({} bytes) copied{}",
+                "layers: {} files ({} bytes) left on the layers (extra devices; {} inline tails copied), {} files ({} bytes) copied{}",
                 l.indexed_files,
                 l.indexed_bytes,
+                l.tails,
                 l.copied_files,
                 l.copied_bytes,
                 if why.is_empty() { String::new() } else { format!(" ({})", why.join(", ")) }

@@ -2,7 +2,9 @@
 //! images as overlayfs layers. Three layers (ferrofs's default build with
 //! a sparse file and hard links; mkfs.erofs 1.9.4's with whiteouts, an
 //! opaque directory, a directory replacing a file and the reverse; ferrofs
-//! with lz4hc, whose files cannot be indexed and are copied) are merged:
+//! with lz4hc) are merged:
+//! - files stay on the layers (inline tails copied into blocks of the
+//!   new image), but for compressed and wholly inline ones, copied;
 //! - with `--ovlfs-strip=1`, mounted by the kernel with `-o device=` for
 //!   each layer, the image equals the kernel's overlayfs mount of the three
 //!   layer mounts (contents and metadata);
@@ -125,11 +127,18 @@ fn layers_merge_as_overlayfs_stacks_them() {
     let (merged, stripped) = (p("merged.img"), p("stripped.img"));
     let out = mkfs(&["--json"], &[&merged, &l1, &l2, &l3]).expect("merge");
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    // aligned, big (its tail is in a block of its own), sparse, tool,
-    // etc/hosts, swap/was-dir, newdir/x, opaque/c stay on the layers;
-    // layer 3's compressed files are copied.
-    assert!(v["layers"]["indexed_files"].as_u64() >= Some(6), "{v}");
-    assert_eq!(v["layers"]["copied_files"].as_u64(), Some(5), "{v}");
+    // Layer 1's aligned, sparse (chunk-based, with holes), big and tool
+    // (their inline tails copied to blocks of their own), layer 2's
+    // etc/hosts, swap/was-dir, swap/was-file/f, newdir/x and opaque/c stay
+    // on the layers; layer 3's new-tool (compressed), keep and opaque/d
+    // (all inline) are copied.
+    let l = &v["layers"];
+    assert_eq!(l["indexed_files"].as_u64(), Some(9), "{v}");
+    assert_eq!(l["tails"].as_u64(), Some(2), "{v}");
+    assert_eq!(l["copied_files"].as_u64(), Some(3), "{v}");
+    let why =
+        serde_json::json!([{"why": "all inline", "files": 2}, {"why": "compressed", "files": 1}]);
+    assert_eq!(l["copied_why"], why, "{v}");
     mkfs(&["--quiet", "--ovlfs-strip=1"], &[&stripped, &l1, &l2, &l3]).expect("merge, stripped");
     // The drop-in's --clean=data, recompressed.
     let link = work.join("mkfs.erofs");

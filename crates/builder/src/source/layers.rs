@@ -12,9 +12,11 @@
 //!
 //! By default a regular file's data stays in its layer: the new image's
 //! chunk indexes point into the layer, one extra device per layer image
-//! (or, for a layer with extra devices of its own, those devices). What
-//! no chunk index can point at (a compressed file, an inline tail, a
-//! file of a layer's packed inode) is copied, decoded, into the new image.
+//! (or, for a layer with extra devices of its own, those devices). A tail
+//! the layer keeps inline (after the inode) is copied into a block of the
+//! new image, its file's last chunk. What no chunk index can point at (a
+//! compressed file, a file wholly inline) is copied, decoded, into the new
+//! image.
 //! With [`DataMode::Full`] every file is copied, and the image is
 //! self-contained.
 
@@ -52,11 +54,13 @@ pub struct LayerStats {
     /// Files left on the layers, pointed at by chunk indexes.
     pub indexed_files: u64,
     pub indexed_bytes: u64,
+    /// Of those, files whose inline tail was copied into a block.
+    pub tails: u64,
     /// Files whose data was copied into the new image.
     pub copied_files: u64,
     pub copied_bytes: u64,
     /// In blob-index mode, the copied files by why they could not be
-    /// indexed ("compressed", "inline tail").
+    /// indexed ("compressed", "all inline").
     pub copied_why: Vec<(String, u64)>,
 }
 
@@ -452,9 +456,10 @@ fn count(tree: &Tree, mode: DataMode) -> LayerStats {
             continue;
         };
         match external {
-            Some(_) => {
+            Some(x) => {
                 s.indexed_files += 1;
                 s.indexed_bytes += ino.data_size();
+                s.tails += u64::from(x.tail);
             }
             None => {
                 s.copied_files += 1;
@@ -474,16 +479,18 @@ fn count(tree: &Tree, mode: DataMode) -> LayerStats {
 fn layout_reason(file: &InodeFile) -> String {
     use ferrofs::format::inode::DataLayout as D;
     match file.inode().layout() {
-        D::FlatInline => "inline tail",
+        D::FlatInline => "all inline",
         D::CompressedFull | D::CompressedCompact => "compressed",
         _ => "unaligned data",
     }
     .to_string()
 }
 
-/// The chunk table of `file` pointing into `l`'s devices; `None` when
-/// its layout has no block to point at (compressed, an inline tail); an
-/// error for data outside its device (a damaged layer).
+/// The chunk table of `file` pointing into `l`'s devices, with the tail
+/// a flat file keeps inline as a last chunk of its own (to be written to
+/// the new image); `None` when its layout has no block to point at
+/// (compressed, or all of it inline); an error for data outside its
+/// device (a damaged layer).
 fn index(
     l: &Layer,
     file: &InodeFile,
@@ -493,9 +500,10 @@ fn index(
     let size = file.size();
     // (logical start, (device id, block) or a hole), block-aligned.
     let mut runs: Vec<(u64, Option<(u16, u64)>)> = Vec::new();
+    let mut tail = false;
     for e in file.extents() {
         let e = e.map_err(|e| e.to_string())?;
-        if e.logical % bs != 0 {
+        if e.logical % bs != 0 || tail {
             return Ok(None);
         }
         let at = match e.kind {
@@ -505,6 +513,11 @@ fn index(
                     return Ok(None);
                 }
                 Some(device_block(l, device, pos / bs, e.len.div_ceil(bs))?)
+            }
+            // An inline tail after whole blocks: a chunk of this image.
+            ExtentKind::Inline { .. } if e.logical > 0 && e.end() == size => {
+                tail = true;
+                Some((0, 0))
             }
             ExtentKind::Inline { .. } | ExtentKind::Pcluster(_) | ExtentKind::Fragment { .. } => {
                 return Ok(None)
@@ -543,7 +556,11 @@ fn index(
     {
         return Err("data beyond block 2^32 (needs -E 48bit)".into());
     }
-    Ok(Some(External { bits_extra, chunks }))
+    Ok(Some(External {
+        bits_extra,
+        chunks,
+        tail,
+    }))
 }
 
 /// The new image's (device id, block) for `blocks` blocks at `blk` of

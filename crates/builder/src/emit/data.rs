@@ -611,10 +611,6 @@ fn all_zeros(f: &ContentReader, buf: &mut [u8], from: u64, len: u64) -> Result<b
     Ok(true)
 }
 
-/// Copies a flat or chunk-based file into the data area. With `dedupe`,
-/// a chunk whose (zero-padded) blocks are already stored points at them
-/// instead (confirmed against the stored bytes); a chunk of zeros is a hole.
-#[allow(clippy::too_many_arguments)]
 /// Writes the tail of a file whose other chunks stay on the layers
 /// (rebuild mode) into a block of its own; returns the block.
 fn write_tail(w: &mut Writer, tree: &Tree, id: InodeId, bs: u64, buf: &mut [u8]) -> Result<u64> {
@@ -631,6 +627,10 @@ fn write_tail(w: &mut Writer, tree: &Tree, id: InodeId, bs: u64, buf: &mut [u8])
     Ok(blk)
 }
 
+/// Copies a flat or chunk-based file into the data area. With `dedupe`,
+/// a chunk whose (zero-padded) blocks are already stored points at them
+/// instead (confirmed against the stored bytes); a chunk of zeros is a hole.
+#[allow(clippy::too_many_arguments)]
 fn write_flat<'a>(
     w: &mut Writer<'a>,
     blob: Option<&mut Writer<'a>>,

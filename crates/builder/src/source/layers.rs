@@ -111,21 +111,13 @@ pub fn scan(
         opts,
         mode,
     };
-    m.tree.inodes.push(Inode {
-        kind: Kind::Dir {
+    m.new_inode(
+        Kind::Dir {
             entries: Vec::new(),
         },
-        perm: 0o755,
-        uid: 0,
-        gid: 0,
-        mtime: 0,
-        mtime_nsec: 0,
-        xattrs: Vec::new(),
-        source: PathBuf::new(),
-        content: Content::Local,
-        rel: Vec::new(),
-        parent: 0,
-    });
+        b"",
+        0,
+    );
     for l in &opened {
         m.apply(l)?;
     }
@@ -305,19 +297,10 @@ impl Merger<'_> {
 
     fn new_inode(&mut self, kind: Kind, rel: &[u8], parent: InodeId) -> InodeId {
         let id = self.tree.inodes.len();
-        self.tree.inodes.push(Inode {
-            kind,
-            perm: 0,
-            uid: 0,
-            gid: 0,
-            mtime: 0,
-            mtime_nsec: 0,
-            xattrs: Vec::new(),
-            source: PathBuf::new(),
-            content: Content::Local,
-            rel: rel.to_vec(),
-            parent,
-        });
+        // Its metadata and source come from its layer (`set_meta`).
+        self.tree
+            .inodes
+            .push(Inode::new(kind, rel, parent, PathBuf::new()));
         id
     }
 

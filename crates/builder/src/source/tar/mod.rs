@@ -99,22 +99,14 @@ struct Builder<'a> {
 impl Builder<'_> {
     fn new_inode(&mut self, kind: Kind, rel: &[u8], parent: InodeId) -> InodeId {
         let id = self.tree.inodes.len();
+        let source = PathBuf::from(format!(
+            "{}: {}",
+            self.archive,
+            String::from_utf8_lossy(rel)
+        ));
         self.tree.inodes.push(Inode {
-            kind,
             perm: 0o755,
-            uid: 0,
-            gid: 0,
-            mtime: 0,
-            mtime_nsec: 0,
-            xattrs: Vec::new(),
-            source: PathBuf::from(format!(
-                "{}: {}",
-                self.archive,
-                String::from_utf8_lossy(rel)
-            )),
-            content: Content::Local,
-            rel: rel.to_vec(),
-            parent,
+            ..Inode::new(kind, rel, parent, source)
         });
         id
     }

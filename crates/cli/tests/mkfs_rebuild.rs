@@ -19,7 +19,8 @@
 //!
 //! Bad inputs fail with errors naming them and leave no image: a file
 //! that is not an image, a directory among images, `--clean=rvsp`, a
-//! layer of another block size; reading without the devices says which
+//! layer of another block size, a truncated layer, a layer whose
+//! directory names its parent; reading without the devices says which
 //! device is missing.
 
 use std::fs;
@@ -324,6 +325,33 @@ fn bad_layers_are_named() {
         &[],
         &[&out, &l1, &small],
         &["small.img", "block size is 1024"],
+    );
+
+    // A truncated layer, and one whose directory names its parent (a loop).
+    let cut = p("cut.img");
+    let bytes = fs::read(&l1).unwrap();
+    fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    fails(&[], &[&out, &l2, &cut], &["cut.img"]);
+    fs::create_dir_all(p("lt/a/b/c")).unwrap();
+    let looped = p("loop.img");
+    mkfs(&["--quiet"], &[&looped, &p("lt")]).expect("layer");
+    let dump = |path: &str| -> serde_json::Value {
+        let o = run(Command::new(FERROFS)
+            .args(["dump", "--json", "--path", path])
+            .arg(&looped))
+        .unwrap();
+        serde_json::from_slice(&o).unwrap()
+    };
+    // The third entry of /a/b (after . and ..) is c: make it /a.
+    let at = dump("/a/b")["extents"][0]["map"]["pos"].as_u64().unwrap() + 24;
+    let nid = dump("/a")["nid"].as_u64().unwrap();
+    let mut img = fs::read(&looped).unwrap();
+    img[at as usize..at as usize + 8].copy_from_slice(&nid.to_le_bytes());
+    fs::write(&looped, img).unwrap();
+    fails(
+        &[],
+        &[&out, &looped],
+        &["loop.img", "/a/b/c", "named twice"],
     );
 
     // Data on devices that are not given.

@@ -220,6 +220,7 @@ impl Merger<'_> {
         let err =
             |what: &str, e: ferrofs::Error| BuildError::input(&l.path, format!("{what}: {e}"));
         let root = raw.root().map_err(|e| err("root directory", e))?;
+        let root_nid = root.nid().0;
         let root_id = self.tree.root;
         // The root always merges (an opaque mark on it hides nothing).
         let xattrs = self.xattrs(l, &root, b"")?;
@@ -227,6 +228,8 @@ impl Merger<'_> {
         // (layer directory, merged directory) pairs still to walk.
         let mut stack = vec![(root, root_id)];
         let mut links: HashMap<u64, InodeId> = HashMap::new();
+        // Directories walked: a damaged layer may name one twice (a loop).
+        let mut seen = std::collections::HashSet::from([root_nid]);
         while let Some((dir, mdir)) = stack.pop() {
             let rel_dir = self.tree.inodes[mdir].rel.clone();
             let entries = raw
@@ -249,6 +252,12 @@ impl Merger<'_> {
                     .and_then(|c| c.get(&e.name))
                     .copied();
                 if ino.is_dir() {
+                    if !seen.insert(e.nid.0) {
+                        return Err(BuildError::input(
+                            &l.path,
+                            format!("/{}: a directory named twice (nid {})", show(&rel), e.nid.0),
+                        ));
+                    }
                     let xattrs = self.xattrs(l, &ino, &rel)?;
                     let opaque = xattrs.iter().any(|(n, v)| n == OVL_OPAQUE && v == b"y");
                     let id = match existing {
@@ -519,7 +528,7 @@ fn index(
     let bits_extra = u8::try_from(blocks.trailing_zeros().min(31)).unwrap_or(31);
     let cs = bs << bits_extra;
     let n = size.div_ceil(cs);
-    let mut chunks = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+    let mut chunks = Vec::new();
     let mut r = 0;
     for k in 0..n {
         let start = k * cs;

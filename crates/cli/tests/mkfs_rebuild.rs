@@ -15,7 +15,10 @@
 //!   with lz4hc) the image mounts alone and equals the default one;
 //! - fsck.erofs 1.9.4 (with `--device`) and `ferrofs fsck` accept them;
 //! - the layers mkfs.erofs 1.9.4 can merge itself (uncompressed, no
-//!   inline tails) give the tree its own rebuild gives.
+//!   inline tails) give the tree its own rebuild gives;
+//! - tar index layers (`mkfs.erofs --tar=i`, data in the archives, 512-byte
+//!   blocks) merge into an image whose devices are the archives, equal to
+//!   mkfs.erofs 1.9.4's merge and to overlayfs over the layers.
 //!
 //! Bad inputs fail with errors naming them and leave no image: a file
 //! that is not an image, a directory among images, `--clean=rvsp`, a
@@ -384,5 +387,118 @@ fn bad_layers_are_named() {
     let e = String::from_utf8_lossy(&o.stdout);
     assert!(!o.status.success(), "fsck without devices passed");
     assert!(e.contains("/d/f") && e.contains("--device"), "{e}");
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}
+
+/// Layers in mkfs.erofs 1.9.4's tar index mode (`--tar=i`: 512-byte
+/// blocks, file data left in the tar archive, the layer's one extra
+/// device), containerd's layers: the merge indexes the archives
+/// themselves, its devices are the two tars, and it equals both
+/// mkfs.erofs 1.9.4's own merge and overlayfs over the layers.
+#[test]
+fn tar_index_layers_keep_their_archives() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let (Some(up), Some(fsck)) = (tools::mkfs_next(), tools::fsck_next()) else {
+        println!("skipped: mkfs.erofs/fsck.erofs 1.9.x not found");
+        return;
+    };
+    let work = work_dir("rebuild_tar_index");
+    run(Command::new("bash")
+        .args(["-e", "-c", LAYERS])
+        .current_dir(&work))
+    .expect("layer trees");
+    let p = |n: &str| work.join(n);
+    let mut tars = Vec::new();
+    let mut layers = Vec::new();
+    for l in ["l1", "l2"] {
+        let tar = p(&format!("{l}.tar"));
+        run(Command::new("tar")
+            .arg("-C")
+            .arg(p(l))
+            .args(["--xattrs", "--xattrs-include=*", "-cf"])
+            .arg(&tar)
+            .arg("."))
+        .expect("tar");
+        let img = p(&format!("{l}.img"));
+        run(Command::new(&up.path)
+            .args(["--tar=i", "-d0"])
+            .arg(&img)
+            .arg(&tar))
+        .expect("mkfs.erofs --tar=i");
+        tars.push(tar);
+        layers.push(img);
+    }
+    let (ours, theirs) = (p("ours.img"), p("theirs.img"));
+    mkfs(&["--quiet"], &[&ours, &layers[0], &layers[1]]).expect("merge");
+    run(Command::new(&up.path).arg("-d0").arg(&theirs).args(&layers))
+        .expect("mkfs.erofs 1.9.4 merge");
+    let mut f = Vec::new();
+    let tar_refs: Vec<&Path> = tars.iter().map(PathBuf::as_path).collect();
+    for img in [&ours, &theirs] {
+        if let Err(e) = run(Command::new(&fsck.path)
+            .args(devices_args(&tar_refs))
+            .arg(img))
+        {
+            f.push(format!("fsck.erofs {}: {e}", img.display()));
+        }
+    }
+    if let Err(e) = run(Command::new(FERROFS)
+        .arg("fsck")
+        .args(devices_args(&tar_refs))
+        .arg(&ours))
+    {
+        f.push(format!("ferrofs fsck: {e}"));
+    }
+    let loops: Vec<LoopDev> = tars.iter().map(|t| LoopDev::new(t).unwrap()).collect();
+    let a = mount_with(&ours, &loops).expect("mount ours");
+    let b = mount_with(&theirs, &loops).expect("mount mkfs.erofs's");
+    let root_aside = CompareOptions {
+        skip_root_mode_owner: true,
+        skip_root_mtime: true,
+        ..CompareOptions::strict()
+    };
+    diff(
+        "ours vs mkfs.erofs 1.9.4's",
+        b.path(),
+        a.path(),
+        &root_aside,
+        &mut f,
+    );
+    // Each layer on a copy of its archive (a device in use by one mount
+    // cannot serve another), under overlayfs, with the whiteouts left out.
+    let stripped = p("stripped.img");
+    mkfs(
+        &["--quiet", "--ovlfs-strip=1"],
+        &[&stripped, &layers[0], &layers[1]],
+    )
+    .expect("strip");
+    let copies: Vec<LoopDev> = tars
+        .iter()
+        .map(|t| {
+            let c = t.with_extension("copy");
+            fs::copy(t, &c).unwrap();
+            LoopDev::new(&c).unwrap()
+        })
+        .collect();
+    let m1 = mount_with(&layers[0], &copies[..1]).expect("mount layer 1");
+    let m2 = mount_with(&layers[1], &copies[1..]).expect("mount layer 2");
+    let ovl = LoopMount::overlay(&[m2.path(), m1.path()]).expect("overlayfs");
+    let s = mount_with(&stripped, &loops).expect("mount stripped");
+    let relaxed = CompareOptions {
+        compare_dir_nlink: false,
+        ..CompareOptions::strict()
+    };
+    diff(
+        "stripped vs overlayfs",
+        ovl.path(),
+        s.path(),
+        &relaxed,
+        &mut f,
+    );
+    drop((s, ovl, m2, m1, b, a, copies, loops));
+    assert!(f.is_empty(), "{}", f.join("\n"));
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }

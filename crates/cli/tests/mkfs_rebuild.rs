@@ -103,21 +103,84 @@ fn mount_with(img: &Path, loops: &[LoopDev]) -> std::io::Result<LoopMount> {
     LoopMount::new(img, &refs)
 }
 
-#[test]
-fn layers_merge_as_overlayfs_stacks_them() {
+/// The work directory with the layer trees, mkfs.erofs and fsck.erofs
+/// 1.9.x; `None` (with the reason printed) when the kernel, root or the
+/// tools are missing.
+fn setup(name: &str) -> Option<(PathBuf, tools::Mkfs, tools::Fsck)> {
     if let Err(why) = can_mount() {
         println!("skipped: {why}");
-        return;
+        return None;
     }
     let (Some(up), Some(fsck)) = (tools::mkfs_next(), tools::fsck_next()) else {
         println!("skipped: mkfs.erofs/fsck.erofs 1.9.x not found");
-        return;
+        return None;
     };
-    let work = work_dir("rebuild_layers");
+    let work = work_dir(name);
     run(Command::new("bash")
         .args(["-e", "-c", LAYERS])
         .current_dir(&work))
     .expect("layer trees");
+    Some((work, up, fsck))
+}
+
+/// Strict, but for the link count of directories (overlayfs gives a
+/// merged one 1).
+fn relaxed() -> CompareOptions {
+    CompareOptions {
+        compare_dir_nlink: false,
+        ..CompareOptions::strict()
+    }
+}
+
+/// Strict, but for the root's mode, owner and mtime (mkfs.erofs gives a
+/// merged root mode 0777 and the build time).
+fn root_aside() -> CompareOptions {
+    CompareOptions {
+        skip_root_mode_owner: true,
+        skip_root_mtime: true,
+        ..CompareOptions::strict()
+    }
+}
+
+/// Merges `layers` into WORK/ours.img and, with mkfs.erofs 1.9.x, into
+/// WORK/theirs.img; records where the kernel's mounts of the two (with
+/// `loops` as devices) differ, the root aside. Returns the mount of ours.
+fn same_as_upstream(
+    up: &tools::Mkfs,
+    work: &Path,
+    layers: &[&Path],
+    loops: &[LoopDev],
+    f: &mut Vec<String>,
+) -> LoopMount {
+    let (ours, theirs) = (work.join("ours.img"), work.join("theirs.img"));
+    mkfs(&["--quiet"], &[&[ours.as_path()], layers].concat()).expect("merge");
+    run(Command::new(&up.path).arg("-d0").arg(&theirs).args(layers))
+        .expect("mkfs.erofs 1.9.x merge");
+    let a = mount_with(&theirs, loops).expect("mount mkfs.erofs's");
+    let b = mount_with(&ours, loops).expect("mount ours");
+    diff(
+        "ours vs mkfs.erofs 1.9.x's",
+        a.path(),
+        b.path(),
+        &root_aside(),
+        f,
+    );
+    b
+}
+
+/// Records where the kernel's mount of `img` (with `loops` as devices)
+/// differs from `expected`, an overlayfs mount of its layers.
+fn equals_overlay(expected: &Path, img: &Path, loops: &[LoopDev], f: &mut Vec<String>) {
+    let m = mount_with(img, loops).expect("mount");
+    let what = format!("{} vs overlayfs", img.display());
+    diff(&what, expected, m.path(), &relaxed(), f);
+}
+
+#[test]
+fn layers_merge_as_overlayfs_stacks_them() {
+    let Some((work, up, fsck)) = setup("rebuild_layers") else {
+        return;
+    };
     let p = |n: &str| work.join(n);
     let (l1, l2, l3) = (p("l1.img"), p("l2.img"), p("l3.img"));
     mkfs(&["--quiet"], &[&l1, &p("l1")]).expect("layer 1");
@@ -168,19 +231,8 @@ fn layers_merge_as_overlayfs_stacks_them() {
         .collect();
     let ovl = LoopMount::overlay(&[mounts[2].path(), mounts[1].path(), mounts[0].path()])
         .expect("overlayfs of the layers");
-    // Overlayfs gives a merged directory one link.
-    let relaxed = CompareOptions {
-        compare_dir_nlink: false,
-        ..CompareOptions::strict()
-    };
-    let s = mount_with(&stripped, &loops).expect("mount stripped");
-    diff(
-        "stripped vs overlayfs",
-        ovl.path(),
-        s.path(),
-        &relaxed,
-        &mut f,
-    );
+    let relaxed = relaxed();
+    equals_overlay(ovl.path(), &stripped, &loops, &mut f);
     let m = mount_with(&merged, &loops).expect("mount merged");
     let empty = p("empty");
     fs::create_dir(&empty).unwrap();
@@ -251,7 +303,7 @@ fn layers_merge_as_overlayfs_stacks_them() {
     if let Err(e) = run(Command::new(&fsck.path).arg(&clean)) {
         f.push(format!("fsck.erofs {} clean: {e}", fsck.version));
     }
-    drop((c, m, s, ovl, mounts));
+    drop((c, m, ovl, mounts));
 
     // What mkfs.erofs 1.9.4 merges itself: its layers without inline tails.
     let l1u = p("l1u.img");
@@ -260,35 +312,13 @@ fn layers_merge_as_overlayfs_stacks_them() {
         .arg(&l1u)
         .arg(p("l1")))
     .expect("layer 1 (mkfs.erofs)");
-    let (ours, theirs) = (p("ours.img"), p("theirs.img"));
-    mkfs(&["--quiet"], &[&ours, &l1u, &l2]).expect("merge of mkfs.erofs layers");
-    run(Command::new(&up.path)
-        .arg("-d0")
-        .arg(&theirs)
-        .arg(&l1u)
-        .arg(&l2))
-    .expect("mkfs.erofs 1.9.4 rebuild");
     let loops2 = [LoopDev::new(&l1u).unwrap(), LoopDev::new(&l2).unwrap()];
-    let a = mount_with(&theirs, &loops2).expect("mount mkfs.erofs's");
-    let b = mount_with(&ours, &loops2).expect("mount ours");
-    // mkfs.erofs gives the merged root mode 0777 and the build time.
-    let root_aside = CompareOptions {
-        skip_root_mode_owner: true,
-        skip_root_mtime: true,
-        ..CompareOptions::strict()
-    };
-    diff(
-        "ours vs mkfs.erofs 1.9.4's rebuild",
-        a.path(),
-        b.path(),
-        &root_aside,
-        &mut f,
-    );
+    let b = same_as_upstream(&up, &work, &[&l1u, &l2], &loops2, &mut f);
     let st = fs::metadata(b.path().join("big")).unwrap();
     if st.len() != 1048676 {
         f.push(format!("big: {} bytes", st.len()));
     }
-    drop((a, b, loops2, loops));
+    drop((b, loops2, loops));
     assert!(f.is_empty(), "{}", f.join("\n"));
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
@@ -397,19 +427,9 @@ fn bad_layers_are_named() {
 /// mkfs.erofs 1.9.4's own merge and overlayfs over the layers.
 #[test]
 fn tar_index_layers_keep_their_archives() {
-    if let Err(why) = can_mount() {
-        println!("skipped: {why}");
-        return;
-    }
-    let (Some(up), Some(fsck)) = (tools::mkfs_next(), tools::fsck_next()) else {
-        println!("skipped: mkfs.erofs/fsck.erofs 1.9.x not found");
+    let Some((work, up, fsck)) = setup("rebuild_tar_index") else {
         return;
     };
-    let work = work_dir("rebuild_tar_index");
-    run(Command::new("bash")
-        .args(["-e", "-c", LAYERS])
-        .current_dir(&work))
-    .expect("layer trees");
     let p = |n: &str| work.join(n);
     let mut tars = Vec::new();
     let mut layers = Vec::new();
@@ -431,42 +451,23 @@ fn tar_index_layers_keep_their_archives() {
         tars.push(tar);
         layers.push(img);
     }
-    let (ours, theirs) = (p("ours.img"), p("theirs.img"));
-    mkfs(&["--quiet"], &[&ours, &layers[0], &layers[1]]).expect("merge");
-    run(Command::new(&up.path).arg("-d0").arg(&theirs).args(&layers))
-        .expect("mkfs.erofs 1.9.4 merge");
     let mut f = Vec::new();
     let tar_refs: Vec<&Path> = tars.iter().map(PathBuf::as_path).collect();
-    for img in [&ours, &theirs] {
-        if let Err(e) = run(Command::new(&fsck.path)
-            .args(devices_args(&tar_refs))
-            .arg(img))
-        {
+    let loops: Vec<LoopDev> = tars.iter().map(|t| LoopDev::new(t).unwrap()).collect();
+    let a = same_as_upstream(&up, &work, &[&layers[0], &layers[1]], &loops, &mut f);
+    for img in [p("ours.img"), p("theirs.img")] {
+        let devs = devices_args(&tar_refs);
+        if let Err(e) = run(Command::new(&fsck.path).args(devs).arg(&img)) {
             f.push(format!("fsck.erofs {}: {e}", img.display()));
         }
     }
     if let Err(e) = run(Command::new(FERROFS)
         .arg("fsck")
         .args(devices_args(&tar_refs))
-        .arg(&ours))
+        .arg(p("ours.img")))
     {
         f.push(format!("ferrofs fsck: {e}"));
     }
-    let loops: Vec<LoopDev> = tars.iter().map(|t| LoopDev::new(t).unwrap()).collect();
-    let a = mount_with(&ours, &loops).expect("mount ours");
-    let b = mount_with(&theirs, &loops).expect("mount mkfs.erofs's");
-    let root_aside = CompareOptions {
-        skip_root_mode_owner: true,
-        skip_root_mtime: true,
-        ..CompareOptions::strict()
-    };
-    diff(
-        "ours vs mkfs.erofs 1.9.4's",
-        b.path(),
-        a.path(),
-        &root_aside,
-        &mut f,
-    );
     // Each layer on a copy of its archive (a device in use by one mount
     // cannot serve another), under overlayfs, with the whiteouts left out.
     let stripped = p("stripped.img");
@@ -486,19 +487,8 @@ fn tar_index_layers_keep_their_archives() {
     let m1 = mount_with(&layers[0], &copies[..1]).expect("mount layer 1");
     let m2 = mount_with(&layers[1], &copies[1..]).expect("mount layer 2");
     let ovl = LoopMount::overlay(&[m2.path(), m1.path()]).expect("overlayfs");
-    let s = mount_with(&stripped, &loops).expect("mount stripped");
-    let relaxed = CompareOptions {
-        compare_dir_nlink: false,
-        ..CompareOptions::strict()
-    };
-    diff(
-        "stripped vs overlayfs",
-        ovl.path(),
-        s.path(),
-        &relaxed,
-        &mut f,
-    );
-    drop((s, ovl, m2, m1, b, a, copies, loops));
+    equals_overlay(ovl.path(), &stripped, &loops, &mut f);
+    drop((ovl, m2, m1, a, copies, loops));
     assert!(f.is_empty(), "{}", f.join("\n"));
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }

@@ -33,6 +33,13 @@ pub(crate) struct MkfsArgs {
     /// per layer, in order). Other sources always build clean.
     #[arg(long, value_name = "data", num_args = 0..=1, require_equals = true, default_missing_value = "data")]
     clean: Option<String>,
+    /// With an `oci:` SOURCE: also write each layer as an image of its
+    /// own into DIR (layer-1.img, layer-2.img, ... bottom first, built
+    /// with these options, whiteouts as overlayfs ones) and make IMAGE
+    /// their merge, whose file data stays in them: readers take them, in
+    /// order, as IMAGE's devices.
+    #[arg(long, value_name = "DIR")]
+    layer_images: Option<PathBuf>,
     /// Read a tar archive (ustar, GNU, PAX; owners and devices from the
     /// headers, no root needed) instead of a directory. `--tar=f` is the
     /// same; other mkfs.erofs modes (i, headerball) are not supported.
@@ -513,6 +520,9 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             .and_then(ferrofs_builder::source::oci::parse_spec),
         _ => None,
     };
+    if a.layer_images.is_some() && oci.is_none() {
+        bail!("--layer-images needs an oci: SOURCE");
+    }
     let res = match (&a.tar, &a.source) {
         _ if !rebuild.is_empty() => {
             let strip = a.ovlfs_strip == 1;
@@ -527,10 +537,15 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 root_mtime: root_mtime(&o),
                 ..Default::default()
             };
-            ferrofs_builder::source::oci::scan(&dir, reference.as_deref(), &o, &topts, spool)
-                .and_then(|tree| {
-                    ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
-                })
+            if let Some(d) = &a.layer_images {
+                let src = (dir.as_path(), reference.as_deref());
+                crate::rebuild::oci_layers(src, d, &a.image, &mut o, &topts, spool, &stop, &tick)
+            } else {
+                ferrofs_builder::source::oci::scan(&dir, reference.as_deref(), &o, &topts, spool)
+                    .and_then(|tree| {
+                        ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
+                    })
+            }
         }
         (Some(mode), source) => {
             if mode != "f" {

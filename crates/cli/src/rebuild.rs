@@ -1,6 +1,7 @@
 //! `mkfs` with EROFS images as the source (rebuild mode, mkfs.erofs 1.9's):
 //! telling layers from other sources, the block size they impose, and the
-//! build that merges them (see docs/rebuild-mode.md).
+//! build that merges them; and an OCI image's layers written as images
+//! of their own and merged (`--layer-images`). See docs/rebuild-mode.md.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -78,6 +79,38 @@ pub(crate) fn build(
         None => DataMode::BlobIndex,
     };
     let merged = layers::scan(layers, o, mode, ovlfs_strip)?;
+    o.devices = merged.devices;
+    let mut s = ferrofs_builder::build_tree(merged.tree, out, o, Some(stop), tick)?;
+    s.layers = Some(merged.stats);
+    Ok(s)
+}
+
+/// `oci:DIR[:REF]` with `--layer-images OUT_DIR`: every layer becomes
+/// OUT_DIR/layer-N.img (bottom first), then `out` their merge without
+/// whiteouts (what `oci:` alone builds), its file data left in them.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn oci_layers(
+    (layout, reference): (&Path, Option<&str>),
+    out_dir: &Path,
+    out: &Path,
+    o: &mut BuildOptions,
+    topts: &ferrofs_builder::source::tar::TarOptions,
+    spool: &Path,
+    stop: &AtomicBool,
+    tick: &dyn Fn(Progress),
+) -> Result<Summary, BuildError> {
+    let trees = ferrofs_builder::source::oci::scan_layers(layout, reference, o, topts, spool)?;
+    std::fs::create_dir_all(out_dir).map_err(|source| BuildError::Output {
+        path: out_dir.to_path_buf(),
+        source,
+    })?;
+    let mut paths = Vec::new();
+    for (i, tree) in trees.into_iter().enumerate() {
+        let p = out_dir.join(format!("layer-{}.img", i + 1));
+        ferrofs_builder::build_tree(tree, &p, o, Some(stop), &|_| {})?;
+        paths.push(p);
+    }
+    let merged = layers::scan(&paths, o, DataMode::BlobIndex, true)?;
     o.devices = merged.devices;
     let mut s = ferrofs_builder::build_tree(merged.tree, out, o, Some(stop), tick)?;
     s.layers = Some(merged.stats);

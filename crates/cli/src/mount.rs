@@ -175,6 +175,20 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
         .raw()
         .root()
         .with_context(|| a.image.display().to_string())?;
+    // Extra devices neither given nor appended to the image: every read
+    // of their data would fail (a rebuild's layers, a --blobdev blob).
+    let bs = image.block_size().bytes();
+    let end = image
+        .devices()
+        .iter()
+        .map(|d| d.slot.uniaddr.saturating_add(d.slot.blocks));
+    if a.devices.is_empty() && end.max().unwrap_or(0).saturating_mul(bs) > image.source_len() {
+        anyhow::bail!(
+            "{}: its data is on {} extra devices; give them with --device, in order",
+            a.image.display(),
+            image.devices().len()
+        );
+    }
 
     if !a.foreground {
         // Detach: run ourselves in the foreground as a child with no

@@ -24,7 +24,7 @@
 //! that is not an image, a directory among images, `--clean=rvsp`, a
 //! layer of another block size, a truncated layer, a layer whose
 //! directory names its parent; reading without the devices says which
-//! device is missing.
+//! device is missing, and `ferrofs mount` refuses to start.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -408,6 +408,16 @@ fn bad_layers_are_named() {
     );
     let e = cat(&[&l1]).expect_err("cat with one device");
     assert!(e.contains("2 extra devices but 1 were given"), "{e}");
+    fs::create_dir_all(p("mnt")).unwrap();
+    let e = run(Command::new(FERROFS)
+        .arg("mount")
+        .arg(&merged)
+        .arg(p("mnt")))
+    .expect_err("mount without devices");
+    assert!(
+        e.contains("2 extra devices") && e.contains("--device"),
+        "{e}"
+    );
     // fsck lists the problem on standard output, and fails.
     let o = Command::new(FERROFS)
         .arg("fsck")

@@ -146,6 +146,25 @@ fn have_umoci() -> bool {
     Command::new("umoci").arg("--version").output().is_ok()
 }
 
+/// Why the tests that build layouts and mount images cannot run here.
+fn skip_reason() -> Option<String> {
+    if !have_umoci() {
+        return Some("umoci is not installed".into());
+    }
+    can_mount().err()
+}
+
+/// `ferrofs mkfs --layer-images WORK/layers WORK/merged.img oci:WORK/L:v2`.
+fn layer_images(work: &Path) -> std::process::Output {
+    Command::new(FERROFS)
+        .args(["mkfs", "--quiet", "--layer-images"])
+        .arg(work.join("layers"))
+        .arg(work.join("merged.img"))
+        .arg(format!("oci:{}:v2", work.join("L").display()))
+        .output()
+        .unwrap()
+}
+
 /// The layout (and umoci's unpacked rootfs) in a fresh directory.
 fn make_layout(name: &str) -> Result<PathBuf, String> {
     make_layout_with(name, MAKE)
@@ -170,11 +189,7 @@ fn rewrite(work: &Path, dst: &str, mode: &str) -> Result<(), String> {
 
 #[test]
 fn oci_layout_equals_umoci_unpack() {
-    if !have_umoci() {
-        println!("skipped: umoci is not installed");
-        return;
-    }
-    if let Err(why) = can_mount() {
+    if let Some(why) = skip_reason() {
         println!("skipped: {why}");
         return;
     }
@@ -370,11 +385,7 @@ fn oci_layout_errors_name_the_cause() {
 /// hold) fails naming it, leaving no merged image.
 #[test]
 fn oci_layer_images_merge_to_umoci_unpack() {
-    if !have_umoci() {
-        println!("skipped: umoci is not installed");
-        return;
-    }
-    if let Err(why) = can_mount() {
+    if let Some(why) = skip_reason() {
         println!("skipped: {why}");
         return;
     }
@@ -383,13 +394,7 @@ fn oci_layer_images_merge_to_umoci_unpack() {
     assert!(MAKE.contains(link));
     let work = make_layout_with("mkfs_oci_layers", &MAKE.replace(link, "")).expect("layout");
     let (img, dir) = (work.join("merged.img"), work.join("layers"));
-    let out = Command::new(FERROFS)
-        .args(["mkfs", "--quiet", "--layer-images"])
-        .arg(&dir)
-        .arg(&img)
-        .arg(format!("oci:{}:v2", work.join("L").display()))
-        .output()
-        .unwrap();
+    let out = layer_images(&work);
     assert!(
         out.status.success(),
         "{}",
@@ -439,13 +444,7 @@ fn oci_layer_images_merge_to_umoci_unpack() {
     // The layout with the hard link across layers.
     let work = make_layout("mkfs_oci_layers_link").expect("layout");
     let img = work.join("merged.img");
-    let out = Command::new(FERROFS)
-        .args(["mkfs", "--quiet", "--layer-images"])
-        .arg(work.join("layers"))
-        .arg(&img)
-        .arg(format!("oci:{}:v2", work.join("L").display()))
-        .output()
-        .unwrap();
+    let out = layer_images(&work);
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && e.contains("usr/bin/tool-link2"),

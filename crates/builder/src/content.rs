@@ -1,6 +1,7 @@
 //! Reading a regular file's bytes while the image is written: from the
-//! local file system (checked for changes) or from ranges of an archive
-//! (tar input), where gaps between the stored ranges read as zeros.
+//! local file system (checked for changes), from ranges of an archive
+//! (tar input), where gaps between the stored ranges read as zeros, or
+//! from a file of an EROFS image (rebuild mode), decoded by the reader.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -33,6 +34,36 @@ pub enum Content {
         /// Sorted by `logical`, not overlapping.
         segments: Arc<[Segment]>,
     },
+    /// A regular file of an EROFS image (a layer of rebuild mode). With
+    /// `external`, its data is not written: the new image's chunk indexes
+    /// point at it on an extra device.
+    Image {
+        file: ferrofs::raw::InodeFile,
+        external: Option<Arc<External>>,
+    },
+}
+
+/// A file whose data stays on extra devices: per chunk of `bs <<
+/// bits_extra` bytes, its (device id, first block) there, `None` a hole.
+/// With `tail`, the last chunk is a tail the layer kept inline: it is
+/// written to a block of the new image (its entry is a placeholder).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct External {
+    pub bits_extra: u8,
+    pub chunks: Vec<Option<(u16, u64)>>,
+    pub tail: bool,
+}
+
+impl Content {
+    /// The chunks of a file whose data stays on extra devices.
+    pub fn external(&self) -> Option<&External> {
+        match self {
+            Content::Image {
+                external: Some(x), ..
+            } => Some(x),
+            _ => None,
+        }
+    }
 }
 
 /// An open file's contents, read at offsets.
@@ -45,6 +76,7 @@ pub struct ContentReader<'a> {
 enum Source<'a> {
     Local(File),
     Archive(&'a File, &'a [Segment]),
+    Image(&'a ferrofs::raw::InodeFile),
 }
 
 impl<'a> ContentReader<'a> {
@@ -66,6 +98,7 @@ impl<'a> ContentReader<'a> {
                 Source::Local(f)
             }
             Content::Archive { archive, segments } => Source::Archive(archive, segments),
+            Content::Image { file, .. } => Source::Image(file),
         };
         Ok(Self { path, size, file })
     }
@@ -104,6 +137,22 @@ impl<'a> ContentReader<'a> {
                     let dst = &mut buf[(a - off) as usize..(b - off) as usize];
                     f.read_exact_at(dst, s.physical + (a - s.logical))
                         .map_err(BuildError::io(self.path))?;
+                }
+                Ok(())
+            }
+            Source::Image(f) => {
+                let mut done = 0;
+                while done < buf.len() {
+                    let n = f
+                        .read_at(&mut buf[done..], off + done as u64)
+                        .map_err(|e| BuildError::input(self.path, e.to_string()))?;
+                    if n == 0 {
+                        return Err(BuildError::input(
+                            self.path,
+                            format!("the image gave no bytes at {}", off + done as u64),
+                        ));
+                    }
+                    done += n;
                 }
                 Ok(())
             }

@@ -132,6 +132,17 @@ pub struct BuildOptions {
     /// `--base`: a previous image whose compressed data of unchanged files
     /// is copied instead of compressed again (what was reused is reported in [`Summary::base`](crate::Summary::base)).
     pub base: Option<std::path::PathBuf>,
+    /// Rebuild mode: the extra devices (the layers) that chunk indexes of
+    /// [`crate::content::External`] files name, in device-table order.
+    pub devices: Vec<ExtraDevice>,
+}
+
+/// One slot of the device table (rebuild mode).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtraDevice {
+    /// The tag (a layer's UUID in hex, as mkfs.erofs writes it).
+    pub tag: [u8; 64],
+    pub blocks: u64,
 }
 
 /// Where Android's block list goes (`--block-list-file`).
@@ -198,6 +209,7 @@ impl Default for BuildOptions {
             compress_dirs: false,
             block_list: None,
             base: None,
+            devices: Vec::new(),
         }
     }
 }

@@ -264,6 +264,25 @@ fn chunk_plan(size: u64, data: Option<&[(u64, u64)]>, opts: &BuildOptions) -> Re
     })
 }
 
+/// The chunk table of a file whose data stays on extra devices.
+fn external_plan(x: &crate::content::External, size: u64, bs: u64) -> ChunkPlan {
+    let cs = bs << x.bits_extra;
+    let chunks = x
+        .chunks
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let len = cs.min(size.saturating_sub(k as u64 * cs));
+            c.map(|_| len.div_ceil(bs))
+        })
+        .collect();
+    ChunkPlan {
+        bits_extra: x.bits_extra,
+        chunks,
+        indexes: true,
+    }
+}
+
 /// Plans every inode of `tree`.
 pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
     let bs = opts.block_size();
@@ -414,7 +433,12 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             Some(data) => size > 0 && (opts.chunk_size.is_some() || data.is_some()),
             None => false,
         };
-        if bit48 && size > 0 && file_data.flatten().is_some_and(|d| d.is_empty()) {
+        if let Some(x) = ino.content.external().filter(|_| size > 0) {
+            // Rebuild mode: the data stays on the layers' devices.
+            p.layout = DataLayout::ChunkBased;
+            p.chunks = Some(external_plan(x, size, bs));
+            chunked = true;
+        } else if bit48 && size > 0 && file_data.flatten().is_some_and(|d| d.is_empty()) {
             // Holes only: no blocks, no chunk table (the null address).
             p.all_hole = true;
         } else if chunk_it {

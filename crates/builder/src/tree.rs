@@ -58,6 +58,25 @@ pub struct Inode {
 }
 
 impl Inode {
+    /// An inode of `kind` named `rel` under `parent`, from `source`: no
+    /// permission bits, owned by root, mtime 0, no xattrs, its data (if
+    /// any) read from the local file `source` until said otherwise.
+    pub fn new(kind: Kind, rel: &[u8], parent: InodeId, source: PathBuf) -> Inode {
+        Inode {
+            kind,
+            perm: 0,
+            uid: 0,
+            gid: 0,
+            mtime: 0,
+            mtime_nsec: 0,
+            xattrs: Vec::new(),
+            source,
+            content: crate::content::Content::Local,
+            rel: rel.to_vec(),
+            parent,
+        }
+    }
+
     /// The full `st_mode`.
     pub fn mode(&self) -> u16 {
         let t: u16 = match self.kind {

@@ -12,7 +12,6 @@ use clap::Parser;
 /// mkfs.erofs options ferrofs does not implement (matched before `=`;
 /// `-M…` as a short option with its value attached).
 const UNSUPPORTED: &[&str] = &[
-    "--clean",
     "--fsalignblks",
     "--gzinfo",
     "--incremental",
@@ -61,6 +60,9 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
  --all-root            every file owned by root
  --async-queue-limit=# accepted; no effect on the image
  --blobdev=X           chunks of chunk-based files go to the extra device X
+ --clean=X             X=data (also --clean alone): with EROFS images as SOURCEs (rebuild
+                       mode), copy all file data (without it, the images become extra
+                       devices the new image indexes); X=rvsp and X=0 are not supported
  --chunksize=#         every regular file chunk-based with #-byte chunks (zero chunks are holes)
  --compress-hints=X    per-file pcluster size and compressor from file X
  --dsunit=#            file data starts at multiples of # blocks
@@ -82,7 +84,7 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
  --aufs                with --tar: aufs whiteouts become overlayfs ones
  --sort=<path,none>    with --tar: data order (none: the archive's, without inline data)
  --tar=X               build from a tar archive; X = f (full data; i and headerball are not supported)
- --ovlfs-strip=<0,1>   with --tar: 1 leaves overlayfs metadata out
+ --ovlfs-strip=<0,1>   with --tar or EROFS images: 1 leaves overlayfs metadata out
  --quiet               print nothing but errors
  --ungzip[=X]          with --tar: gunzip the archive (and keep it plain in X)
  --unxz[=X]            with --tar: unxz/unlzma/unlzip the archive (and keep it plain in X)
@@ -95,8 +97,10 @@ Android's options (mkfs.erofs built for Android):
  --product-out=X       product_out directory (with --fs-config-file, which does not use it)
  --block-list-file=X   write to X the blocks holding each file's data, as
                        /MOUNT_POINT/PATH A-B C ... (1.8's; without --mount-point X is empty)
+Rebuild mode: FILE SOURCE [SOURCE...] with EROFS images as sources merges them as
+overlayfs layers (the last wins), as mkfs.erofs 1.9 does.
 Not supported by ferrofs (refused by name; nothing is written):
- --clean=X, --incremental=X, --fsalignblks=#, --s3=X, --oci=[f|i],
+ --incremental=X, --fsalignblks=#, --s3=X, --oci=[f|i],
  --gzinfo[=X], --vmdk-desc=X, --zfeature-bits=#
 ";
 

@@ -12,6 +12,7 @@ mod inspect;
 mod mkfs;
 mod mount;
 mod out;
+mod rebuild;
 mod source;
 mod summary;
 

@@ -20,7 +20,26 @@ pub(crate) struct MkfsArgs {
     /// its org.opencontainers.image.ref.name; without REF the only one)
     /// in the OCI image layout DIR, its layers applied in order with
     /// their whiteouts (write ./oci:NAME for a directory of that name).
+    /// An EROFS image (a file with the EROFS magic) makes a rebuild: it
+    /// and the LAYERs after it are merged as overlayfs layers.
     source: Option<PathBuf>,
+    /// Rebuild mode: more EROFS images, the layers above SOURCE, bottom
+    /// to top (later ones win).
+    #[arg(value_name = "LAYER")]
+    layers: Vec<PathBuf>,
+    /// Rebuild mode: `data` (also `--clean` alone) copies every file's
+    /// data into the image, which then stands alone; without it file data
+    /// stays in the layers, which become the image's extra devices (one
+    /// per layer, in order). Other sources always build clean.
+    #[arg(long, value_name = "data", num_args = 0..=1, require_equals = true, default_missing_value = "data")]
+    clean: Option<String>,
+    /// With an `oci:` SOURCE: also write each layer as an image of its
+    /// own into DIR (layer-1.img, layer-2.img, ... bottom first, built
+    /// with these options, whiteouts as overlayfs ones) and make IMAGE
+    /// their merge, whose file data stays in them: readers take them, in
+    /// order, as IMAGE's devices.
+    #[arg(long, value_name = "DIR")]
+    layer_images: Option<PathBuf>,
     /// Read a tar archive (ustar, GNU, PAX; owners and devices from the
     /// headers, no root needed) instead of a directory. `--tar=f` is the
     /// same; other mkfs.erofs modes (i, headerball) are not supported.
@@ -30,8 +49,8 @@ pub(crate) struct MkfsArgs {
     /// overlayfs ones.
     #[arg(long)]
     aufs: bool,
-    /// With --tar: 1 leaves overlayfs whiteouts and opaque/origin xattrs
-    /// out of the image; 0 (default) keeps them.
+    /// With --tar or EROFS layers: 1 leaves overlayfs whiteouts and
+    /// opaque/origin xattrs out of the image; 0 (default) keeps them.
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     ovlfs_strip: u8,
     /// With --tar: the order of file data, `path` (default) or `none`: in
@@ -280,8 +299,11 @@ fn parse_uuid(s: &str) -> Result<[u8; 16]> {
 
 pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     use ferrofs_builder::{BuildOptions, TimePolicy};
+    let rebuild = crate::rebuild::layers(a.tar.is_some(), &a.source, &a.layers, &a.clean)?;
+    // Rebuild mode: the layers' block size, as mkfs.erofs takes it.
+    let block_size = crate::rebuild::block_size(a.block_size, &rebuild)?;
     let mut o = BuildOptions {
-        blkszbits: match a.block_size {
+        blkszbits: match block_size {
             512 => 9,
             1024 => 10,
             2048 => 11,
@@ -417,12 +439,9 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             Some(p) => {
                 let text = std::fs::read(p)
                     .with_context(|| format!("--compress-hints {}", p.display()))?;
-                let h = ferrofs_builder::Hints::parse(
-                    &text,
-                    compressors.len(),
-                    u64::from(a.block_size),
-                )
-                .with_context(|| format!("--compress-hints {}", p.display()))?;
+                let h =
+                    ferrofs_builder::Hints::parse(&text, compressors.len(), u64::from(block_size))
+                        .with_context(|| format!("--compress-hints {}", p.display()))?;
                 for w in &h.warnings {
                     eprintln!("warning: {w}");
                 }
@@ -432,14 +451,14 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         };
         o.compress = Some(ferrofs_builder::CompressOptions {
             compressors,
-            pcluster_bytes: a.pcluster.unwrap_or(u64::from(a.block_size)),
+            pcluster_bytes: a.pcluster.unwrap_or(u64::from(block_size)),
             ztailpacking,
             fragments,
             all_fragments,
             packed_pcluster,
             hints,
             max_extent_bytes: a.max_extent_bytes.map(|n| {
-                let bs = u64::from(a.block_size);
+                let bs = u64::from(block_size);
                 (n as u64 / bs * bs).max(bs)
             }),
             legacy_compress,
@@ -466,7 +485,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     if o.dedupe && o.compress.is_none() && o.chunk_size.is_none() {
         // As mkfs.erofs: without compression, dedupe works on chunks of one
         // block (every regular file chunk-based, equal blocks stored once).
-        o.chunk_size = Some(u64::from(a.block_size));
+        o.chunk_size = Some(u64::from(block_size));
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [
@@ -503,7 +522,14 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             .and_then(ferrofs_builder::source::oci::parse_spec),
         _ => None,
     };
+    if a.layer_images.is_some() && oci.is_none() {
+        bail!("--layer-images needs an oci: SOURCE");
+    }
     let res = match (&a.tar, &a.source) {
+        _ if !rebuild.is_empty() => {
+            let strip = a.ovlfs_strip == 1;
+            crate::rebuild::build(&rebuild, &a.clean, strip, &a.image, &mut o, &stop, &tick)
+        }
         (None, Some(_)) if oci.is_some() => {
             if a.aufs || a.ovlfs_strip == 1 || a.ungzip.is_some() || a.unxz.is_some() {
                 bail!("--aufs, --ovlfs-strip, --ungzip and --unxz do not apply to oci: sources");
@@ -513,10 +539,15 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 root_mtime: root_mtime(&o),
                 ..Default::default()
             };
-            ferrofs_builder::source::oci::scan(&dir, reference.as_deref(), &o, &topts, spool)
-                .and_then(|tree| {
-                    ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
-                })
+            if let Some(d) = &a.layer_images {
+                let src = (dir.as_path(), reference.as_deref());
+                crate::rebuild::oci_layers(src, d, &a.image, &mut o, &topts, spool, &stop, &tick)
+            } else {
+                ferrofs_builder::source::oci::scan(&dir, reference.as_deref(), &o, &topts, spool)
+                    .and_then(|tree| {
+                        ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
+                    })
+            }
         }
         (Some(mode), source) => {
             if mode != "f" {
@@ -563,7 +594,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     if !a.profile.is_empty() {
         crate::hotrecord::write(&a.image, a.offset, &a.profile, a.quiet || a.json)?;
     }
-    crate::summary::print(&a.image, &s, a.block_size, a.json, a.quiet)?;
+    crate::summary::print(&a.image, &s, block_size, a.json, a.quiet)?;
     if a.timings {
         crate::summary::print_timings(&s.phases);
     }

@@ -91,6 +91,20 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
     let mut remote = a.remote.clone();
     remote.prefetch_here = ferrofs_fuse::serves_here(&mopts);
     let image = crate::source::open_image(&a.image, &a.devices, a.offset, &remote, opts)?;
+    // Extra devices neither given nor appended to the image: every read
+    // of their data would fail (a rebuild's layers, a --blobdev blob).
+    let bs = image.block_size().bytes();
+    let end = image
+        .devices()
+        .iter()
+        .map(|d| d.slot.uniaddr.saturating_add(d.slot.blocks));
+    if a.devices.is_empty() && end.max().unwrap_or(0).saturating_mul(bs) > image.source_len() {
+        anyhow::bail!(
+            "{}: its data is on {} extra devices; give them with --device, in order",
+            a.image.display(),
+            image.devices().len()
+        );
+    }
     ferrofs_fuse::mount(image, &a.mountpoint, &mopts).with_context(|| {
         format!(
             "mounting {} on {}",

@@ -1,5 +1,6 @@
 //! What `ferrofs mkfs` prints when a build is done: one line, or JSON with
-//! `--json`; with `--base`, what came from the base image.
+//! `--json`; with `--base`, what came from the base image; with EROFS
+//! layers, which files stay on them and which were copied.
 
 use std::io::Write;
 use std::path::Path;
@@ -37,6 +38,16 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
                 "notes": b.notes,
             });
         }
+        if let Some(l) = &s.layers {
+            v["layers"] = serde_json::json!({
+                "indexed_files": l.indexed_files,
+                "indexed_bytes": l.indexed_bytes,
+                "tails": l.tails,
+                "copied_files": l.copied_files,
+                "copied_bytes": l.copied_bytes,
+                "copied_why": l.copied_why.iter().map(|(w, n)| serde_json::json!({"why": w, "files": n})).collect::<Vec<_>>(),
+            });
+        }
         writeln!(out, "{v}")?;
     } else if !quiet {
         writeln!(
@@ -63,6 +74,23 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
                 b.compressed_bytes,
                 b.changed_files,
                 b.unreadable_files
+            )?;
+        }
+        if let Some(l) = &s.layers {
+            let why: Vec<String> = l
+                .copied_why
+                .iter()
+                .map(|(w, n)| format!("{n} {w}"))
+                .collect();
+            writeln!(
+                out,
+                "layers: {} files ({} bytes) left on the layers (extra devices; {} inline tails copied), {} files ({} bytes) copied{}",
+                l.indexed_files,
+                l.indexed_bytes,
+                l.tails,
+                l.copied_files,
+                l.copied_bytes,
+                if why.is_empty() { String::new() } else { format!(" ({})", why.join(", ")) }
             )?;
         }
     }

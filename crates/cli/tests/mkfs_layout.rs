@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ferrofs_testkit::compare::{self, CompareOptions};
-use ferrofs_testkit::mount::{can_mount, LoopMount};
+use ferrofs_testkit::mount::{can_mount, LoopDev, LoopMount};
 use ferrofs_testkit::verify::run_ok as run;
 use ferrofs_testkit::{corpus, tools, verify};
 
@@ -333,24 +333,6 @@ fn sort_none_keeps_archive_order() {
         let _ = ferrofs_testkit::tmp::remove_tree(&work);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-/// A read-only loop device over a file, detached on drop.
-struct LoopDev(String);
-
-impl LoopDev {
-    fn new(file: &Path) -> Result<Self, String> {
-        let out = run(Command::new("losetup")
-            .args(["-f", "--show", "-r"])
-            .arg(file))?;
-        Ok(Self(String::from_utf8_lossy(&out).trim().to_string()))
-    }
-}
-
-impl Drop for LoopDev {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.0]).status();
-    }
 }
 
 /// `--blobdev FILE --chunksize N`: the chunks go to FILE, the image's one

@@ -135,6 +135,21 @@ pub enum Error {
         /// The path asked for.
         path: String,
     },
+    /// Data lies on an extra device that was not given (the image was
+    /// opened without device sources, and the primary source does not
+    /// hold the devices concatenated after it either).
+    #[error(
+        "data{at} is on extra device {device} (tag {tag:?}), which was not given: \
+         pass the image's extra devices, in device-table order (--device)"
+    )]
+    MissingDevice {
+        /// Where.
+        at: Location,
+        /// The device's number (1 = the first extra device).
+        device: u16,
+        /// Its tag in the device table.
+        tag: String,
+    },
     /// An inode-level call got an inode of the wrong type.
     #[error("nid {nid}: not a {expected}")]
     WrongType {

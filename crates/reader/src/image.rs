@@ -404,7 +404,11 @@ impl Image {
                     .is_some_and(|r| r < d.slot.blocks)
             });
             match found {
-                Some((i, d)) if !self.inner.device_sources.is_empty() => {
+                Some((i, d)) if self.inner.device_sources.is_empty() => {
+                    self.check_concatenated(i, d, pos, buf.len(), at)?;
+                    (&*self.inner.source, pos)
+                }
+                Some((i, d)) => {
                     let src = self.device_source(i, at)?;
                     let base = bs
                         .pos(BlockAddr(d.slot.uniaddr))
@@ -428,12 +432,34 @@ impl Image {
                     .pos(BlockAddr(d.slot.uniaddr))
                     .or_corrupt(at, "device uniaddr overflows")?;
                 let p = base.checked_add(pos).or_corrupt(at, "address overflows")?;
+                self.check_concatenated(i, d, p, buf.len(), at)?;
                 (&*self.inner.source, p)
             } else {
                 (self.device_source(i, at)?, pos)
             }
         };
         read_exact(src, buf, pos)
+    }
+
+    /// In flat mode (no device sources), that the `len` bytes at `pos`,
+    /// which lie on extra device `i`, are in the primary source: else the
+    /// device was simply not given.
+    fn check_concatenated(
+        &self,
+        i: usize,
+        d: &Device,
+        pos: u64,
+        len: usize,
+        at: Location,
+    ) -> Result<()> {
+        if pos.saturating_add(len as u64) <= self.inner.source_len {
+            return Ok(());
+        }
+        Err(Error::MissingDevice {
+            at,
+            device: u16::try_from(i).unwrap_or(u16::MAX).saturating_add(1),
+            tag: d.slot.tag_str(),
+        })
     }
 
     /// The source of extra device `i` (0-based) when devices are separate.

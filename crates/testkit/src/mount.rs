@@ -1,4 +1,5 @@
-//! Kernel loop mounts of EROFS images (the oracle the tests compare against).
+//! Kernel loop mounts of EROFS images (the oracle the tests compare against),
+//! overlayfs mounts of their trees, and loop devices for extra devices.
 
 use std::fs;
 use std::io;
@@ -19,17 +20,29 @@ impl LoopMount {
     /// Runs `mount -t erofs -o loop,ro[,EXTRA...] IMAGE DIR` on a new directory under
     /// [`std::env::temp_dir`].
     pub fn new(image: &Path, extra_opts: &[&str]) -> io::Result<LoopMount> {
-        let tmp = crate::TempDir::new("ferrofs-mnt")?;
-        let mut keep = tmp;
-        keep.keep(); // the mountpoint is removed by LoopMount's drop, after unmounting
-        let dir = keep.path().to_path_buf();
         let mut opts = String::from("loop,ro");
         for o in extra_opts {
             opts.push(',');
             opts.push_str(o);
         }
+        Self::mount("erofs", image, &opts)
+    }
+
+    /// A read-only overlayfs mount of the directories `lowers` (the
+    /// first is the top layer), as `mount -t overlay -o lowerdir=A:B:...`.
+    pub fn overlay(lowers: &[&Path]) -> io::Result<LoopMount> {
+        let dirs: Vec<String> = lowers.iter().map(|l| l.display().to_string()).collect();
+        let opts = format!("ro,lowerdir={}", dirs.join(":"));
+        Self::mount("overlay", Path::new("overlay"), &opts)
+    }
+
+    fn mount(fstype: &str, image: &Path, opts: &str) -> io::Result<LoopMount> {
+        let tmp = crate::TempDir::new("ferrofs-mnt")?;
+        let mut keep = tmp;
+        keep.keep(); // the mountpoint is removed by LoopMount's drop, after unmounting
+        let dir = keep.path().to_path_buf();
         let out = Command::new("mount")
-            .args(["-t", "erofs", "-o", &opts])
+            .args(["-t", fstype, "-o", opts])
             .arg(image)
             .arg(&dir)
             .stdin(Stdio::null())
@@ -37,7 +50,7 @@ impl LoopMount {
         let fail = |msg: String| {
             let _ = fs::remove_dir(&dir);
             Err(io::Error::other(format!(
-                "mount -t erofs -o {opts} {}: {msg}",
+                "mount -t {fstype} -o {opts} {}: {msg}",
                 image.display()
             )))
         };
@@ -104,6 +117,28 @@ impl LoopMount {
 impl Drop for LoopMount {
     fn drop(&mut self) {
         let _ = self.do_unmount();
+    }
+}
+
+/// A read-only loop device over a file (for `-o device=` of images with
+/// extra devices), detached on drop.
+pub struct LoopDev(pub String);
+
+impl LoopDev {
+    /// Runs `losetup -f --show -r FILE`.
+    pub fn new(file: &Path) -> Result<Self, String> {
+        let out = crate::verify::run_ok(
+            Command::new("losetup")
+                .args(["-f", "--show", "-r"])
+                .arg(file),
+        )?;
+        Ok(Self(String::from_utf8_lossy(&out).trim().to_string()))
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
     }
 }
 

@@ -171,6 +171,9 @@ pub(super) fn write_data<'a>(
                         )?;
                         apply_z(plan, id, z);
                     }
+                    (None, None) if tree.inodes[id].content.external().is_some() => {
+                        start_blk[id] = write_tail(w, tree, id, bs, &mut buf)?;
+                    }
                     (None, None) => {
                         let (s, c) = write_flat(
                             w,
@@ -222,6 +225,9 @@ pub(super) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<I
         .iter()
         .copied()
         .filter(|&id| matches!(tree.inodes[id].kind, Kind::File { size, .. } if size > 0))
+        // Rebuild mode's indexed files have their data on the layers
+        // (but for a tail the layer kept inline).
+        .filter(|&id| tree.inodes[id].content.external().is_none_or(|x| x.tail))
         .collect();
     if let Some(p) = &opts.profile {
         // Data in first-access order, so a start reads few, mostly
@@ -232,7 +238,7 @@ pub(super) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<I
         // directory (or without data) keep their place after those.
         files.sort_by_key(|&id| match &tree.inodes[id].content {
             Content::Archive { segments, .. } => segments.first().map_or(u64::MAX, |s| s.physical),
-            Content::Local => u64::MAX,
+            Content::Local | Content::Image { .. } => u64::MAX,
         });
     }
     files
@@ -665,6 +671,22 @@ fn all_zeros(f: &ContentReader, buf: &mut [u8], from: u64, len: u64) -> Result<b
         done += n as u64;
     }
     Ok(true)
+}
+
+/// Writes the tail of a file whose other chunks stay on the layers
+/// (rebuild mode) into a block of its own; returns the block.
+fn write_tail(w: &mut Writer, tree: &Tree, id: InodeId, bs: u64, buf: &mut [u8]) -> Result<u64> {
+    let ino = &tree.inodes[id];
+    let size = ino.data_size();
+    let from = size - size % bs;
+    let n = (size - from) as usize;
+    let f = ContentReader::open(ino)?;
+    f.read_exact_at(&mut buf[..n], from)?;
+    w.align_data()?;
+    let blk = w.block(bs);
+    w.write(&buf[..n])?;
+    w.pad_to_block(bs)?;
+    Ok(blk)
 }
 
 /// Copies a flat or chunk-based file into the data area. With `dedupe`,

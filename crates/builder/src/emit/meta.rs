@@ -208,7 +208,29 @@ pub(super) fn put_inode(
         }
         return Ok(());
     }
-    if let Some(c) = &p.chunks {
+    if let (Some(c), Some(x)) = (&p.chunks, ino.content.external()) {
+        // Rebuild mode: (high start bits, device, start) into the layers.
+        at = at.next_multiple_of(8);
+        let start = at;
+        for chunk in &x.chunks {
+            let null = match plan.bit48 {
+                true => (1 << 48) - 1,
+                false => u64::from(NULL_ADDR),
+            };
+            let (dev, blk) = chunk.unwrap_or((0, null));
+            // The tail the layer kept inline is in this image's block.
+            let last = at + 8 == start + 8 * x.chunks.len();
+            let (dev, blk) = match x.tail && last {
+                true => (0, placed.start_blk[id]),
+                false => (dev, blk),
+            };
+            meta[at..at + 2].copy_from_slice(&((blk >> 32) as u16).to_le_bytes());
+            meta[at + 2..at + 4].copy_from_slice(&dev.to_le_bytes());
+            meta[at + 4..at + 8].copy_from_slice(&(blk as u32).to_le_bytes());
+            at += 8;
+        }
+        debug_assert_eq!(c.chunks.len(), x.chunks.len());
+    } else if let Some(c) = &p.chunks {
         let unit = c.entry_size() as usize;
         at = at.next_multiple_of(unit);
         for blk in &placed.chunk_blk[id] {

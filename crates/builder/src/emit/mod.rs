@@ -65,6 +65,8 @@ pub struct Summary {
     pub base: Option<crate::base::BaseStats>,
     /// Wall and CPU time of each phase of the build, in order.
     pub phases: Vec<crate::timing::Phase>,
+    /// With EROFS images as the source: what became of their files.
+    pub layers: Option<crate::source::layers::LayerStats>,
 }
 
 /// A file written under a temporary name beside its target
@@ -162,6 +164,11 @@ fn check_options(opts: &BuildOptions) -> Result<()> {
                 ),
             });
         }
+    }
+    if opts.blobdev.is_some() && !opts.devices.is_empty() {
+        return Err(BuildError::Option(
+            "--blobdev cannot be used with layer images (their devices fill the table)".into(),
+        ));
     }
     if opts.blobdev.is_some() && opts.chunk_size.is_none() {
         return Err(BuildError::Option(
@@ -399,10 +406,16 @@ fn write_image(
     let source_inodes = tree.inodes.len();
     let records = superblock::compression_records(opts, bs);
     let mut sb_end = 1024 + superblock::sb_size(opts) as u64 + records.0.len() as u64;
-    // The device table (one slot, for the blob) follows, slot-aligned.
-    let devt = blob.map(|_| {
+    // The device table (one slot for the blob, or rebuild mode's layers)
+    // follows, slot-aligned.
+    let slots = if blob.is_some() {
+        1
+    } else {
+        opts.devices.len()
+    };
+    let devt = (slots > 0).then(|| {
         let at = sb_end.next_multiple_of(DEVICE_SLOT_SIZE as u64);
-        sb_end = at + DEVICE_SLOT_SIZE as u64;
+        sb_end = at + (slots * DEVICE_SLOT_SIZE) as u64;
         at
     });
     let data_start = sb_end.div_ceil(bs).max(1);
@@ -474,6 +487,7 @@ fn write_image(
         records,
         sb_end,
         blob,
+        devt_at: devt.unwrap_or(0),
     };
     superblock::write_head(file, &w, opts, plan, &meta, head)?;
     let list = match opts.block_list {
@@ -505,6 +519,7 @@ fn write_image(
         pclusters: zinodes().map(|z| z.extents.len() as u64).sum(),
         base: placed.base.take(),
         phases: Vec::new(),
+        layers: None,
     };
     Ok((summary, list))
 }

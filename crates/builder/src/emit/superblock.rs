@@ -107,6 +107,8 @@ pub(super) struct Head {
     /// Where the records (and the device table) end.
     pub(super) sb_end: u64,
     pub(super) blob: Option<Blob>,
+    /// Where rebuild mode's device table starts (`opts.devices`).
+    pub(super) devt_at: u64,
 }
 
 /// Writes the superblock, the compression records and the device table at
@@ -124,6 +126,7 @@ pub(super) fn write_head(
         records: (records, algs, cfgs),
         sb_end,
         blob,
+        devt_at,
     } = head;
     let bs = opts.block_size();
     let (lay, total_blocks) = (&meta.lay, meta.total_blocks);
@@ -212,6 +215,10 @@ pub(super) fn write_head(
         sb.feature_incompat |= incompat::DEVICE_TABLE;
         sb.extra_devices = 1;
         sb.devt_slotoff = (b.slot_at / DEVICE_SLOT_SIZE as u64) as u16;
+    } else if !opts.devices.is_empty() {
+        sb.feature_incompat |= incompat::DEVICE_TABLE;
+        sb.extra_devices = opts.devices.len() as u16;
+        sb.devt_slotoff = (devt_at / DEVICE_SLOT_SIZE as u64) as u16;
     }
     let bsz =
         BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
@@ -225,6 +232,20 @@ pub(super) fn write_head(
         let at = b.slot_at as usize;
         head[at + 64..at + 68].copy_from_slice(&(b.blocks as u32).to_le_bytes());
         head[at + 68..at + 72].copy_from_slice(&(total_blocks as u32).to_le_bytes());
+    }
+    // Rebuild mode's layers, tagged, mapped one after another after the
+    // image's own blocks, as mkfs.erofs maps them.
+    let mut uniaddr = total_blocks;
+    for (k, d) in opts.devices.iter().enumerate() {
+        let at = devt_at as usize + k * DEVICE_SLOT_SIZE;
+        head[at..at + 64].copy_from_slice(&d.tag);
+        head[at + 64..at + 68].copy_from_slice(&(d.blocks as u32).to_le_bytes());
+        head[at + 68..at + 72].copy_from_slice(&(uniaddr as u32).to_le_bytes());
+        if plan.bit48 {
+            head[at + 72..at + 74].copy_from_slice(&((d.blocks >> 32) as u16).to_le_bytes());
+            head[at + 74..at + 76].copy_from_slice(&((uniaddr >> 32) as u16).to_le_bytes());
+        }
+        uniaddr = uniaddr.saturating_add(d.blocks);
     }
     head[1024..1152].copy_from_slice(&sb.to_bytes());
     if sb.sb_extslots > 0 {

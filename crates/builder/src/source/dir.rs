@@ -14,7 +14,7 @@ use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
 use crate::tree::{Inode, InodeId, Kind, Tree};
 
-fn excluded(opts: &BuildOptions, rel: &[u8]) -> bool {
+pub(crate) fn excluded(opts: &BuildOptions, rel: &[u8]) -> bool {
     opts.exclude_paths.iter().any(|p| {
         let p = p.strip_prefix(b"/").unwrap_or(p);
         p == rel

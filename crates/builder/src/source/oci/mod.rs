@@ -2,7 +2,8 @@
 //! from `index.json`, its config and its layers read from `blobs/`, each
 //! blob's size and sha256 digest checked as it is read, and the layers
 //! (plain, gzip or zstd tar) applied bottom first, with their whiteouts,
-//! into one tree.
+//! into one tree, or each read into a tree of its own (the layers of a
+//! rebuild, `mkfs --layer-images`).
 //!
 //! `layout` reads and chooses the JSON documents, `blob` reads and checks
 //! blobs, `zstd` decodes zstd layers.
@@ -15,8 +16,8 @@ use std::sync::Arc;
 
 use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
-use crate::source::tar::{scan_layer, TarOptions};
-use crate::tree::Tree;
+use crate::source::tar::{scan_layer, scan_stream, TarOptions};
+use crate::tree::{InodeId, Kind, Tree};
 
 mod blob;
 mod layout;
@@ -89,6 +90,85 @@ pub fn scan(
     tar_opts: &TarOptions,
     spool_dir: &Path,
 ) -> Result<Tree> {
+    let mut tree: Option<Tree> = None;
+    for_each_layer(dir, reference, &mut |r, inplace, name| {
+        let t = scan_layer(r, inplace, name, tree.take(), opts, tar_opts, spool_dir)?;
+        tree = Some(t);
+        Ok(())
+    })?;
+    Ok(tree.unwrap_or_default().prune())
+}
+
+/// Reads each layer of the image `reference` names (or the only one)
+/// from the layout at `dir` into a tree of its own, bottom first, its
+/// whiteouts made overlayfs ones (character devices 0:0, opaque
+/// directories), as `--tar --aufs` reads a layer: the layers of a rebuild.
+pub fn scan_layers(
+    dir: &Path,
+    reference: Option<&str>,
+    opts: &BuildOptions,
+    tar_opts: &TarOptions,
+    spool_dir: &Path,
+) -> Result<Vec<Tree>> {
+    let t_opts = TarOptions {
+        aufs: true,
+        ..tar_opts.clone()
+    };
+    let mut trees: Vec<Tree> = Vec::new();
+    for_each_layer(dir, reference, &mut |r, inplace, name| {
+        let (mut tree, implicit) = scan_stream(r, inplace, name, opts, &t_opts, spool_dir)?;
+        inherit(&mut tree, &implicit, &trees);
+        trees.push(tree);
+        Ok(())
+    })?;
+    Ok(trees)
+}
+
+/// Gives the directories a layer has no entry for (`implicit`) the
+/// metadata the layers below give them, as applying the layers does (and
+/// not the made-up one, which would win when the layers are stacked);
+/// their overlayfs xattrs stay the layer's own.
+fn inherit(tree: &mut Tree, implicit: &[InodeId], below: &[Tree]) {
+    const OVL: &[u8] = b"trusted.overlay.";
+    for &id in implicit {
+        let rel = tree.inodes[id].rel.clone();
+        let found = below
+            .iter()
+            .rev()
+            .find_map(|t| find_dir(t, &rel).map(|d| &t.inodes[d]));
+        let Some(src) = found else { continue };
+        let d = &mut tree.inodes[id];
+        (d.perm, d.uid, d.gid) = (src.perm, src.uid, src.gid);
+        (d.mtime, d.mtime_nsec) = (src.mtime, src.mtime_nsec);
+        d.xattrs.retain(|(n, _)| n.starts_with(OVL));
+        let theirs = src.xattrs.iter().filter(|(n, _)| !n.starts_with(OVL));
+        d.xattrs.extend(theirs.cloned());
+        d.xattrs.sort();
+    }
+}
+
+/// The directory at `rel` (`a/b`, empty for the root) of `tree`.
+fn find_dir(tree: &Tree, rel: &[u8]) -> Option<InodeId> {
+    let mut cur = tree.root;
+    for c in rel.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
+        let Kind::Dir { entries } = &tree.inodes[cur].kind else {
+            return None;
+        };
+        let i = entries
+            .binary_search_by(|(n, _)| n.as_slice().cmp(c))
+            .ok()?;
+        cur = entries[i].1;
+    }
+    tree.inodes[cur].is_dir().then_some(cur)
+}
+
+/// A layer's uncompressed tar stream, the blob itself when it is a plain
+/// tar (data is then referenced there), and its name for messages.
+type LayerFn<'a> = dyn FnMut(Box<dyn Read>, Option<Arc<std::fs::File>>, String) -> Result<()> + 'a;
+
+/// Runs `each` on every layer of the chosen image, bottom first, checking
+/// each blob's digest and size and its tar stream's diff_id.
+fn for_each_layer(dir: &Path, reference: Option<&str>, each: &mut LayerFn) -> Result<()> {
     let index = layout::read_index(dir)?;
     let chosen = layout::choose(dir, &index, reference)?;
     let manifest = layout::resolve(dir, chosen)?;
@@ -125,7 +205,12 @@ pub fn scan(
         };
         layers.push((b, kind));
     }
-    let mut tree: Option<Tree> = None;
+    if layers.is_empty() {
+        return Err(BuildError::input(
+            dir,
+            format!("manifest {} has no layers", manifest.digest),
+        ));
+    }
     let n = layers.len();
     for (i, (b, kind)) in layers.into_iter().enumerate() {
         let what = format!("layer {} of {n}", i + 1);
@@ -149,15 +234,14 @@ pub fn scan(
             hasher: Rc::clone(&hasher),
         });
         let name = format!("{} ({what})", path.display());
-        let res = scan_layer(r, inplace, name, tree.take(), opts, tar_opts, spool_dir);
-        match res {
+        match each(r, inplace, name) {
             Ok(_) if !done.get() => {
                 return Err(BuildError::input(
                     &path,
                     format!("{what}: data after the end of its compressed stream"),
                 ))
             }
-            Ok(t) => {
+            Ok(()) => {
                 if let Some(want) = diff_ids.get(i) {
                     let got = digest_of(&hasher);
                     if *want != got {
@@ -169,7 +253,6 @@ pub fn scan(
                         ));
                     }
                 }
-                tree = Some(t);
             }
             Err(e) => {
                 // A blob that does not match its digest explains any
@@ -181,14 +264,5 @@ pub fn scan(
             }
         }
     }
-    let tree = match tree {
-        Some(t) => t,
-        None => {
-            return Err(BuildError::input(
-                dir,
-                format!("manifest {} has no layers", manifest.digest),
-            ))
-        }
-    };
-    Ok(tree.prune())
+    Ok(())
 }

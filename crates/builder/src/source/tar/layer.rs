@@ -41,6 +41,24 @@ pub fn scan_layer(
     let src = Src::new(r, file, name.clone(), spool_dir)?;
     let mut b = Builder::new(opts, name, lower, tar_opts.root_mtime);
     b.layer = Some(Layer::default());
+    members(src, b, tar_opts).map(|(t, _)| t)
+}
+
+/// Reads the uncompressed tar stream `r` alone, as [`super::scan`] reads
+/// an archive (its whiteouts are entries; `tar_opts.aufs` makes them
+/// overlayfs ones), with `file` and `spool_dir` as for [`scan_layer`].
+/// Also returns the directories the archive has no entry for (the root
+/// included), made with mkfs.erofs's made-up metadata.
+pub fn scan_stream(
+    r: Box<dyn Read>,
+    file: Option<Arc<File>>,
+    name: String,
+    opts: &BuildOptions,
+    tar_opts: &TarOptions,
+    spool_dir: &Path,
+) -> Result<(Tree, Vec<InodeId>)> {
+    let src = Src::new(r, file, name.clone(), spool_dir)?;
+    let b = Builder::new(opts, name, None, tar_opts.root_mtime);
     members(src, b, tar_opts)
 }
 
@@ -52,6 +70,21 @@ impl Builder<'_> {
             cur = *self.children.get(&cur)?.get(c)?;
         }
         Some(cur)
+    }
+
+    /// Whether a leading part of `comps` is a non-directory of the tree
+    /// (a whiteout there hides nothing: the non-directory replaced all
+    /// below it).
+    pub(super) fn under_non_dir(&self, comps: &[Vec<u8>]) -> bool {
+        let mut cur = self.tree.root;
+        for c in comps {
+            match self.children.get(&cur).and_then(|k| k.get(c)) {
+                Some(&id) if self.tree.inodes[id].is_dir() => cur = id,
+                Some(_) => return true,
+                None => return false,
+            }
+        }
+        false
     }
 
     /// Applies the entry at `comps` if it is a whiteout; `true` if it was.

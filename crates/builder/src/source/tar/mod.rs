@@ -30,7 +30,7 @@ mod tests;
 
 use fields::{checksum_ok, cstr, normalize, number, pax_records, Pax};
 use input::{filtered, open_input, Src};
-pub(crate) use layer::scan_layer;
+pub use layer::{scan_layer, scan_stream};
 
 const BLOCK: usize = 512;
 /// Largest PAX header or GNU long name accepted (they are held in memory).
@@ -94,27 +94,22 @@ struct Builder<'a> {
     archive: String,
     /// Set when the archive is an OCI layer applied onto the tree below.
     layer: Option<layer::Layer>,
+    /// Directories the archive has no entry for (made for their
+    /// children), the root included.
+    implicit: std::collections::BTreeSet<InodeId>,
 }
 
 impl Builder<'_> {
     fn new_inode(&mut self, kind: Kind, rel: &[u8], parent: InodeId) -> InodeId {
         let id = self.tree.inodes.len();
+        let source = PathBuf::from(format!(
+            "{}: {}",
+            self.archive,
+            String::from_utf8_lossy(rel)
+        ));
         self.tree.inodes.push(Inode {
-            kind,
             perm: 0o755,
-            uid: 0,
-            gid: 0,
-            mtime: 0,
-            mtime_nsec: 0,
-            xattrs: Vec::new(),
-            source: PathBuf::from(format!(
-                "{}: {}",
-                self.archive,
-                String::from_utf8_lossy(rel)
-            )),
-            content: Content::Local,
-            rel: rel.to_vec(),
-            parent,
+            ..Inode::new(kind, rel, parent, source)
         });
         id
     }
@@ -152,6 +147,7 @@ impl Builder<'_> {
                     let (mtime, nsec) = (p.mtime, p.mtime_nsec);
                     let d = &mut self.tree.inodes[id];
                     (d.perm, d.uid, d.gid, d.mtime, d.mtime_nsec) = (perm, uid, gid, mtime, nsec);
+                    self.implicit.insert(id);
                     self.link(cur, c, id);
                     id
                 }
@@ -221,7 +217,7 @@ pub fn scan(
     let (r, file, name) = filtered(open_input(input)?, &tar_opts, input)?;
     let src = Src::new(r, file, name.clone(), spool_dir)?;
     let b = Builder::new(opts, name, None, tar_opts.root_mtime);
-    members(src, b, &tar_opts)
+    members(src, b, &tar_opts).map(|(t, _)| t)
 }
 
 impl<'a> Builder<'a> {
@@ -235,6 +231,7 @@ impl<'a> Builder<'a> {
             opts,
             archive,
             layer: None,
+            implicit: Default::default(),
         };
         match lower {
             Some(tree) => {
@@ -256,6 +253,7 @@ impl<'a> Builder<'a> {
                 b.tree.root = root;
                 b.tree.inodes[root].perm = 0o777;
                 b.tree.inodes[root].mtime = root_mtime;
+                b.implicit.insert(root);
             }
         }
         b
@@ -274,7 +272,9 @@ impl<'a> Builder<'a> {
 }
 
 /// Reads the members of `src` into `b`'s tree.
-fn members(mut src: Src, mut b: Builder, tar_opts: &TarOptions) -> Result<Tree> {
+/// Reads the archive's members into the builder's tree; also returns the
+/// directories it has no entry for.
+fn members(mut src: Src, mut b: Builder, tar_opts: &TarOptions) -> Result<(Tree, Vec<InodeId>)> {
     let mut global = Pax::default();
     let mut local = Pax::default();
     let mut long_name: Option<Vec<u8>> = None;
@@ -442,6 +442,11 @@ fn members(mut src: Src, mut b: Builder, tar_opts: &TarOptions) -> Result<Tree> 
                     let Some((name, parents)) = comps.split_last() else {
                         continue;
                     };
+                    // Below a file this archive put in a directory's place
+                    // (umoci writes such whiteouts), it hides nothing.
+                    if b.under_non_dir(parents) {
+                        continue;
+                    }
                     let dir = b.dir(parents).map_err(|e| src.err(&member, e))?;
                     let rel = comps.join(&b'/');
                     let id = b.new_inode(Kind::CharDevice { major: 0, minor: 0 }, &rel, dir);
@@ -548,6 +553,7 @@ fn members(mut src: Src, mut b: Builder, tar_opts: &TarOptions) -> Result<Tree> 
             if is_dir {
                 let r = b.tree.root;
                 set_meta(&mut b.tree.inodes[r], mode, uid, gid, mtime, pax.xattrs);
+                b.implicit.remove(&r);
                 continue;
             }
             return Err(src.err(&member, "only a directory can be the root"));
@@ -563,6 +569,7 @@ fn members(mut src: Src, mut b: Builder, tar_opts: &TarOptions) -> Result<Tree> 
             }
         };
         set_meta(&mut b.tree.inodes[id], mode, uid, gid, mtime, pax.xattrs);
+        b.implicit.remove(&id);
     }
     if !tar_opts.ovlfs_strip {
         for dir in whiteout_dirs {
@@ -580,7 +587,8 @@ fn members(mut src: Src, mut b: Builder, tar_opts: &TarOptions) -> Result<Tree> 
         // writer of a pipe is not cut off.
         std::io::copy(&mut src.r, &mut std::io::sink()).map_err(src.io())?;
     }
-    Ok(b.finish())
+    let implicit = b.implicit.iter().copied().collect();
+    Ok((b.finish(), implicit))
 }
 
 fn set_meta(

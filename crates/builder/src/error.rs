@@ -30,6 +30,9 @@ pub enum BuildError {
     /// The `--base` image cannot be used at all.
     #[error("--base {path}: {reason}")]
     Base { path: PathBuf, reason: String },
+    /// `--incremental`: the destination image cannot take this build.
+    #[error("--incremental {path}: {reason}")]
+    Incremental { path: PathBuf, reason: String },
     #[error("invalid option: {0}")]
     Option(String),
     /// A check of the builder's own bookkeeping failed (a bug).

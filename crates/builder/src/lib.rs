@@ -19,6 +19,7 @@ pub mod error;
 mod fragments;
 pub mod fsconfig;
 pub mod hints;
+pub mod incremental;
 pub mod layout;
 pub mod options;
 pub mod plan;

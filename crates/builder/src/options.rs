@@ -125,6 +125,9 @@ pub struct BuildOptions {
     /// `--base`: a previous image whose compressed data of unchanged files
     /// is copied instead of compressed again (see [`crate::base`]).
     pub base: Option<std::path::PathBuf>,
+    /// The epoch and fixed nanoseconds compact inodes count from, when an
+    /// existing image fixes them (an incremental build); `None` chooses.
+    pub fixed_epoch: Option<(i64, u32)>,
 }
 
 /// Where Android's block list goes (`--block-list-file`).
@@ -191,6 +194,7 @@ impl Default for BuildOptions {
             compress_dirs: false,
             block_list: None,
             base: None,
+            fixed_epoch: None,
         }
     }
 }

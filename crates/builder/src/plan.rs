@@ -189,7 +189,7 @@ fn compact_48bit_holds(mtime: i64, nsec: u32, epoch: i64, fixed_nsec: u32) -> bo
             .is_some_and(|d| (0..1 << 32).contains(&d))
 }
 
-fn effective_time(policy: TimePolicy, mtime: i64, nsec: u32, newest: i64) -> (i64, u32) {
+pub(crate) fn effective_time(policy: TimePolicy, mtime: i64, nsec: u32, newest: i64) -> (i64, u32) {
     match policy {
         TimePolicy::Keep | TimePolicy::BuildTimeOnly(_) => (mtime, nsec),
         TimePolicy::Fixed(t) => (t, 0),
@@ -283,6 +283,7 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
         TimePolicy::IgnoreMtime | TimePolicy::Keep => newest,
     };
     let (epoch, fixed_nsec) = match opts.time {
+        _ if opts.fixed_epoch.is_some() => opts.fixed_epoch.unwrap_or_default(),
         _ if bit48 => epoch_48bit(&times),
         TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => (t.max(0), 0),
         TimePolicy::IgnoreMtime => (newest.max(0), 0),

@@ -15,7 +15,6 @@ const UNSUPPORTED: &[&str] = &[
     "--clean",
     "--fsalignblks",
     "--gzinfo",
-    "--incremental",
     "--oci",
     "--random-algorithms",
     "--random-pclusterblks",
@@ -82,6 +81,8 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
  --aufs                with --tar: aufs whiteouts become overlayfs ones
  --sort=<path,none>    with --tar: data order (none: the archive's, without inline data)
  --tar=X               build from a tar archive; X = f (full data; i and headerball are not supported)
+ --incremental=X       put SOURCE over the image FILE, appending only what changed
+                       (X = data, the default, or rvsp with --tar: zero-filled room for data)
  --ovlfs-strip=<0,1>   with --tar: 1 leaves overlayfs metadata out
  --quiet               print nothing but errors
  --ungzip[=X]          with --tar: gunzip the archive (and keep it plain in X)
@@ -96,7 +97,7 @@ Android's options (mkfs.erofs built for Android):
  --block-list-file=X   write to X the blocks holding each file's data, as
                        /MOUNT_POINT/PATH A-B C ... (1.8's; without --mount-point X is empty)
 Not supported by ferrofs (refused by name; nothing is written):
- --clean=X, --incremental=X, --fsalignblks=#, --s3=X, --oci=[f|i],
+ --clean=X, --fsalignblks=#, --s3=X, --oci=[f|i],
  --gzinfo[=X], --vmdk-desc=X, --zfeature-bits=#
 ";
 

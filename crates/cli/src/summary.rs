@@ -1,5 +1,6 @@
 //! What `ferrofs mkfs` prints when a build is done: one line, or JSON with
-//! `--json`; with `--base`, what came from the base image.
+//! `--json`; with `--base`, what came from the base image; with
+//! `--incremental`, what was kept and appended.
 
 use std::io::Write;
 use std::path::Path;
@@ -32,6 +33,16 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
                 "notes": b.notes,
             });
         }
+        if let Some(i) = &s.incremental {
+            v["incremental"] = serde_json::json!({
+                "old_bytes": i.old_bytes,
+                "appended_bytes": i.appended_bytes,
+                "kept_inodes": i.kept_inodes,
+                "unchanged_files": i.unchanged_files,
+                "new_inodes": i.new_inodes,
+                "root_in_place": i.root_in_place,
+            });
+        }
         writeln!(out, "{v}")?;
     } else if !quiet {
         writeln!(
@@ -47,6 +58,18 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
             s.meta_blocks,
             s.bytes
         )?;
+        if let Some(i) = &s.incremental {
+            writeln!(
+                out,
+                "--incremental: {} bytes appended to {}; {} inodes kept ({} unchanged files of the layer), {} written{}",
+                i.appended_bytes,
+                i.old_bytes,
+                i.kept_inodes,
+                i.unchanged_files,
+                i.new_inodes,
+                if i.root_in_place { "; root inode rewritten in block 0" } else { "" }
+            )?;
+        }
         if let Some(b) = &s.base {
             writeln!(
                 out,

@@ -6,6 +6,7 @@
 //! that is fsynced and renamed only when everything succeeded. Any failure
 //! or an interrupt removes the temporary files.
 
+pub(crate) mod append;
 mod blocklist;
 mod data;
 mod meta;
@@ -27,6 +28,7 @@ use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
 use crate::plan::{plan, Plan};
 use crate::tree::{InodeId, Tree};
+pub(crate) use superblock::compression_records;
 
 /// Progress of the data pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -49,6 +51,8 @@ pub struct Summary {
     pub pclusters: u64,
     /// With `--base`: what came from the base image.
     pub base: Option<crate::base::BaseStats>,
+    /// With `--incremental`: what was kept and what was appended.
+    pub incremental: Option<crate::incremental::IncrementalStats>,
 }
 
 /// A file written under a temporary name beside its target
@@ -338,7 +342,7 @@ impl Writer<'_> {
     }
 }
 
-fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
+pub(crate) fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
     if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
         return Err(BuildError::Interrupted {
             path: output.to_path_buf(),
@@ -469,6 +473,7 @@ fn write_image(
         compressed_files: zinodes().count() as u64,
         pclusters: zinodes().map(|z| z.extents.len() as u64).sum(),
         base: placed.base.take(),
+        incremental: None,
     };
     Ok((summary, list))
 }

@@ -41,6 +41,7 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
                 "unchanged_files": i.unchanged_files,
                 "new_inodes": i.new_inodes,
                 "root_in_place": i.root_in_place,
+                "rewritten_outside_block0": i.rewritten_outside_block0,
             });
         }
         writeln!(out, "{v}")?;
@@ -67,7 +68,14 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
                 i.kept_inodes,
                 i.unchanged_files,
                 i.new_inodes,
-                if i.root_in_place { "; root inode rewritten in block 0" } else { "" }
+                match (i.root_in_place, i.rewritten_outside_block0) {
+                    (false, _) => String::new(),
+                    (true, 0) => "; root inode rewritten in block 0".into(),
+                    (true, n) => format!(
+                        "; root inode rewritten in its old place ({n} bytes outside block 0: \
+                         a new root would not have a 16-bit nid; -E 48bit images avoid it)"
+                    ),
+                }
             )?;
         }
         if let Some(b) = &s.base {

@@ -247,6 +247,76 @@ fn layers_over_mkfs_erofs_images() {
     finish(&work, &failures);
 }
 
+#[test]
+fn root_rewritten_in_place_when_no_16_bit_nid_is_left() {
+    // 3000 small files with inline tails: more than 2 MiB of metadata, so
+    // a new root after the image would be beyond nid 65535.
+    let work = work_dir("incr_root");
+    let (old, new) = (work.join("old"), work.join("new"));
+    for d in 0..30 {
+        let dir = old.join(format!("d{d:02}"));
+        fs::create_dir_all(&dir).unwrap();
+        for k in 0..100u64 {
+            let body = corpus::random_bytes(900 + (k as usize % 7) * 100, d * 1000 + k);
+            fs::write(dir.join(format!("f{k:03}")), body).unwrap();
+        }
+    }
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(&old)
+        .arg(&new)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    fs::write(new.join("d07/f010"), b"changed\n").unwrap();
+    fs::write(new.join("d29/added"), b"added\n").unwrap();
+    let mounts = can_mount();
+    if let Err(why) = &mounts {
+        println!("kernel comparison skipped: {why}");
+    }
+    let mut failures = Vec::new();
+    let (o, img) = (work.join("old.img"), work.join("new.img"));
+    match mkfs(&[path_str(&o), path_str(&old)]) {
+        Err(e) => failures.push(format!("old image: {e}")),
+        Ok(_) => {
+            fs::copy(&o, &img).unwrap();
+            let root_pos = {
+                let image = Image::open_path(&o).unwrap();
+                image.raw().root().unwrap().pos()
+            };
+            match mkfs(&["--incremental", path_str(&img), path_str(&new)]) {
+                Ok(s) => {
+                    let n_out = n(&s, "rewritten_outside_block0");
+                    if s["root_in_place"] != true || n_out == 0 || n_out > 4096 {
+                        failures.push(format!("summary {s}"));
+                    }
+                    // Only block 0 and the old root's record differ.
+                    let (a, b) = (fs::read(&o).unwrap(), fs::read(&img).unwrap());
+                    let root = root_pos as usize..(root_pos + n_out) as usize;
+                    if let Some(i) = (4096..a.len()).find(|&i| a[i] != b[i] && !root.contains(&i)) {
+                        failures.push(format!("old byte {i} changed (root record at {root:?})"));
+                    }
+                    // Directories the layer leaves alone keep their nids.
+                    if nid(&o, "d15") != nid(&img, "d15") {
+                        failures.push("an untouched directory moved".into());
+                    }
+                    if mounts.is_ok() {
+                        failures.extend(verify::image_reads_as_source(
+                            Path::new(FERROFS),
+                            "root-in-place",
+                            &img,
+                            &new,
+                            &work,
+                        ));
+                    }
+                }
+                Err(e) => failures.push(format!("incremental: {e}")),
+            }
+        }
+    }
+    finish(&work, &failures);
+}
+
 /// Writes a tar archive of `dir`'s contents (paths relative to it).
 fn tar_of(dir: &Path, out: &Path) {
     let st = Command::new("tar")

@@ -26,9 +26,10 @@ use crate::tree::Tree;
 /// Where the new root inode goes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum RootPlace {
-    /// Over the old root inode in block 0 (its nid stays): this many
-    /// bytes (inode, xattrs, inline data) are free there.
-    InPlace { capacity: u64 },
+    /// Over the old root inode at `pos` (its nid stays): this many bytes
+    /// (inode, xattrs, inline data) are free there. In block 0 it is
+    /// written with the superblock; elsewhere just before it.
+    InPlace { capacity: u64, pos: u64 },
     /// In a block of its own right after the image (a new nid).
     Appended,
 }
@@ -82,12 +83,12 @@ pub(crate) fn append(
     // image ended, not on how much data follows.
     let root_blocks = match t.root {
         RootPlace::Appended => root_len.div_ceil(bs),
-        RootPlace::InPlace { capacity } => {
+        RootPlace::InPlace { capacity, .. } => {
             if root_len > capacity {
                 return Err(BuildError::Incremental {
                     path: t.path.to_path_buf(),
                     reason: format!(
-                        "the new root inode needs {root_len} bytes, its place in block 0 has {capacity}"
+                        "the new root inode needs {root_len} bytes, its old place has {capacity}"
                     ),
                 });
             }
@@ -195,11 +196,17 @@ pub(crate) fn append(
     let mut head = t.head.clone();
     match t.root {
         RootPlace::Appended => t.file.write_all_at(record, lay.pos[root]).map_err(&err)?,
-        RootPlace::InPlace { capacity } => {
+        RootPlace::InPlace { capacity, pos } => {
             // The old record's bytes beyond the new one are zeroed.
-            let pos = lay.pos[root] as usize;
-            head[pos..pos + capacity as usize].fill(0);
-            head[pos..pos + record.len()].copy_from_slice(record);
+            let mut padded = record.to_vec();
+            padded.resize(capacity as usize, 0);
+            match head.get_mut(pos as usize..(pos + capacity) as usize) {
+                Some(place) => place.copy_from_slice(&padded),
+                None => {
+                    t.file.sync_all().map_err(&err)?;
+                    t.file.write_all_at(&padded, pos).map_err(&err)?;
+                }
+            }
         }
     }
     t.file.set_len(total_blocks * bs).map_err(&err)?;

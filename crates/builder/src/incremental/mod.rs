@@ -1,7 +1,8 @@
 //! `--incremental`: a layer (a directory or a tar stream) put over the tree
 //! of an existing image, with only new data and new metadata appended to
 //! it. Every byte of the image outside its superblock block stays as it
-//! was: files the layer does not change (or brings back with the same
+//! was (but for the root's record when a new root could not have a 16-bit
+//! nid, see below): files the layer does not change (or brings back with the same
 //! bytes and metadata) keep their inodes and data, directories keep theirs
 //! when nothing under them changed and their parent keeps its place, and
 //! everything else is written after the image's last block. The superblock
@@ -53,9 +54,13 @@ pub struct IncrementalStats {
     pub unchanged_files: u64,
     /// Inodes written (the root included).
     pub new_inodes: u64,
-    /// The root inode was rewritten in its place in block 0 (its nid
-    /// stays, so directories the layer does not touch stay too).
+    /// The root inode was rewritten in its place (its nid stays, so
+    /// directories the layer does not touch stay too): in block 0, or when
+    /// a new root after the image could not have a 16-bit nid, where it was.
     pub root_in_place: bool,
+    /// Bytes of the old image outside block 0 that were rewritten: the old
+    /// root's record in that last case, else 0.
+    pub rewritten_outside_block0: u64,
 }
 
 fn refuse(path: &Path, reason: impl Into<String>) -> BuildError {
@@ -281,7 +286,29 @@ pub fn build(
         0
     };
     let capacity = raw_root.inode_size() + raw_root.xattr_isize() + inline;
-    let in_place = flat && raw_root.pos() + capacity <= head_len as u64;
+    // In block 0 (mkfs.erofs's images), the root is rewritten where it is.
+    // Elsewhere, the new root goes after the image, unless its nid would
+    // not fit the 16 bits an image without the 48-bit layout has: then,
+    // as mkfs.erofs does, it is rewritten where it is too, the one record
+    // outside block 0 that changes (reported, and put back on failure).
+    let in_head = flat && raw_root.pos() + capacity <= head_len as u64;
+    let appended_nid = (old_len.div_ceil(bs).max(sb.total_blocks()) * bs)
+        .saturating_sub(u64::from(sb.meta_blkaddr) * bs)
+        / 32;
+    let outside = !in_head && !sb.has_incompat(incompat::BIT48) && appended_nid > 0xFFFF;
+    if outside && !flat {
+        return Err(refuse(
+            dest,
+            "the root inode cannot be rewritten in place (it is not stored flat), and a new \
+             one after the image would be beyond the 16-bit root nid; rebuild the image with \
+             -E 48bit",
+        ));
+    }
+    let in_place = in_head || outside;
+    // The old root record's bytes, to put back on failure.
+    let mut old_root = vec![0u8; if outside { capacity as usize } else { 0 }];
+    file.read_exact_at(&mut old_root, raw_root.pos())
+        .map_err(BuildError::io(dest))?;
     let (kept, nothing_new) = merge::kept_nids(&tree, &origin, &old, in_place);
     if nothing_new {
         // The layer changes nothing: the image is left alone.
@@ -335,7 +362,10 @@ pub fn build(
         head: head.clone(),
         old_len,
         root: if in_place {
-            RootPlace::InPlace { capacity }
+            RootPlace::InPlace {
+                capacity,
+                pos: raw_root.pos(),
+            }
         } else {
             RootPlace::Appended
         },
@@ -360,6 +390,7 @@ pub fn build(
                 unchanged_files: unchanged,
                 new_inodes,
                 root_in_place: in_place,
+                rewritten_outside_block0: old_root.len() as u64,
             });
             Ok(s)
         }
@@ -367,6 +398,7 @@ pub fn build(
             // Back to the image as it was: its length and block 0.
             let undo = file
                 .set_len(old_len)
+                .and_then(|_| file.write_all_at(&old_root, raw_root.pos()))
                 .and_then(|_| file.write_all_at(&head, 0))
                 .and_then(|_| file.sync_all());
             match undo {

@@ -131,6 +131,9 @@ pub struct InodePlan {
     /// A regular file of holes only, stored without blocks (48-bit
     /// layout: FLAT_PLAIN with the null start address).
     pub all_hole: bool,
+    /// Flat data already in the image at this block (an incremental
+    /// build): nothing is written for it.
+    pub stored_at: Option<u64>,
 }
 
 impl InodePlan {
@@ -406,6 +409,7 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             z: None,
             dot_omitted: opts.dot_omitted && matches!(ino.kind, Kind::Dir { .. }),
             all_hole: false,
+            stored_at: None,
         };
         let file_data = match &ino.kind {
             Kind::File { data, .. } => Some(data.as_deref()),

@@ -42,6 +42,7 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
                 "new_inodes": i.new_inodes,
                 "root_in_place": i.root_in_place,
                 "rewritten_outside_block0": i.rewritten_outside_block0,
+                "shared_files": i.shared_files,
             });
         }
         writeln!(out, "{v}")?;

@@ -115,6 +115,11 @@ pub(crate) fn append(
         ));
     }
     w.pad_to_block(bs)?;
+    for &id in &plan.order {
+        if let Some(b) = plan.inodes[id].stored_at {
+            placed.start_blk[id] = b;
+        }
+    }
 
     // The new inodes after the data (their records known now that the
     // compression indexes are); the kept ones where they are.

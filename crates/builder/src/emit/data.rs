@@ -190,6 +190,7 @@ pub(super) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<I
         .iter()
         .copied()
         .filter(|&id| matches!(tree.inodes[id].kind, Kind::File { size, .. } if size > 0))
+        .filter(|&id| plan.inodes[id].stored_at.is_none())
         .collect();
     if let Some(p) = &opts.profile {
         // Data in first-access order, so a start reads few, mostly

@@ -98,14 +98,22 @@ pub(crate) fn overlay_dir(mut lower: Tree, src: Tree) -> Tree {
 }
 
 /// Drops what no name reaches, renumbering as [`Tree::prune`] does and
-/// carrying each inode's origin (its id in the destination's tree) along.
-pub(crate) fn prune(tree: Tree, origin: &[Option<InodeId>]) -> (Tree, Vec<Option<InodeId>>) {
+/// carrying each inode's origin (its id in the destination's tree) and
+/// `extra` (per inode) along.
+pub(crate) fn prune<T: Copy>(
+    tree: Tree,
+    origin: &[Option<InodeId>],
+    extra: &[Option<T>],
+) -> (Tree, Vec<Option<InodeId>>, Vec<Option<T>>) {
+    fn carry<U: Copy>(order: &[InodeId], v: &[Option<U>]) -> Vec<Option<U>> {
+        order
+            .iter()
+            .map(|&id| v.get(id).copied().flatten())
+            .collect()
+    }
     let order = tree.bfs_order();
-    let moved = order
-        .iter()
-        .map(|&id| origin.get(id).copied().flatten())
-        .collect();
-    (tree.prune(), moved)
+    let (moved, extra) = (carry(&order, origin), carry(&order, extra));
+    (tree.prune(), moved, extra)
 }
 
 /// Whether two inodes carry the same metadata (entries and file bytes
@@ -158,10 +166,13 @@ fn same_bytes(ino: &Inode, image: &Image, nid: u64) -> Result<bool> {
 
 /// Gives every new non-directory that the image holds unchanged at the
 /// same path (same type, metadata, link count and bytes) the image's inode
-/// back; returns how many did.
+/// back; returns how many did. A regular file with the image's bytes but
+/// other metadata keeps its new inode and gets, in `same_data`, the nid
+/// whose data it can point at.
 pub(crate) fn reuse_unchanged(
     tree: &mut Tree,
     origin: &mut Vec<Option<InodeId>>,
+    same_data: &mut Vec<Option<u64>>,
     old: &OldTree,
     image: &Image,
 ) -> Result<u64> {
@@ -183,20 +194,32 @@ pub(crate) fn reuse_unchanged(
     });
     let nlinks = tree.link_counts();
     let t: &Tree = tree;
-    let verdicts: Vec<Result<bool>> = cands
+    // (same inode, same bytes)
+    let verdicts: Vec<Result<(bool, bool)>> = cands
         .par_iter()
         .map(|&(id, o)| {
             let (a, b) = (&t.inodes[id], &old.tree.inodes[o]);
-            if !same_meta(a, b) || nlinks[id] != old.nlinks[o] {
-                return Ok(false);
+            let meta = same_meta(a, b) && nlinks[id] == old.nlinks[o];
+            let data = match (&a.kind, &b.kind) {
+                (Kind::File { size: x, .. }, Kind::File { size: y, .. }) => x == y,
+                _ => false,
+            };
+            if !meta && !data {
+                return Ok((false, false));
             }
-            same_bytes(a, image, old.nids[o])
+            let bytes = same_bytes(a, image, old.nids[o])?;
+            Ok((meta && bytes, data && bytes))
         })
         .collect();
     let mut to: HashMap<InodeId, InodeId> = HashMap::new();
+    same_data.resize(tree.inodes.len(), None);
     for (&(id, o), v) in cands.iter().zip(verdicts) {
-        if v? {
-            to.insert(id, o);
+        match v? {
+            (true, _) => {
+                to.insert(id, o);
+            }
+            (false, true) => same_data[id] = Some(old.nids[o]),
+            _ => {}
         }
     }
     if to.is_empty() {
@@ -215,6 +238,7 @@ pub(crate) fn reuse_unchanged(
             at.insert(*o, tree.inodes.len());
             tree.inodes.push(old.tree.inodes[*o].clone());
             origin.push(Some(*o));
+            same_data.push(None);
         }
     }
     for ino in tree.inodes.iter_mut() {

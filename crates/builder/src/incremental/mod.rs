@@ -25,6 +25,7 @@ use crate::emit::append::{append, RootPlace, Target};
 use crate::emit::{Progress, Summary};
 use crate::error::{BuildError, Result};
 use crate::options::{BuildOptions, TimePolicy};
+use crate::plan::Plan;
 use crate::source::tar::{TarInput, TarOptions};
 use crate::tree::{InodeId, Tree};
 
@@ -61,6 +62,9 @@ pub struct IncrementalStats {
     /// Bytes of the old image outside block 0 that were rewritten: the old
     /// root's record in that last case, else 0.
     pub rewritten_outside_block0: u64,
+    /// New inodes (other metadata, same bytes) whose blocks are the
+    /// image's (flat files only).
+    pub shared_files: u64,
 }
 
 fn refuse(path: &Path, reason: impl Into<String>) -> BuildError {
@@ -193,6 +197,39 @@ fn layer_meta(tree: &mut Tree, ids: &[InodeId], opts: &BuildOptions) {
     }
 }
 
+/// Points the new inodes whose bytes the image has (`same_data`: the nid)
+/// at the image's blocks when the image stores them flat and the new inode
+/// can be flat the same way (its own inline tail, read from the layer);
+/// returns how many.
+fn point_at_stored(image: &Image, plan: &mut Plan, same_data: &[Option<u64>], bs: u64) -> u64 {
+    let mut n = 0;
+    for &id in &plan.order {
+        let Some(nid) = same_data.get(id).copied().flatten() else {
+            continue;
+        };
+        let Ok(old) = image.raw().inode(ferrofs::format::Nid(nid)) else {
+            continue;
+        };
+        let (Some(start), layout) = (old.startblk(), old.layout()) else {
+            continue;
+        };
+        let p = &mut plan.inodes[id];
+        let (blocks, tail) = match layout {
+            DataLayout::FlatPlain => (p.size.div_ceil(bs), 0),
+            DataLayout::FlatInline => (p.size / bs, p.size % bs),
+            _ => continue,
+        };
+        let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+        if p.chunks.is_some() || blocks == 0 || (tail > 0 && ix + tail > bs) {
+            continue;
+        }
+        (p.layout, p.blocks, p.tail, p.compress) = (layout, blocks, tail, None);
+        p.stored_at = Some(start);
+        n += 1;
+    }
+    n
+}
+
 /// Puts `layer` over the image at `dest` and appends what changed.
 pub fn build(
     dest: &Path,
@@ -267,9 +304,10 @@ pub fn build(
     let origin: Vec<Option<InodeId>> = (0..merged.inodes.len())
         .map(|i| (i < n_old).then_some(i))
         .collect();
-    let (mut tree, mut origin) = merge::prune(merged, &origin);
-    let unchanged = merge::reuse_unchanged(&mut tree, &mut origin, &old, &image)?;
-    let (mut tree, origin) = merge::prune(tree, &origin);
+    let (mut tree, mut origin, _) = merge::prune::<u64>(merged, &origin, &[]);
+    let mut same_data = Vec::new();
+    let unchanged = merge::reuse_unchanged(&mut tree, &mut origin, &mut same_data, &old, &image)?;
+    let (mut tree, origin, same_data) = merge::prune(tree, &origin, &same_data);
 
     // The root in its place when the image keeps it in block 0.
     let raw_root = image
@@ -348,6 +386,7 @@ pub fn build(
         }
     }
     plan.order.retain(|&id| kept[id].is_none() && id != root);
+    let shared = point_at_stored(&image, &mut plan, &same_data, bs);
     let kept_inodes = kept.iter().filter(|k| k.is_some()).count() as u64;
     let new_inodes = plan.order.len() as u64 + 1;
 
@@ -391,6 +430,7 @@ pub fn build(
                 new_inodes,
                 root_in_place: in_place,
                 rewritten_outside_block0: old_root.len() as u64,
+                shared_files: shared,
             });
             Ok(s)
         }

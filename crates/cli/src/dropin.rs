@@ -107,7 +107,7 @@ Not supported by ferrofs (refused by name; nothing is written):
 /// and compare it with the features they need, so it must not claim more
 /// than is there: 1.8.6's command line is implemented, and of 1.9's the
 /// 48-bit layout, dot-omitted directories, the metabox (-m), --MZ,
-/// compressed directories (--zD) and inode digests, but not S3 and OCI
+/// compressed directories (--zD), inode digests and incremental builds, but not S3 and OCI
 /// sources or 1.8.7's --fsalignblks and --vmdk-desc. After it, ferrofs's
 /// own version; on the second line the compressors, as upstream prints
 /// them.

@@ -168,12 +168,8 @@ fn fit_options(
                  the -z and -C the image was built with)",
             ));
         }
-        if o.compress.as_ref().is_some_and(|c| c.ztailpacking)
-            && !sb.has_incompat(incompat::ZTAILPACKING)
-            && sb.has_incompat(incompat::COMPR_CFGS | incompat::ZERO_PADDING)
-        {
-            // Turning it on changes nothing for inodes without inline pclusters.
-        }
+        // ZTAILPACKING, if new inodes need it, is set in the superblock:
+        // it changes nothing for inodes without inline pclusters.
     }
     Ok(o)
 }

@@ -29,9 +29,9 @@ pub struct MetaLayout {
 pub const METABOX_NID_BIT: u64 = 1 << 63;
 
 impl MetaLayout {
-    /// The nid of an inode.
-    pub fn nid(&self, id: usize, bs: u64) -> u64 {
-        let _ = bs;
+    /// The nid of an inode (`_bs`: kept for the callers; the base is in
+    /// bytes).
+    pub fn nid(&self, id: usize, _bs: u64) -> u64 {
         ((self.pos[id] - self.nid_base) / 32) | self.space
     }
 }

@@ -26,62 +26,11 @@ set -euo pipefail
 RUNS=${RUNS:-3}
 here=$(cd "$(dirname "$0")/.." && pwd)
 FERROFS=${FERROFS:-$here/target/release/ferrofs}
-TMPROOT=${TMPROOT:-/tmp}
-CHANGED=${CHANGED:-76}
-ADDED=${ADDED:-20}
 OPTSETS=${OPTSETS:-"-zlz4hc,12 -C65536;-zlz4hc,12 -C65536 -Efragments,dedupe"}
-TIME=/usr/bin/time
-(( $# == 1 )) || { echo "usage: $0 TREE" >&2; exit 1; }
-TREE=$1
-WORK=$(mktemp -d "$TMPROOT/base-bench.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
-
-log "copying $TREE"
-cp -a "$TREE" "$WORK/old"
-cp -a "$WORK/old" "$WORK/new"
-python3 - "$WORK/new" "$CHANGED" "$ADDED" <<'PY'
-import os, sys
-root, nchg, nadd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-files = []
-for d, _, names in os.walk(root):
-    for n in names:
-        p = os.path.join(d, n)
-        if os.path.isfile(p) and not os.path.islink(p) and os.path.getsize(p) > 0:
-            files.append(p)
-files.sort()
-step = max(1, len(files) // (nchg + nadd))
-picked = files[::step][: nchg + nadd]
-for i, p in enumerate(picked[:nchg]):
-    st = os.stat(p)
-    with open(p, "r+b") as f:
-        if i % 2 == 0:
-            f.seek(st.st_size // 2)
-            f.write(b"ferrofs-base-bench %d\n" % i)
-            f.truncate(st.st_size)
-        else:
-            f.seek(0, 2)
-            f.write(b"\n# changed by base-bench %d\n" % i)
-    if i % 2 == 0:
-        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
-new = os.path.join(root, "usr/local/new")
-os.makedirs(new, exist_ok=True)
-for i, p in enumerate(picked[nchg:]):
-    with open(p, "rb") as f:
-        body = f.read()
-    with open(os.path.join(new, "added-%02d-%s" % (i, os.path.basename(p))), "wb") as f:
-        f.write(b"# added by base-bench %d\n" % i + body)
-print("changed %d, added %d of %d files" % (nchg, len(picked[nchg:]), len(files)), file=sys.stderr)
-PY
-
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+source "$here/bench/update-setup.sh" "$@"
 run() { # OUT LOG ARGS... -> appends "wall cpu" to LOG
     local out=$1 logf=$2; shift 2
-    local t0=$EPOCHREALTIME
-    $TIME -f "%U %S" -o "$WORK/time" "$FERROFS" mkfs --quiet "$@" "$out" "$WORK/new"
-    local t1=$EPOCHREALTIME
-    read -r u s < "$WORK/time"
-    echo "$(echo "$t1 - $t0" | bc -l) $(echo "$u + $s" | bc -l)" >> "$logf"
+    timed "$logf" "$FERROFS" mkfs --quiet "$@" "$out" "$WORK/new"
 }
 
 echo "| options | build | wall s | CPU s | cores | image bytes | reused |"

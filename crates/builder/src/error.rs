@@ -62,6 +62,14 @@ pub enum BuildError {
         /// Why it cannot be used.
         reason: String,
     },
+    /// `--incremental`: the destination image cannot take this build.
+    #[error("--incremental {path}: {reason}")]
+    Incremental {
+        /// The destination image.
+        path: PathBuf,
+        /// Why it cannot take the build.
+        reason: String,
+    },
     /// The options contradict each other or the format.
     #[error("invalid option: {0}")]
     Option(String),

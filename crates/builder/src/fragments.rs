@@ -358,6 +358,7 @@ pub(crate) fn add_internal_file(
         z: None,
         dot_omitted: false,
         all_hole: false,
+        stored_at: None,
     });
     id
 }

@@ -20,15 +20,19 @@ pub struct MetaLayout {
     pub meta_blocks: u64,
     /// Bit 63 for a layout of the metabox's data (nids in the metabox).
     pub space: u64,
+    /// Byte position of nid 0 (the image's `meta_blkaddr`; an incremental
+    /// build lays its metadata out after the image's, whose nids stay).
+    pub nid_base: u64,
 }
 
 /// Bit 63 of a nid: the inode lies in the metabox.
 pub const METABOX_NID_BIT: u64 = 1 << 63;
 
 impl MetaLayout {
-    /// The nid of an inode.
-    pub fn nid(&self, id: usize, bs: u64) -> u64 {
-        ((self.pos[id] - self.meta_blkaddr * bs) / 32) | self.space
+    /// The nid of an inode (`_bs`: kept for the callers; the base is in
+    /// bytes).
+    pub fn nid(&self, id: usize, _bs: u64) -> u64 {
+        ((self.pos[id] - self.nid_base) / 32) | self.space
     }
 }
 
@@ -51,6 +55,7 @@ pub fn layout_meta(
         pos: vec![0; item_len.len()],
         prefix_start: base,
         meta_blkaddr,
+        nid_base: base,
         ..Default::default()
     };
     let mut cursor = prefix_len.div_ceil(4) * 4;

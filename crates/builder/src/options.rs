@@ -132,6 +132,9 @@ pub struct BuildOptions {
     /// `--base`: a previous image whose compressed data of unchanged files
     /// is copied instead of compressed again (what was reused is reported in [`Summary::base`](crate::Summary::base)).
     pub base: Option<std::path::PathBuf>,
+    /// The epoch and fixed nanoseconds compact inodes count from, when an
+    /// existing image fixes them (an incremental build); `None` chooses.
+    pub fixed_epoch: Option<(i64, u32)>,
     /// Rebuild mode: the extra devices (the layers) that chunk indexes of
     /// [`crate::content::External`] files name, in device-table order.
     pub devices: Vec<ExtraDevice>,
@@ -209,6 +212,7 @@ impl Default for BuildOptions {
             compress_dirs: false,
             block_list: None,
             base: None,
+            fixed_epoch: None,
             devices: Vec::new(),
         }
     }

@@ -131,6 +131,9 @@ pub struct InodePlan {
     /// A regular file of holes only, stored without blocks (48-bit
     /// layout: FLAT_PLAIN with the null start address).
     pub all_hole: bool,
+    /// Flat data already in the image at this block (an incremental
+    /// build): nothing is written for it.
+    pub stored_at: Option<u64>,
 }
 
 impl InodePlan {
@@ -189,7 +192,7 @@ fn compact_48bit_holds(mtime: i64, nsec: u32, epoch: i64, fixed_nsec: u32) -> bo
             .is_some_and(|d| (0..1 << 32).contains(&d))
 }
 
-fn effective_time(policy: TimePolicy, mtime: i64, nsec: u32, newest: i64) -> (i64, u32) {
+pub(crate) fn effective_time(policy: TimePolicy, mtime: i64, nsec: u32, newest: i64) -> (i64, u32) {
     match policy {
         TimePolicy::Keep | TimePolicy::BuildTimeOnly(_) => (mtime, nsec),
         TimePolicy::Fixed(t) => (t, 0),
@@ -302,6 +305,7 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
         TimePolicy::IgnoreMtime | TimePolicy::Keep => newest,
     };
     let (epoch, fixed_nsec) = match opts.time {
+        _ if opts.fixed_epoch.is_some() => opts.fixed_epoch.unwrap_or_default(),
         _ if bit48 => epoch_48bit(&times),
         TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => (t.max(0), 0),
         TimePolicy::IgnoreMtime => (newest.max(0), 0),
@@ -424,6 +428,7 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             z: None,
             dot_omitted: opts.dot_omitted && matches!(ino.kind, Kind::Dir { .. }),
             all_hole: false,
+            stored_at: None,
         };
         let file_data = match &ino.kind {
             Kind::File { data, .. } => Some(data.as_deref()),

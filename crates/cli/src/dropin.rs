@@ -14,7 +14,6 @@ use clap::Parser;
 const UNSUPPORTED: &[&str] = &[
     "--fsalignblks",
     "--gzinfo",
-    "--incremental",
     "--oci",
     "--random-algorithms",
     "--random-pclusterblks",
@@ -84,6 +83,8 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
  --aufs                with --tar: aufs whiteouts become overlayfs ones
  --sort=<path,none>    with --tar: data order (none: the archive's, without inline data)
  --tar=X               build from a tar archive; X = f (full data; i and headerball are not supported)
+ --incremental=X       put SOURCE over the image FILE, appending only what changed
+                       (X = data, the default, or rvsp with --tar: zero-filled room for data)
  --ovlfs-strip=<0,1>   with --tar or EROFS images: 1 leaves overlayfs metadata out
  --quiet               print nothing but errors
  --ungzip[=X]          with --tar: gunzip the archive (and keep it plain in X)
@@ -100,7 +101,7 @@ Android's options (mkfs.erofs built for Android):
 Rebuild mode: FILE SOURCE [SOURCE...] with EROFS images as sources merges them as
 overlayfs layers (the last wins), as mkfs.erofs 1.9 does.
 Not supported by ferrofs (refused by name; nothing is written):
- --incremental=X, --fsalignblks=#, --s3=X, --oci=[f|i],
+ --fsalignblks=#, --s3=X, --oci=[f|i],
  --gzinfo[=X], --vmdk-desc=X, --zfeature-bits=#
 ";
 
@@ -110,7 +111,7 @@ Not supported by ferrofs (refused by name; nothing is written):
 /// and compare it with the features they need, so it must not claim more
 /// than is there: 1.8.6's command line is implemented, and of 1.9's the
 /// 48-bit layout, dot-omitted directories, the metabox (-m), --MZ,
-/// compressed directories (--zD) and inode digests, but not S3 and OCI
+/// compressed directories (--zD), inode digests and incremental builds, but not S3 and OCI
 /// sources or 1.8.7's --fsalignblks and --vmdk-desc. After it, ferrofs's
 /// own version; on the second line the compressors, as upstream prints
 /// them.

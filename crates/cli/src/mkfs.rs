@@ -268,6 +268,13 @@ pub(crate) struct MkfsArgs {
     /// reused.
     #[arg(long, value_name = "OLD.img")]
     base: Option<PathBuf>,
+    /// Put SOURCE over the image already at IMAGE and append only what
+    /// changed: unchanged files keep their inodes and data, every byte of
+    /// the image outside its superblock block stays as it was. MODE `data`
+    /// (the default) takes file data from SOURCE; `rvsp` (with --tar)
+    /// reserves the files' blocks filled with zeros. See docs/incremental.md.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "data")]
+    incremental: Option<String>,
 }
 
 fn parse_uuid(s: &str) -> Result<[u8; 16]> {
@@ -525,6 +532,19 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     if a.layer_images.is_some() && oci.is_none() {
         bail!("--layer-images needs an oci: SOURCE");
     }
+    // --incremental: Some(true) for rvsp (zero-filled data).
+    let incremental = match a.incremental.as_deref() {
+        None => None,
+        Some("data") => Some(false),
+        Some("rvsp") => Some(true),
+        Some(m) => bail!("--incremental={m}: MODE is data or rvsp"),
+    };
+    if incremental.is_some() && oci.is_some() {
+        bail!("--incremental does not take oci: sources");
+    }
+    if incremental.is_some() && !rebuild.is_empty() {
+        bail!("--incremental does not take EROFS images as sources");
+    }
     let res = match (&a.tar, &a.source) {
         _ if !rebuild.is_empty() => {
             let strip = a.ovlfs_strip == 1;
@@ -572,12 +592,32 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 aufs: a.aufs,
                 ovlfs_strip: a.ovlfs_strip == 1,
             };
-            ferrofs_builder::source::tar::scan(&input, &o, topts, spool).and_then(|tree| {
-                ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
-            })
+            match incremental {
+                Some(zero_data) => {
+                    let layer = ferrofs_builder::IncrementalLayer::Tar {
+                        input: &input,
+                        opts: topts,
+                        spool,
+                        zero_data,
+                    };
+                    ferrofs_builder::build_incremental(&a.image, layer, &o, Some(&stop), &tick)
+                }
+                None => {
+                    ferrofs_builder::source::tar::scan(&input, &o, topts, spool).and_then(|tree| {
+                        ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
+                    })
+                }
+            }
         }
         (None, _) if a.aufs || a.ovlfs_strip == 1 || a.ungzip.is_some() || a.unxz.is_some() => {
             bail!("--aufs, --ovlfs-strip, --ungzip and --unxz need --tar")
+        }
+        (None, Some(source)) if incremental.is_some() => {
+            if incremental == Some(true) {
+                bail!("--incremental=rvsp needs --tar (it reserves room for an archive's files)");
+            }
+            let layer = ferrofs_builder::IncrementalLayer::Dir(source);
+            ferrofs_builder::build_incremental(&a.image, layer, &o, Some(&stop), &tick)
         }
         (None, Some(source)) => ferrofs_builder::build(source, &a.image, &o, Some(&stop), &tick),
         (None, None) => bail!("mkfs needs a SOURCE directory (or --tar)"),

@@ -1,6 +1,7 @@
 //! What `ferrofs mkfs` prints when a build is done: one line, or JSON with
 //! `--json`; with `--base`, what came from the base image; with EROFS
-//! layers, which files stay on them and which were copied.
+//! layers, which files stay on them and which were copied; with
+//! `--incremental`, what was kept and appended.
 
 use std::io::Write;
 use std::path::Path;
@@ -48,6 +49,18 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
                 "copied_why": l.copied_why.iter().map(|(w, n)| serde_json::json!({"why": w, "files": n})).collect::<Vec<_>>(),
             });
         }
+        if let Some(i) = &s.incremental {
+            v["incremental"] = serde_json::json!({
+                "old_bytes": i.old_bytes,
+                "appended_bytes": i.appended_bytes,
+                "kept_inodes": i.kept_inodes,
+                "unchanged_files": i.unchanged_files,
+                "new_inodes": i.new_inodes,
+                "root_in_place": i.root_in_place,
+                "rewritten_outside_block0": i.rewritten_outside_block0,
+                "shared_files": i.shared_files,
+            });
+        }
         writeln!(out, "{v}")?;
     } else if !quiet {
         writeln!(
@@ -63,6 +76,25 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
             s.meta_blocks,
             s.bytes
         )?;
+        if let Some(i) = &s.incremental {
+            writeln!(
+                out,
+                "--incremental: {} bytes appended to {}; {} inodes kept ({} unchanged files of the layer), {} written{}",
+                i.appended_bytes,
+                i.old_bytes,
+                i.kept_inodes,
+                i.unchanged_files,
+                i.new_inodes,
+                match (i.root_in_place, i.rewritten_outside_block0) {
+                    (false, _) => String::new(),
+                    (true, 0) => "; root inode rewritten in block 0".into(),
+                    (true, n) => format!(
+                        "; root inode rewritten in its old place ({n} bytes outside block 0: \
+                         a new root would not have a 16-bit nid; -E 48bit images avoid it)"
+                    ),
+                }
+            )?;
+        }
         if let Some(b) = &s.base {
             writeln!(
                 out,

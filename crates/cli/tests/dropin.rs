@@ -464,7 +464,7 @@ fn dropin_version_line_has_upstreams_form() {
     let nums: Vec<u32> = first[2].split('.').map(|n| n.parse().unwrap()).collect();
     assert_eq!(nums.len(), 3, "{ours:?}");
     // 1.8.6: the release whose command line the drop-in implements (1.9's
-    // --s3, --oci, --incremental are not), not ferrofs's own 0.1.0.
+    // --s3 and --oci are not), not ferrofs's own 0.1.0.
     assert!(nums >= vec![1, 8, 6] && nums < vec![1, 9, 0], "{ours:?}");
     assert_eq!(
         first[3..].join(" "),

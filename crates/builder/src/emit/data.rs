@@ -228,6 +228,8 @@ pub(super) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<I
         // Rebuild mode's indexed files have their data on the layers
         // (but for a tail the layer kept inline).
         .filter(|&id| tree.inodes[id].content.external().is_none_or(|x| x.tail))
+        // Incremental builds: files whose data the old image holds.
+        .filter(|&id| plan.inodes[id].stored_at.is_none())
         .collect();
     if let Some(p) = &opts.profile {
         // Data in first-access order, so a start reads few, mostly

@@ -6,6 +6,7 @@
 //! that is fsynced and renamed only when everything succeeded. Any failure
 //! or an interrupt removes the temporary files.
 
+pub(crate) mod append;
 mod blocklist;
 mod data;
 mod meta;
@@ -28,6 +29,7 @@ use crate::options::BuildOptions;
 use crate::plan::{plan, Plan};
 use crate::timing::Clock;
 use crate::tree::{InodeId, Tree};
+pub(crate) use superblock::compression_records;
 
 /// Progress of the data pass.
 #[derive(Clone, Copy, Debug, Default)]
@@ -67,6 +69,8 @@ pub struct Summary {
     pub phases: Vec<crate::timing::Phase>,
     /// With EROFS images as the source: what became of their files.
     pub layers: Option<crate::source::layers::LayerStats>,
+    /// With `--incremental`: what was kept and what was appended.
+    pub incremental: Option<crate::incremental::IncrementalStats>,
 }
 
 /// A file written under a temporary name beside its target
@@ -378,7 +382,7 @@ impl Writer<'_> {
     }
 }
 
-fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
+pub(crate) fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
     if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
         return Err(BuildError::Interrupted {
             path: output.to_path_buf(),
@@ -520,6 +524,7 @@ fn write_image(
         base: placed.base.take(),
         phases: Vec::new(),
         layers: None,
+        incremental: None,
     };
     Ok((summary, list))
 }

@@ -20,7 +20,7 @@ use crate::tree::InodeId;
 
 /// Compression records that follow the superblock, and the SB fields they
 /// imply: (records, available bitmap, use COMPR_CFGS).
-pub(super) fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16, bool) {
+pub(crate) fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16, bool) {
     let Some(c) = &opts.compress else {
         return (Vec::new(), 0, false);
     };

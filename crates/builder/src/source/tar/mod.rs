@@ -220,6 +220,19 @@ pub fn scan(
     members(src, b, &tar_opts).map(|(t, _)| t)
 }
 
+/// Reads the archive as a layer over `lower` (an incremental build: its
+/// whiteouts delete from `lower`, whose inodes keep their ids).
+pub fn scan_onto(
+    input: &TarInput,
+    opts: &BuildOptions,
+    tar_opts: TarOptions,
+    spool_dir: &Path,
+    lower: Tree,
+) -> Result<Tree> {
+    let (r, file, name) = filtered(open_input(input)?, &tar_opts, input)?;
+    scan_layer(r, file, name, Some(lower), opts, &tar_opts, spool_dir)
+}
+
 impl<'a> Builder<'a> {
     /// A builder over `lower` (the tree of the layers below) or, without
     /// one, over a root as mkfs.erofs makes it when the archive has no

@@ -1,0 +1,456 @@
+//! `--incremental`: a layer (a directory or a tar stream) put over the tree
+//! of an existing image, with only new data and new metadata appended to
+//! it. Every byte of the image outside its superblock block stays as it
+//! was (but for the root's record when a new root could not have a 16-bit
+//! nid, see below): files the layer does not change (or brings back with the same
+//! bytes and metadata) keep their inodes and data, directories keep theirs
+//! when nothing under them changed and their parent keeps its place, and
+//! everything else is written after the image's last block. The superblock
+//! block is written last; on any failure the file is cut back to its old
+//! length and block 0 put back. See docs/incremental.md.
+
+mod load;
+mod merge;
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use ferrofs::format::inode::DataLayout;
+use ferrofs::format::superblock::{checksum_len, compat, incompat};
+use ferrofs::Image;
+
+use crate::emit::append::{append, RootPlace, Target};
+use crate::emit::{Progress, Summary};
+use crate::error::{BuildError, Result};
+use crate::options::{BuildOptions, TimePolicy};
+use crate::plan::Plan;
+use crate::source::tar::{TarInput, TarOptions};
+use crate::tree::{InodeId, Tree};
+
+/// What is put over the image.
+pub enum Layer<'a> {
+    /// A directory tree.
+    Dir(&'a Path),
+    /// A tar stream (whiteouts and opaque directories honoured).
+    Tar {
+        /// The archive (a file or a pipe).
+        input: &'a TarInput,
+        /// How it is read.
+        opts: TarOptions,
+        /// Where data read from a pipe is spooled.
+        spool: &'a Path,
+        /// `--incremental=rvsp`: the archive's files get their blocks,
+        /// filled with zeros, instead of their data.
+        zero_data: bool,
+    },
+}
+
+/// What an incremental build kept and appended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IncrementalStats {
+    /// Bytes the image had (its file length).
+    pub old_bytes: u64,
+    /// Bytes appended to it.
+    pub appended_bytes: u64,
+    /// Inodes of the image the new tree still uses as they are.
+    pub kept_inodes: u64,
+    /// Of those, files the layer has with the same bytes and metadata.
+    pub unchanged_files: u64,
+    /// Inodes written (the root included).
+    pub new_inodes: u64,
+    /// The root inode was rewritten in its place (its nid stays, so
+    /// directories the layer does not touch stay too): in block 0, or when
+    /// a new root after the image could not have a 16-bit nid, where it was.
+    pub root_in_place: bool,
+    /// Bytes of the old image outside block 0 that were rewritten: the old
+    /// root's record in that last case, else 0.
+    pub rewritten_outside_block0: u64,
+    /// New inodes (other metadata, same bytes) whose blocks are the
+    /// image's (flat files only).
+    pub shared_files: u64,
+}
+
+fn refuse(path: &Path, reason: impl Into<String>) -> BuildError {
+    BuildError::Incremental {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Options an incremental build cannot honour, by name.
+fn check_options(dest: &Path, opts: &BuildOptions) -> Result<()> {
+    let c = opts.compress.as_ref();
+    let unsupported = [
+        (
+            c.is_some_and(|c| c.fragments || c.all_fragments),
+            "-E fragments/all-fragments (the image's packed inode cannot grow in place)",
+        ),
+        (
+            opts.compress_dirs,
+            "--zD (directories would go into a packed inode)",
+        ),
+        (opts.dedupe, "-E dedupe"),
+        (
+            opts.metabox.is_some(),
+            "-m (a metabox cannot grow in place)",
+        ),
+        (opts.blobdev.is_some(), "--blobdev"),
+        (opts.profile.is_some(), "--profile"),
+        (opts.base.is_some(), "--base"),
+        (opts.block_list.is_some(), "--block-list-file"),
+        (opts.offset != 0, "--offset"),
+        (
+            !opts.xattr_prefixes.is_empty(),
+            "--xattr-prefix (the image's prefix table cannot grow in place)",
+        ),
+        (opts.xattr_digest.is_some(), "--xattr-inode-digest"),
+        (opts.fs_config.is_some(), "--fs-config-file"),
+        (opts.file_contexts.is_some(), "--file-contexts"),
+        (opts.root_xattr_isize != 0, "--root-xattr-isize"),
+    ];
+    if let Some((_, what)) = unsupported.iter().find(|(yes, _)| *yes) {
+        return Err(refuse(
+            dest,
+            format!("{what} is not supported with --incremental"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that the image can take this build's inodes and returns the
+/// options the new inodes are planned with.
+fn fit_options(
+    dest: &Path,
+    image: &Image,
+    head: &[u8],
+    opts: &BuildOptions,
+) -> Result<BuildOptions> {
+    let sb = image.superblock();
+    let mut o = opts.clone();
+    o.blkszbits = sb.blkszbits;
+    let bs = o.block_size();
+    if !image.devices().is_empty() || sb.has_incompat(incompat::METABOX) {
+        return Err(refuse(
+            dest,
+            "images with extra devices or a metabox are not supported",
+        ));
+    }
+    let bit48 = sb.has_incompat(incompat::BIT48);
+    if o.uses_48bit() && !bit48 {
+        return Err(refuse(
+            dest,
+            "-E 48bit/dot-omitted: the image does not use the 48-bit layout",
+        ));
+    }
+    o.bit48 = bit48;
+    o.fixed_epoch = Some((sb.epoch(), sb.fixed_nsec));
+    o.xattr_filter = sb.has_compat(compat::XATTR_FILTER);
+    if o.xattr_tolerance >= 0 {
+        // New xattrs stay inline: the image's shared area cannot grow.
+        o.xattr_tolerance = i32::MAX;
+    }
+    if o.compress.is_some() {
+        let (records, algs, cfgs) = crate::emit::compression_records(&o, bs);
+        let zero_pad = sb.has_incompat(incompat::ZERO_PADDING);
+        let old_cfgs = sb.has_incompat(incompat::COMPR_CFGS);
+        let ok = zero_pad
+            && algs & !sb.available_algorithms() == 0
+            && match (cfgs, old_cfgs) {
+                (false, _) => true,
+                (true, false) => false,
+                (true, true) => {
+                    let at = 1024 + sb.sb_size();
+                    head.get(at..at + records.len()) == Some(&records[..])
+                }
+            };
+        if !ok {
+            return Err(refuse(
+                dest,
+                "the image was not compressed with these algorithms and pcluster sizes \
+                 (an incremental build cannot change its compression configuration; use \
+                 the -z and -C the image was built with)",
+            ));
+        }
+        // ZTAILPACKING, if new inodes need it, is set in the superblock:
+        // it changes nothing for inodes without inline pclusters.
+    }
+    Ok(o)
+}
+
+/// Applies the options that change owners and times to the layer's inodes
+/// (`ids`); the image's keep what they have.
+fn layer_meta(tree: &mut Tree, ids: &[InodeId], opts: &BuildOptions) {
+    let newest = ids.iter().map(|&i| tree.inodes[i].mtime).max().unwrap_or(0);
+    for &id in ids {
+        let ino = &mut tree.inodes[id];
+        if opts.all_root {
+            (ino.uid, ino.gid) = (0, 0);
+        } else {
+            ino.uid = opts.force_uid.unwrap_or(ino.uid);
+            ino.gid = opts.force_gid.unwrap_or(ino.gid);
+        }
+        ino.uid = ino.uid.wrapping_add(opts.uid_offset);
+        ino.gid = ino.gid.wrapping_add(opts.gid_offset);
+        (ino.mtime, ino.mtime_nsec) =
+            crate::plan::effective_time(opts.time, ino.mtime, ino.mtime_nsec, newest);
+    }
+}
+
+/// Points the new inodes whose bytes the image has (`same_data`: the nid)
+/// at the image's blocks when the image stores them flat and the new inode
+/// can be flat the same way (its own inline tail, read from the layer);
+/// returns how many.
+fn point_at_stored(image: &Image, plan: &mut Plan, same_data: &[Option<u64>], bs: u64) -> u64 {
+    let mut n = 0;
+    for &id in &plan.order {
+        let Some(nid) = same_data.get(id).copied().flatten() else {
+            continue;
+        };
+        let Ok(old) = image.raw().inode(ferrofs::format::Nid(nid)) else {
+            continue;
+        };
+        let (Some(start), layout) = (old.startblk(), old.layout()) else {
+            continue;
+        };
+        let p = &mut plan.inodes[id];
+        let (blocks, tail) = match layout {
+            DataLayout::FlatPlain => (p.size.div_ceil(bs), 0),
+            DataLayout::FlatInline => (p.size / bs, p.size % bs),
+            _ => continue,
+        };
+        let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+        if p.chunks.is_some() || blocks == 0 || (tail > 0 && ix + tail > bs) {
+            continue;
+        }
+        (p.layout, p.blocks, p.tail, p.compress) = (layout, blocks, tail, None);
+        p.stored_at = Some(start);
+        n += 1;
+    }
+    n
+}
+
+/// Puts `layer` over the image at `dest` and appends what changed.
+pub fn build(
+    dest: &Path,
+    layer: Layer,
+    opts: &BuildOptions,
+    interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(Progress),
+) -> Result<Summary> {
+    check_options(dest, opts)?;
+    let image = Image::open_path(dest)
+        .map_err(|e| refuse(dest, format!("not a readable EROFS image: {e}")))?;
+    let sb = image.superblock().clone();
+    let bsz = image.block_size();
+    let bs = bsz.bytes();
+    let head_len = (bs as usize).max(1024 + checksum_len(bsz));
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .open(dest)
+        .map_err(|source| BuildError::Output {
+            path: dest.to_path_buf(),
+            source,
+        })?;
+    let old_len = file.metadata().map_err(BuildError::io(dest))?.len();
+    let mut head = vec![0u8; head_len];
+    file.read_exact_at(&mut head, 0)
+        .map_err(BuildError::io(dest))?;
+    let o = fit_options(dest, &image, &head, opts)?;
+    let old = load::load(&image, dest)?;
+    let n_old = old.tree.inodes.len();
+
+    // The layer over the image's tree (its inodes keep their ids).
+    let merged = match layer {
+        Layer::Dir(src) => {
+            let mut s = crate::source::dir::scan(src, opts)?;
+            let all: Vec<InodeId> = (0..s.inodes.len()).collect();
+            layer_meta(&mut s, &all, opts);
+            merge::overlay_dir(old.tree.clone(), s)
+        }
+        Layer::Tar {
+            input,
+            opts: t,
+            spool,
+            zero_data,
+        } => {
+            if zero_data && opts.compress.is_some() {
+                return Err(refuse(
+                    dest,
+                    "--incremental=rvsp reserves uncompressed blocks; it does not take -z",
+                ));
+            }
+            let mut m = crate::source::tar::scan_onto(input, opts, t, spool, old.tree.clone())?;
+            if zero_data {
+                for ino in &mut m.inodes[n_old..] {
+                    if let crate::content::Content::Archive { segments, .. } = &mut ino.content {
+                        *segments = Vec::new().into();
+                    }
+                }
+            }
+            let ids: Vec<InodeId> = (0..m.inodes.len())
+                .filter(|&i| {
+                    i >= n_old
+                        || m.inodes[i].mtime != old.tree.inodes[i].mtime
+                        || m.inodes[i].uid != old.tree.inodes[i].uid
+                        || m.inodes[i].gid != old.tree.inodes[i].gid
+                })
+                .collect();
+            layer_meta(&mut m, &ids, opts);
+            m
+        }
+    };
+    let origin: Vec<Option<InodeId>> = (0..merged.inodes.len())
+        .map(|i| (i < n_old).then_some(i))
+        .collect();
+    let (mut tree, mut origin, _) = merge::prune::<u64>(merged, &origin, &[]);
+    let mut same_data = Vec::new();
+    let unchanged = merge::reuse_unchanged(&mut tree, &mut origin, &mut same_data, &old, &image)?;
+    let (mut tree, origin, same_data) = merge::prune(tree, &origin, &same_data);
+
+    // The root in its place when the image keeps it in block 0.
+    let raw_root = image
+        .raw()
+        .root()
+        .map_err(|e| refuse(dest, format!("its root inode: {e}")))?;
+    let flat = matches!(
+        raw_root.layout(),
+        DataLayout::FlatPlain | DataLayout::FlatInline
+    );
+    let inline = if raw_root.layout() == DataLayout::FlatInline {
+        raw_root.size() % bs
+    } else {
+        0
+    };
+    let capacity = raw_root.inode_size() + raw_root.xattr_isize() + inline;
+    // In block 0 (mkfs.erofs's images), the root is rewritten where it is.
+    // Elsewhere, the new root goes after the image, unless its nid would
+    // not fit the 16 bits an image without the 48-bit layout has: then,
+    // as mkfs.erofs does, it is rewritten where it is too, the one record
+    // outside block 0 that changes (reported, and put back on failure).
+    // A metabox image was refused above: the root is on the primary device.
+    let root_at = raw_root.pos().offset();
+    let in_head = flat && root_at + capacity <= head_len as u64;
+    let appended_nid = (old_len.div_ceil(bs).max(sb.total_blocks()) * bs)
+        .saturating_sub(u64::from(sb.meta_blkaddr) * bs)
+        / 32;
+    let outside = !in_head && !sb.has_incompat(incompat::BIT48) && appended_nid > 0xFFFF;
+    if outside && !flat {
+        return Err(refuse(
+            dest,
+            "the root inode cannot be rewritten in place (it is not stored flat), and a new \
+             one after the image would be beyond the 16-bit root nid; rebuild the image with \
+             -E 48bit",
+        ));
+    }
+    let in_place = in_head || outside;
+    // The old root record's bytes, to put back on failure.
+    let mut old_root = vec![0u8; if outside { capacity as usize } else { 0 }];
+    file.read_exact_at(&mut old_root, root_at)
+        .map_err(BuildError::io(dest))?;
+    let (kept, nothing_new) = merge::kept_nids(&tree, &origin, &old, in_place);
+    if nothing_new {
+        // The layer changes nothing: the image is left alone.
+        return Ok(Summary {
+            inodes: sb.inos,
+            blocks: sb.total_blocks(),
+            bytes: sb.total_blocks() * bs,
+            incremental: Some(IncrementalStats {
+                old_bytes: old_len,
+                kept_inodes: kept.iter().filter(|k| k.is_some()).count() as u64 + 1,
+                unchanged_files: unchanged,
+                root_in_place: in_place,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
+
+    // Plan with neutral options: the layer's metadata is final already.
+    let mut po = o.clone();
+    (
+        po.all_root,
+        po.force_uid,
+        po.force_gid,
+        po.uid_offset,
+        po.gid_offset,
+    ) = (false, None, None, 0, 0);
+    po.time = TimePolicy::Keep;
+    let mut plan = crate::plan::plan(&tree, &po)?;
+    let root = tree.root;
+    if in_place {
+        let p = &mut plan.inodes[root];
+        if p.layout == DataLayout::FlatInline {
+            p.layout = DataLayout::FlatPlain;
+            p.blocks = p.size.div_ceil(bs);
+            p.tail = 0;
+        }
+    }
+    plan.order.retain(|&id| kept[id].is_none() && id != root);
+    let shared = point_at_stored(&image, &mut plan, &same_data, bs);
+    let kept_inodes = kept.iter().filter(|k| k.is_some()).count() as u64;
+    let new_inodes = plan.order.len() as u64 + 1;
+
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(o.workers)
+        .build()
+        .map_err(|e| BuildError::Option(format!("worker threads: {e}")))?;
+    let target = Target {
+        file: &file,
+        path: dest,
+        sb,
+        head: head.clone(),
+        old_len,
+        root: if in_place {
+            RootPlace::InPlace {
+                capacity,
+                pos: root_at,
+            }
+        } else {
+            RootPlace::Appended
+        },
+        kept,
+    };
+    let res = append(
+        &target,
+        &mut tree,
+        &mut plan,
+        &o,
+        interrupted,
+        progress,
+        &pool,
+    );
+    match res {
+        Ok(a) => {
+            let mut s = a.summary;
+            s.incremental = Some(IncrementalStats {
+                old_bytes: old_len,
+                appended_bytes: s.bytes.saturating_sub(a.start_block * bs),
+                kept_inodes,
+                unchanged_files: unchanged,
+                new_inodes,
+                root_in_place: in_place,
+                rewritten_outside_block0: old_root.len() as u64,
+                shared_files: shared,
+            });
+            Ok(s)
+        }
+        Err(e) => {
+            // Back to the image as it was: its length and block 0.
+            let undo = file
+                .set_len(old_len)
+                .and_then(|_| file.write_all_at(&old_root, root_at))
+                .and_then(|_| file.write_all_at(&head, 0))
+                .and_then(|_| file.sync_all());
+            match undo {
+                Ok(()) => Err(e),
+                Err(u) => Err(refuse(
+                    dest,
+                    format!("{e}; and restoring the image failed too: {u}"),
+                )),
+            }
+        }
+    }
+}

@@ -122,7 +122,7 @@ impl Drop for Nginx {
 }
 
 fn work(test: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(test))
+    ferrofs_testkit::work_dir!(test)
 }
 
 fn ferrofs(args: &[&str]) -> Result<Vec<u8>, String> {

@@ -45,7 +45,8 @@ use ferrofs_testkit::corpus::{self, set_mtime};
 use ferrofs_testkit::process::{run_with_timeout, Outcome};
 use ferrofs_testkit::{can_mount, copy, is_root, tools, xattr, LoopMount, TempDir};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::FERROFS;
+use ferrofs_testkit::work_dir;
 /// Worker threads (the machine has 2 cores).
 const WORKERS: usize = 2;
 /// Time limit for one command.
@@ -187,7 +188,7 @@ fn setup() -> &'static Setup {
 
 fn build_setup() -> Setup {
     let t0 = Instant::now();
-    let work = work_dir("mkfs_images");
+    let work = work_dir!("mkfs_images");
     let tree = work.join("tree");
     corpus::make_corner_tree(&tree).expect("make the corner tree");
     add_prefixed_xattrs(&tree).expect("add the long-prefix xattrs");
@@ -269,10 +270,6 @@ fn build_setup() -> Setup {
         rev_tree,
         cases,
     }
-}
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
 }
 
 fn keep_requested() -> bool {
@@ -418,33 +415,6 @@ fn make_reverse_copy(tree: &Path, work: &Path) -> Result<PathBuf, String> {
     Ok(rev)
 }
 
-/// Panics with every failure of every case, if there are any (keeping the work directory).
-fn report(work: &Path, what: &str, results: Vec<(String, Vec<String>)>) {
-    const SHOW: usize = 40;
-    let failed: Vec<_> = results.iter().filter(|(_, f)| !f.is_empty()).collect();
-    if failed.is_empty() {
-        eprintln!("{what}: all {} cases passed", results.len());
-        return;
-    }
-    ferrofs_testkit::tmp::keep_at_exit(work);
-    let mut msg = format!(
-        "{what}: {} of {} cases failed (trees and images kept in {})\n",
-        failed.len(),
-        results.len(),
-        work.display()
-    );
-    for (label, failures) in failed {
-        msg.push_str(&format!("\n== {label}: {} failures\n", failures.len()));
-        for f in failures.iter().take(SHOW) {
-            msg.push_str(&format!("  {f}\n"));
-        }
-        if failures.len() > SHOW {
-            msg.push_str(&format!("  ... and {} more\n", failures.len() - SHOW));
-        }
-    }
-    panic!("{msg}");
-}
-
 // ---------------------------------------------------------------------------------------------
 // 1-5: the kernel, the reference tools and ferrofs read what mkfs wrote.
 // ---------------------------------------------------------------------------------------------
@@ -489,7 +459,7 @@ fn mkfs_images_match_kernel() {
         .zip(results)
         .map(|(c, r)| (c.label(), r.into_inner().unwrap()))
         .collect();
-    report(
+    ferrofs_testkit::tmp::report_cases(
         &setup.work,
         "mkfs images (kernel mount vs source, reference fsck/dump, ferrofs fsck/extract)",
         results,
@@ -1177,7 +1147,7 @@ fn mkfs_images_are_deterministic() {
         }
         results.push((case.label(), f));
     }
-    report(
+    ferrofs_testkit::tmp::report_cases(
         &setup.work,
         &format!(
             "determinism (same tree twice, and {} vs its reverse-order copy)",

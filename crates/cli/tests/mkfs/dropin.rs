@@ -6,18 +6,15 @@
 //! byte. Unsupported options are refused by name and write nothing.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use ferrofs_testkit::compare::{self, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::{corpus, tools};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
+use crate::{dropin_link, FERROFS};
+use ferrofs_testkit::work_dir;
 
 use ferrofs_testkit::verify::run_ok as run;
 
@@ -27,7 +24,7 @@ fn dropin_takes_upstream_command_lines() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("dropin");
+    let work = work_dir!("dropin");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
     fs::write(
@@ -35,8 +32,7 @@ fn dropin_takes_upstream_command_lines() {
         "65536 0 .*\\.txt$\n4096 1 ^dir\n".as_bytes(),
     )
     .unwrap();
-    let link = work.join("mkfs.erofs");
-    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let link = dropin_link(&work);
     let hints = src.join("hints").to_string_lossy().into_owned();
     // Regexes, file types, an exact path written before a regex that
     // also matches it, and an unlabeled subtree.
@@ -337,10 +333,7 @@ fn dropin_takes_upstream_command_lines() {
             failures.push("force-inode-compact: mkfs.erofs accepted the tree".into());
         }
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// Runs each command line through the drop-in and mkfs.erofs 1.9.4 (into
@@ -406,11 +399,10 @@ fn dropin_repeated_option_keeps_the_last() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("dropin_repeat");
+    let work = work_dir!("dropin_repeat");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
-    let link = work.join("mkfs.erofs");
-    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let link = dropin_link(&work);
     let q = ["-T0", "-Uclear", "--quiet"];
     let line = |flags: &[&str], last: &[&str]| {
         let mut a = strings(&q);
@@ -433,10 +425,7 @@ fn dropin_repeated_option_keeps_the_last() {
         ),
     ];
     let failures = against_next(&work, &link, &src, "r", &lines);
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// `mkfs.erofs -V`: upstream's form on the first line (wrappers take the
@@ -444,9 +433,8 @@ fn dropin_repeated_option_keeps_the_last() {
 /// the compressors on the second line, as mkfs.erofs 1.9.4 prints them.
 #[test]
 fn dropin_version_line_has_upstreams_form() {
-    let work = work_dir("dropin_version");
-    let link = work.join("mkfs.erofs");
-    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let work = work_dir!("dropin_version");
+    let link = dropin_link(&work);
     let version_of = |prog: &Path| {
         let out = Command::new(prog).arg("-V").output().unwrap();
         assert!(
@@ -521,15 +509,14 @@ fn dropin_compress_hints_read_as_mkfs_1_9() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("dropin_hints");
+    let work = work_dir!("dropin_hints");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
     let text = b"a compressible line of text, said twice; ".repeat(3000);
     fs::create_dir_all(src.join("notes")).unwrap();
     fs::write(src.join("notes/long.txt"), &text).unwrap();
     fs::write(src.join("notes/long.log"), &text).unwrap();
-    let link = work.join("mkfs.erofs");
-    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let link = dropin_link(&work);
     let hints = work.join("hints");
     fs::write(
         &hints,
@@ -572,10 +559,7 @@ fn dropin_compress_hints_read_as_mkfs_1_9() {
             failures.push(format!("line {i}: long.log is {a}"));
         }
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// `-E legacy-compress`: mkfs.erofs 1.9.4 writes every compressed file
@@ -588,11 +572,10 @@ fn dropin_legacy_compress_as_mkfs_1_9() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("dropin_legacy");
+    let work = work_dir!("dropin_legacy");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
-    let link = work.join("mkfs.erofs");
-    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let link = dropin_link(&work);
     let lines = vec![
         (
             strings(&["-zlz4hc", "-Elegacy-compress", "-T0", "--quiet"]),
@@ -646,10 +629,7 @@ fn dropin_legacy_compress_as_mkfs_1_9() {
     if s["compressed_compact"].as_u64().unwrap_or(0) == 0 {
         failures.push(format!("^legacy-compress: layouts {s}"));
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// Scripts grep `mkfs.erofs --help` for features: every option mkfs.erofs
@@ -658,9 +638,8 @@ fn dropin_legacy_compress_as_mkfs_1_9() {
 /// ferrofs lacks are refused by name and write nothing.
 #[test]
 fn dropin_help_lists_every_upstream_option() {
-    let work = work_dir("dropin_help");
-    let link = work.join("mkfs.erofs");
-    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let work = work_dir!("dropin_help");
+    let link = dropin_link(&work);
     let out = Command::new(&link).arg("--help").output().unwrap();
     assert!(out.status.success());
     let ours = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -14,7 +14,7 @@ use std::process::Command;
 use ferrofs_testkit::tools;
 use serde_json::Value;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::FERROFS;
 
 fn v19(name: &str) -> PathBuf {
     tools::workspace_root().join("testdata/v19").join(name)

@@ -22,7 +22,7 @@ use ferrofs_testkit::corpus;
 use ferrofs_testkit::process::{run_with_timeout, Outcome};
 use ferrofs_testkit::{is_root, TempDir};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::FERROFS;
 /// Time limit for one mkfs run.
 const LIMIT: Duration = Duration::from_secs(120);
 

@@ -19,7 +19,7 @@ use ferrofs_testkit::compare::{compare_trees, list_tree, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::verify::run_ok;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::FERROFS;
 
 fn images() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/v19");
@@ -111,8 +111,5 @@ fn v19_images_read_as_the_kernel_reads_them() {
         }
         let _ = ferrofs_testkit::tmp::remove_tree(&out);
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }

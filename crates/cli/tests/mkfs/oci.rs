@@ -19,23 +19,8 @@ use ferrofs_testkit::compare::{self, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::tools;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn sh(script: &str) -> Result<String, String> {
-    let out = Command::new("bash")
-        .args(["-e", "-o", "pipefail", "-c", script])
-        .output()
-        .map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{script}: {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
+use crate::FERROFS;
+use ferrofs_testkit::process::sh;
 
 /// Makes the layout `L` (tags `base` and `v2`) in the current directory
 /// and `umoci unpack`s `v2` into `X`.

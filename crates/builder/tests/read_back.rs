@@ -19,7 +19,7 @@ use std::fs;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use ferrofs::Image;
 use ferrofs_builder::compress::{CompressOptions, Compressor};
@@ -302,17 +302,10 @@ fn build_and_compare(work: &Path, name: &str, opts: &BuildOptions) -> Vec<String
 /// (keeping the images) if there are any.
 fn run_cases(what: &str, cases: Vec<(String, BuildOptions)>) {
     let mut work = TempDir::new(what).expect("temp dir");
-    let results: Vec<_> = cases.iter().map(|_| Mutex::new(Vec::new())).collect();
-    ferrofs_testkit::tmp::parallel(cases.len(), 2, |i| {
-        let (name, opts) = &cases[i];
-        *results[i].lock().unwrap_or_else(|e| e.into_inner()) =
-            build_and_compare(work.path(), name, opts);
+    let labels = cases.iter().map(|(name, _)| name.clone()).collect();
+    let results = ferrofs_testkit::tmp::check_cases(what, labels, |i| {
+        build_and_compare(work.path(), &cases[i].0, &cases[i].1)
     });
-    let results: Vec<(String, Vec<String>)> = cases
-        .into_iter()
-        .zip(results)
-        .map(|((name, _), r)| (name, r.into_inner().unwrap_or_else(|e| e.into_inner())))
-        .collect();
     if results.iter().any(|(_, f)| !f.is_empty()) {
         work.keep();
     }

@@ -210,6 +210,37 @@ pub fn parallel_checks(work: &Path, n: usize, f: impl Fn(usize) -> Vec<String> +
     );
 }
 
+/// Runs `check(i)` for every case `i` (labelled `labels[i]`) on two
+/// threads, saying on stderr how each ended and how long it took
+/// (prefixed `what`); returns `(label, failures)` in case order, for
+/// [`report_cases`].
+pub fn check_cases(
+    what: &str,
+    labels: Vec<String>,
+    check: impl Fn(usize) -> Vec<String> + Sync,
+) -> Vec<(String, Vec<String>)> {
+    let results: Vec<std::sync::Mutex<Vec<String>>> = labels
+        .iter()
+        .map(|_| std::sync::Mutex::new(Vec::new()))
+        .collect();
+    parallel(labels.len(), 2, |i| {
+        let t = std::time::Instant::now();
+        let failures = check(i);
+        let outcome = if failures.is_empty() {
+            "ok".to_string()
+        } else {
+            format!("FAILED ({} failures)", failures.len())
+        };
+        eprintln!("{what}: {} {outcome} in {:.1?}", labels[i], t.elapsed());
+        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = failures;
+    });
+    labels
+        .into_iter()
+        .zip(results)
+        .map(|(l, r)| (l, r.into_inner().unwrap_or_else(|e| e.into_inner())))
+        .collect()
+}
+
 /// Panics with every failure of every case (`(case label, failures)`),
 /// at most 40 shown a case, if there are any, keeping `work` for
 /// inspection; otherwise says on stderr that all cases of `what` passed.

@@ -1,6 +1,6 @@
 //! Images built by `ferrofs mkfs`, checked against the source tree with the kernel's EROFS
 //! driver (a loop mount) as the oracle, read back by every other reader, and rebuilt for
-//! determinism. (mkfs's failure behaviour: `mkfs_failures.rs`.)
+//! determinism. (mkfs's failure behaviour: `failures.rs`.)
 //!
 //! The source is the testkit's corner-case tree plus `prefixed/` (xattrs under the long
 //! prefixes the `--xattr-prefix` case declares, see [`add_prefixed_xattrs`]). For every option
@@ -434,31 +434,9 @@ fn mkfs_images_match_kernel() {
         "upstream fsck.erofs/dump.erofs are missing: run ../shared/tools/upstream-tools or set UPSTREAM_TOOLS_BIN"
     );
     let setup = setup();
-    let results: Vec<Mutex<Vec<String>>> =
-        setup.cases.iter().map(|_| Mutex::new(Vec::new())).collect();
-    parallel(setup.cases.len(), |i| {
-        let case = &setup.cases[i];
-        let t = Instant::now();
-        let failures = check_case(setup, case);
-        eprintln!(
-            "kernel: {} {} in {:.1?}{}",
-            case.label(),
-            if failures.is_empty() { "ok" } else { "FAILED" },
-            t.elapsed(),
-            if failures.is_empty() {
-                String::new()
-            } else {
-                format!(" ({} failures)", failures.len())
-            }
-        );
-        *results[i].lock().unwrap() = failures;
-    });
-    let results = setup
-        .cases
-        .iter()
-        .zip(results)
-        .map(|(c, r)| (c.label(), r.into_inner().unwrap()))
-        .collect();
+    let labels = setup.cases.iter().map(|c| c.label()).collect();
+    let results =
+        ferrofs_testkit::tmp::check_cases("kernel", labels, |i| check_case(setup, &setup.cases[i]));
     ferrofs_testkit::tmp::report_cases(
         &setup.work,
         "mkfs images (kernel mount vs source, reference fsck/dump, ferrofs fsck/extract)",
@@ -1014,7 +992,7 @@ fn check_kernel_vs_source(
             )),
             // --chunksize is the smallest chunk: as mkfs.erofs does, runs
             // of holes and of contiguous chunks merge into larger ones
-            // (mkfs_zero_chunks.rs compares the tables with mkfs.erofs).
+            // (zero_chunks.rs compares the tables with mkfs.erofs).
             Expect::Chunked(chunk) if m.is_file() && m.len() > 0 => {
                 let want = chunk.trailing_zeros() - sb.blkszbits as u32;
                 if layout != LAYOUT_CHUNK_BASED || i_u & 0x1f < want {

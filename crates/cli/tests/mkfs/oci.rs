@@ -133,8 +133,7 @@ fn have_umoci() -> bool {
 
 /// The layout (and umoci's unpacked rootfs) in a fresh directory.
 fn make_layout(name: &str) -> Result<PathBuf, String> {
-    let work =
-        ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name));
+    let work = ferrofs_testkit::work_dir!(name);
     sh(&format!("cd {} && {MAKE}", work.display()))?;
     fs::write(work.join("rewrite.py"), REWRITE).map_err(|e| e.to_string())?;
     Ok(work)

@@ -47,9 +47,7 @@ fn v19_images_read_as_the_kernel_reads_them() {
     if let Err(why) = can_mount() {
         return println!("skipped: {why}");
     }
-    let work = ferrofs_testkit::tmp::fresh_run_dir(
-        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures_v19"),
-    );
+    let work = ferrofs_testkit::work_dir!("fixtures_v19");
     let mut failures = Vec::new();
     for img in images() {
         let name = img.file_name().unwrap().to_string_lossy().into_owned();

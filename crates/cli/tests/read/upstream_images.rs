@@ -199,37 +199,17 @@ fn for_each_case(
     what: &str,
     check: impl Fn(&Case, &Path) -> Vec<String> + Sync,
 ) -> Vec<(String, Vec<String>)> {
-    let results: Vec<Mutex<Vec<String>>> =
-        setup.cases.iter().map(|_| Mutex::new(Vec::new())).collect();
-    parallel(setup.cases.len(), |i| {
+    let labels = setup.cases.iter().map(|c| c.label()).collect();
+    ferrofs_testkit::tmp::check_cases(what, labels, |i| {
         let case = &setup.cases[i];
-        let t = Instant::now();
-        let failures = match &case.build {
+        match &case.build {
             Err(e) => vec![format!("mkfs failed: {e}")],
             Ok(_) => match LoopMount::new(&case.image, &[]) {
                 Err(e) => vec![format!("kernel mount failed: {e}")],
                 Ok(mnt) => check(case, mnt.path()),
             },
-        };
-        eprintln!(
-            "{what}: {} {} in {:.1?}{}",
-            case.label(),
-            if failures.is_empty() { "ok" } else { "FAILED" },
-            t.elapsed(),
-            if failures.is_empty() {
-                String::new()
-            } else {
-                format!(" ({} failures)", failures.len())
-            }
-        );
-        *results[i].lock().unwrap() = failures;
-    });
-    setup
-        .cases
-        .iter()
-        .zip(results)
-        .map(|(c, r)| (c.label(), r.into_inner().unwrap()))
-        .collect()
+        }
+    })
 }
 
 /// What the kernel mount may legitimately differ in from the source tree, per case: only what

@@ -26,10 +26,6 @@ use crate::FERROFS;
 /// Time limit for one mkfs run.
 const LIMIT: Duration = Duration::from_secs(120);
 
-fn keep_requested() -> bool {
-    ferrofs_testkit::tmp::keep_requested()
-}
-
 /// `ferrofs mkfs OPTS OUT SRC`.
 fn mkfs(opts: &[&str], out: &Path, src: &Path) -> Result<Outcome, String> {
     let mut cmd = Command::new(FERROFS);
@@ -101,7 +97,7 @@ fn finish(what: &str, f: Vec<String>, dir: &mut TempDir) {
     if f.is_empty() {
         return;
     }
-    let kept = if keep_requested() {
+    let kept = if ferrofs_testkit::tmp::keep_requested() {
         dir.keep();
         format!("files kept in {}", dir.path().display())
     } else {

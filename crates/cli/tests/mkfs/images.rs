@@ -226,7 +226,7 @@ fn build_setup() -> Setup {
         .collect();
     let results: Vec<Mutex<Option<Result<Duration, String>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
-    parallel(jobs.len(), |j| {
+    ferrofs_testkit::tmp::parallel(jobs.len(), WORKERS, |j| {
         let (c, k) = jobs[j];
         let case = &cases[c];
         let (src, out) = match k {
@@ -270,14 +270,6 @@ fn build_setup() -> Setup {
         rev_tree,
         cases,
     }
-}
-
-fn keep_requested() -> bool {
-    ferrofs_testkit::tmp::keep_requested()
-}
-
-fn parallel(n: usize, f: impl Fn(usize) + Sync) {
-    ferrofs_testkit::tmp::parallel(n, WORKERS, f)
 }
 
 /// `[SOURCE_DATE_EPOCH=SDE] ferrofs mkfs OPTS OUT SRC`.
@@ -377,7 +369,7 @@ fn make_reverse_copy(tree: &Path, work: &Path) -> Result<PathBuf, String> {
     let mut holder = TempDir::new_in(&base, "ferrofs-mkfs-rev").map_err(|e| e.to_string())?;
     holder.keep();
     let holder = holder.path().to_path_buf();
-    if !keep_requested() {
+    if !ferrofs_testkit::tmp::keep_requested() {
         ferrofs_testkit::tmp::remove_at_exit(&holder);
     }
     let rev = holder.join("tree");
@@ -1066,7 +1058,7 @@ fn check_ferrofs(setup: &Setup, case: &Case, mnt: &Path, f: &mut Vec<String>) {
             f.push(format!("extract vs kernel: {d}"));
         }
     }
-    if !keep_requested() {
+    if !ferrofs_testkit::tmp::keep_requested() {
         let _ = ferrofs_testkit::tmp::remove_tree(&out);
     }
 }

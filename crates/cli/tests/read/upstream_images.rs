@@ -165,7 +165,7 @@ fn build_setup() -> Result<Setup, String> {
     }
     let results: Vec<Mutex<Option<Result<Duration, String>>>> =
         cases.iter().map(|_| Mutex::new(None)).collect();
-    parallel(cases.len(), |i| {
+    ferrofs_testkit::tmp::parallel(cases.len(), WORKERS, |i| {
         let c = &cases[i];
         let t = Instant::now();
         let r = tools::build_image(&c.mkfs, &c.opts, &c.src, &c.image)
@@ -186,10 +186,6 @@ fn build_setup() -> Result<Setup, String> {
             .join(", ")
     );
     Ok(Setup { work, cases })
-}
-
-fn parallel(n: usize, f: impl Fn(usize) + Sync) {
-    ferrofs_testkit::tmp::parallel(n, WORKERS, f)
 }
 
 /// For every case: check the build, mount the image, run `check(case, mountpoint)`; returns

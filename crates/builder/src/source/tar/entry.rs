@@ -92,17 +92,9 @@ impl Builder<'_> {
         let dir = self.dir(parents).map_err(|e| src.err(member, e))?;
         let rel = comps.join(&b'/');
         let id = self.new_inode(Kind::CharDevice { major: 0, minor: 0 }, &rel, dir);
-        // Mode 0, as overlayfs and mkfs.erofs make whiteouts.
-        let xattrs = std::mem::take(&mut hd.pax.xattrs);
-        set_meta(
-            &mut self.tree.inodes[id],
-            0,
-            hd.uid,
-            hd.gid,
-            hd.mtime,
-            xattrs,
-        );
         self.link(dir, name, id);
+        // Mode 0, as overlayfs and mkfs.erofs make whiteouts.
+        set_meta(&mut self.tree.inodes[id], 0, hd);
         whiteout_dirs.push(dir);
         Ok(true)
     }
@@ -125,7 +117,7 @@ impl Builder<'_> {
 
     /// A regular file, maybe sparse, its data left in the archive (or
     /// spooled).
-    fn file(&mut self, src: &mut Src, hd: Header, rel: &[u8]) -> Result<()> {
+    fn file(&mut self, src: &mut Src, mut hd: Header, rel: &[u8]) -> Result<()> {
         let member = &hd.member;
         let sparse = hd.typeflag == b'S' || hd.pax.sparse_major.is_some();
         let (map, real, stored) = if sparse {
@@ -145,21 +137,14 @@ impl Builder<'_> {
             archive: file,
             segments: segments.into(),
         };
-        set_meta(
-            &mut self.tree.inodes[id],
-            hd.mode,
-            hd.uid,
-            hd.gid,
-            hd.mtime,
-            hd.pax.xattrs,
-        );
         self.link(dir, name, id);
+        set_meta(&mut self.tree.inodes[id], hd.mode, &mut hd);
         Ok(())
     }
 
     /// Any other kind: a symlink, device, directory or fifo. A directory
     /// that appears again keeps its children.
-    fn node(&mut self, src: &mut Src, hd: Header, rel: &[u8]) -> Result<()> {
+    fn node(&mut self, src: &mut Src, mut hd: Header, rel: &[u8]) -> Result<()> {
         let member = &hd.member;
         let kind = match hd.typeflag {
             b'2' => Kind::Symlink {
@@ -190,14 +175,7 @@ impl Builder<'_> {
         let Some((name, parents)) = hd.comps.split_last() else {
             if is_dir {
                 let r = self.tree.root;
-                set_meta(
-                    &mut self.tree.inodes[r],
-                    hd.mode,
-                    hd.uid,
-                    hd.gid,
-                    hd.mtime,
-                    hd.pax.xattrs,
-                );
+                set_meta(&mut self.tree.inodes[r], hd.mode, &mut hd);
                 return Ok(());
             }
             return Err(src.err(member, "only a directory can be the root"));
@@ -212,32 +190,20 @@ impl Builder<'_> {
                 id
             }
         };
-        set_meta(
-            &mut self.tree.inodes[id],
-            hd.mode,
-            hd.uid,
-            hd.gid,
-            hd.mtime,
-            hd.pax.xattrs,
-        );
+        set_meta(&mut self.tree.inodes[id], hd.mode, &mut hd);
         Ok(())
     }
 }
 
-/// Gives `ino` the metadata of its header (permission bits of `mode`).
-fn set_meta(
-    ino: &mut Inode,
-    mode: i64,
-    uid: u32,
-    gid: u32,
-    mtime: (i64, u32),
-    mut xattrs: Vec<(Vec<u8>, Vec<u8>)>,
-) {
+/// Gives `ino` the metadata of `hd` (its xattrs taken), with the
+/// permission bits of `mode`.
+fn set_meta(ino: &mut Inode, mode: i64, hd: &mut Header) {
     ino.perm = (mode & 0o7777) as u16;
-    ino.uid = uid;
-    ino.gid = gid;
-    ino.mtime = mtime.0;
-    ino.mtime_nsec = mtime.1.min(999_999_999);
+    ino.uid = hd.uid;
+    ino.gid = hd.gid;
+    ino.mtime = hd.mtime.0;
+    ino.mtime_nsec = hd.mtime.1.min(999_999_999);
+    let mut xattrs = std::mem::take(&mut hd.pax.xattrs);
     xattrs.sort();
     ino.xattrs = xattrs;
 }

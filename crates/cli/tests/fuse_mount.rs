@@ -32,7 +32,7 @@ fn mount(image: &Path, dir: &Path, extra: &[&str]) -> Mount {
 }
 
 fn work(test: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(test))
+    ferrofs_testkit::work_dir!(test)
 }
 
 fn build(src: &Path, out: &Path, upstream: bool, opts: &[&str]) {

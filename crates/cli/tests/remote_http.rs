@@ -20,7 +20,7 @@ use ferrofs_testkit::{corpus, tools};
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
 
 fn work(test: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(test))
+    ferrofs_testkit::work_dir!(test)
 }
 
 fn ferrofs(args: &[&str]) -> Result<Vec<u8>, String> {

@@ -116,6 +116,24 @@ pub fn send_signal(pid: u32, sig: &str) -> io::Result<()> {
     }
 }
 
+/// Runs `script` with `bash -e -o pipefail -c`; its stdout, or an error
+/// naming the script, its exit status and its stderr.
+pub fn sh(script: &str) -> Result<String, String> {
+    let out = Command::new("bash")
+        .args(["-e", "-o", "pipefail", "-c", script])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "{script}: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -150,6 +150,16 @@ pub fn fresh_run_dir(base: &Path) -> PathBuf {
     work
 }
 
+/// A fresh work directory for the calling test: `NAME/run-PID` under the
+/// test crate's `CARGO_TARGET_TMPDIR` (see [`fresh_run_dir`]; the macro
+/// reads that variable where it is expanded, in the test crate).
+#[macro_export]
+macro_rules! work_dir {
+    ($name:expr) => {
+        $crate::tmp::fresh_run_dir(&::std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join($name))
+    };
+}
+
 /// Runs `f(0..n)` on `workers` threads, each taking the next index.
 pub fn parallel(n: usize, workers: usize, f: impl Fn(usize) + Sync) {
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -164,6 +174,15 @@ pub fn parallel(n: usize, workers: usize, f: impl Fn(usize) + Sync) {
             });
         }
     });
+}
+
+/// The end of a test that collected `failures`: removes `work` if there
+/// are none, else panics listing them (`work` is then left in place).
+pub fn finish(work: &Path, failures: &[String]) {
+    if failures.is_empty() {
+        let _ = remove_tree(work);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Runs the checks `f(0..n)` on two threads, each returning its failures;
@@ -189,4 +208,64 @@ pub fn parallel_checks(work: &Path, n: usize, f: impl Fn(usize) -> Vec<String> +
         work.display(),
         failures.join("\n")
     );
+}
+
+/// Runs `check(i)` for every case `i` (labelled `labels[i]`) on two
+/// threads, saying on stderr how each ended and how long it took
+/// (prefixed `what`); returns `(label, failures)` in case order, for
+/// [`report_cases`].
+pub fn check_cases(
+    what: &str,
+    labels: Vec<String>,
+    check: impl Fn(usize) -> Vec<String> + Sync,
+) -> Vec<(String, Vec<String>)> {
+    let results: Vec<std::sync::Mutex<Vec<String>>> = labels
+        .iter()
+        .map(|_| std::sync::Mutex::new(Vec::new()))
+        .collect();
+    parallel(labels.len(), 2, |i| {
+        let t = std::time::Instant::now();
+        let failures = check(i);
+        let outcome = if failures.is_empty() {
+            "ok".to_string()
+        } else {
+            format!("FAILED ({} failures)", failures.len())
+        };
+        eprintln!("{what}: {} {outcome} in {:.1?}", labels[i], t.elapsed());
+        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = failures;
+    });
+    labels
+        .into_iter()
+        .zip(results)
+        .map(|(l, r)| (l, r.into_inner().unwrap_or_else(|e| e.into_inner())))
+        .collect()
+}
+
+/// Panics with every failure of every case (`(case label, failures)`),
+/// at most 40 shown a case, if there are any, keeping `work` for
+/// inspection; otherwise says on stderr that all cases of `what` passed.
+pub fn report_cases(work: &Path, what: &str, results: Vec<(String, Vec<String>)>) {
+    const SHOW: usize = 40;
+    let failed: Vec<_> = results.iter().filter(|(_, f)| !f.is_empty()).collect();
+    if failed.is_empty() {
+        eprintln!("{what}: all {} cases passed", results.len());
+        return;
+    }
+    keep_at_exit(work);
+    let mut msg = format!(
+        "{what}: {} of {} cases failed (trees and images kept in {})\n",
+        failed.len(),
+        results.len(),
+        work.display()
+    );
+    for (label, failures) in failed {
+        msg.push_str(&format!("\n== {label}: {} failures\n", failures.len()));
+        for f in failures.iter().take(SHOW) {
+            msg.push_str(&format!("  {f}\n"));
+        }
+        if failures.len() > SHOW {
+            msg.push_str(&format!("  ... and {} more\n", failures.len() - SHOW));
+        }
+    }
+    panic!("{msg}");
 }

@@ -113,6 +113,11 @@ impl Src {
         Ok(())
     }
 
+    /// Skips a member's `n` bytes of data and the padding after them.
+    pub(super) fn skip_data(&mut self, n: u64, member: &str) -> Result<()> {
+        self.skip(n + Self::padding(n), member)
+    }
+
     pub(super) fn padding(len: u64) -> u64 {
         len.div_ceil(BLOCK as u64) * BLOCK as u64 - len
     }

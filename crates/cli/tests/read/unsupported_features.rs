@@ -4,20 +4,17 @@
 //! superblock patched (and its CRC32C recomputed, so only the feature bits
 //! differ).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use ferrofs_format::superblock::{checksum_len, compute_checksum};
 use ferrofs_format::{BlockSize, SUPERBLOCK_OFFSET};
 use ferrofs_testkit::tools;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::FERROFS;
+use ferrofs_testkit::work_dir;
 /// `feature_incompat` in the superblock.
 const INCOMPAT_AT: usize = SUPERBLOCK_OFFSET as usize + 0x50;
-
-fn work(test: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(test))
-}
 
 /// Recomputes the superblock checksum of a 4 KiB-block image.
 fn fix_crc(bytes: &mut [u8]) {
@@ -49,7 +46,7 @@ fn text(o: &Output) -> String {
 
 #[test]
 fn unknown_incompat_bits_are_unsupported_not_corrupt() {
-    let w = work("incompat_bits");
+    let w = work_dir!("incompat_bits");
     let root = tools::workspace_root().join("testdata");
     for name in ["v19/e48.erofs", "v19/kitchen-sink.erofs", "v19/MZ.erofs"] {
         let orig = std::fs::read(root.join(name)).unwrap();
@@ -146,7 +143,7 @@ fn unknown_incompat_bits_are_unsupported_not_corrupt() {
 /// reported by fsck as corrupt (exit 1), never as unsupported.
 #[test]
 fn damaged_inode_is_corrupt() {
-    let w = work("incompat_damage");
+    let w = work_dir!("incompat_damage");
     let src = tools::workspace_root().join("testdata/v19/e48.erofs");
     let orig = std::fs::read(&src).unwrap();
     let img0 = w.join("orig.erofs");

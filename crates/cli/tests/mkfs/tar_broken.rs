@@ -4,14 +4,10 @@
 //! reason and leaves no image.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
+use crate::FERROFS;
+use ferrofs_testkit::work_dir;
 
 /// A 512-byte ustar header with a valid checksum.
 fn header(name: &str, size: u64, typeflag: u8, link: &str) -> Vec<u8> {
@@ -42,7 +38,7 @@ fn file_entry(name: &str, data: &[u8]) -> Vec<u8> {
 
 #[test]
 fn broken_archives_are_refused_with_the_reason() {
-    let work = work_dir("mkfs_tar_bad");
+    let work = work_dir!("mkfs_tar_bad");
     let good = file_entry("a.txt", b"hello\n");
     let mut bad_sum = good.clone();
     bad_sum[0] = b'b';

@@ -19,7 +19,7 @@ use ferrofs_testkit::compare::{compare_trees, list_tree, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::verify::run_ok;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::FERROFS;
 
 fn images() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/v19");
@@ -47,9 +47,7 @@ fn v19_images_read_as_the_kernel_reads_them() {
     if let Err(why) = can_mount() {
         return println!("skipped: {why}");
     }
-    let work = ferrofs_testkit::tmp::fresh_run_dir(
-        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures_v19"),
-    );
+    let work = ferrofs_testkit::work_dir!("fixtures_v19");
     let mut failures = Vec::new();
     for img in images() {
         let name = img.file_name().unwrap().to_string_lossy().into_owned();
@@ -111,8 +109,5 @@ fn v19_images_read_as_the_kernel_reads_them() {
         }
         let _ = ferrofs_testkit::tmp::remove_tree(&out);
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }

@@ -9,17 +9,13 @@
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::xattr;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
+use crate::dropin_link;
+use ferrofs_testkit::work_dir;
 
 /// The fs_config this test writes: (path under the mount point, uid,
 /// gid, mode, capabilities) as the kernel must show them.
@@ -50,7 +46,7 @@ fn canned_fs_config_sets_owners_modes_and_capabilities() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("android_fs_config");
+    let work = work_dir!("android_fs_config");
     let src = work.join("tree");
     fs::create_dir_all(src.join("bin")).unwrap();
     fs::create_dir_all(src.join("etc")).unwrap();
@@ -61,8 +57,7 @@ fn canned_fs_config_sets_owners_modes_and_capabilities() {
     std::os::unix::fs::symlink("hosts", src.join("etc/link")).unwrap();
     let cfg = work.join("fs_config");
     fs::write(&cfg, FS_CONFIG).unwrap();
-    let link = work.join("mkfs.erofs");
-    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let link = dropin_link(&work);
     let img = work.join("system.img");
     let out = Command::new(&link)
         .arg(format!("--fs-config-file={}", cfg.display()))

@@ -36,11 +36,7 @@ use ferrofs_testkit::mount::{can_mount, LoopDev, LoopMount};
 use ferrofs_testkit::tools;
 use ferrofs_testkit::verify::run_ok as run;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
+use super::FERROFS;
 
 /// Writes the three layer trees `l1`, `l2`, `l3` in the current directory.
 const LAYERS: &str = r#"
@@ -115,7 +111,7 @@ fn setup(name: &str) -> Option<(PathBuf, tools::Mkfs, tools::Fsck)> {
         println!("skipped: mkfs.erofs/fsck.erofs 1.9.x not found");
         return None;
     };
-    let work = work_dir(name);
+    let work = ferrofs_testkit::work_dir!(name);
     run(Command::new("bash")
         .args(["-e", "-c", LAYERS])
         .current_dir(&work))
@@ -325,7 +321,7 @@ fn layers_merge_as_overlayfs_stacks_them() {
 
 #[test]
 fn bad_layers_are_named() {
-    let work = work_dir("rebuild_bad");
+    let work = ferrofs_testkit::work_dir!("rebuild_bad");
     let p = |n: &str| work.join(n);
     fs::create_dir_all(p("t/d")).unwrap();
     fs::write(p("t/d/f"), b"data\n".repeat(2000)).unwrap();

@@ -5,7 +5,7 @@
 //! kernel.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use ferrofs_testkit::compare::{self, CompareOptions};
@@ -13,18 +13,8 @@ use ferrofs_testkit::mount::{can_mount, LoopDev, LoopMount};
 use ferrofs_testkit::verify::run_ok as run;
 use ferrofs_testkit::{corpus, tools, verify};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
-
-/// A symlink named mkfs.erofs to the binary under test, in `work`.
-fn dropin(work: &Path) -> PathBuf {
-    let link = work.join("mkfs.erofs");
-    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
-    link
-}
+use crate::{dropin_link, FERROFS};
+use ferrofs_testkit::work_dir;
 
 /// Where the data of file `path` of `img` starts (`None`: no block data).
 fn data_start(img: &Path, path: &str) -> Result<Option<u64>, String> {
@@ -51,7 +41,7 @@ fn dsunit_aligns_every_files_data() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("layout_dsunit");
+    let work = work_dir!("layout_dsunit");
     let src = work.join("tree");
     fs::create_dir_all(src.join("d")).unwrap();
     let files = ["a", "b", "d/c", "d/e", "long"];
@@ -61,7 +51,7 @@ fn dsunit_aligns_every_files_data() {
         fs::write(src.join(f), data).unwrap();
     }
     std::os::unix::fs::symlink("t".repeat(4000), src.join("long")).unwrap();
-    let link = dropin(&work);
+    let link = dropin_link(&work);
     let unit = 4 * 4096;
     let mut failures = Vec::new();
     for flags in [
@@ -99,10 +89,7 @@ fn dsunit_aligns_every_files_data() {
             &work,
         ));
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// `--offset N`: the image starts N bytes into the file. Ours: the bytes
@@ -119,10 +106,10 @@ fn offset_images_both_ways() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("dropin_offset");
+    let work = work_dir!("dropin_offset");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
-    let link = dropin(&work);
+    let link = dropin_link(&work);
     let flags = ["-zlz4hc", "-Eztailpacking", "--quiet"];
     let mut failures = Vec::new();
     let plain = work.join("plain.img");
@@ -218,10 +205,7 @@ fn offset_images_both_ways() {
     } else {
         println!("mkfs.erofs 1.8.6 not found: upstream image not read");
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// `--sort=none` with `--tar`, no compression and `-E noinline_data`: file
@@ -234,7 +218,7 @@ fn sort_none_keeps_archive_order() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("dropin_sort");
+    let work = work_dir!("dropin_sort");
     let src = work.join("tree");
     fs::create_dir_all(src.join("m")).unwrap();
     let files = ["z.bin", "a.bin", "m/inner.bin", "b.bin"];
@@ -264,7 +248,7 @@ fn sort_none_keeps_archive_order() {
             "b.bin",
         ]))
     .expect("tar");
-    let link = dropin(&work);
+    let link = dropin_link(&work);
     // Where each file's data starts.
     let order = |img: &Path| -> Result<Vec<u64>, String> {
         files
@@ -329,10 +313,7 @@ fn sort_none_keeps_archive_order() {
             Err(e) => failures.push(format!("--sort={sort}: mount: {e}")),
         }
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// `--blobdev FILE --chunksize N`: the chunks go to FILE, the image's one
@@ -348,10 +329,10 @@ fn blobdev_holds_the_chunks() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("layout_blobdev");
+    let work = work_dir!("layout_blobdev");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
-    let link = dropin(&work);
+    let link = dropin_link(&work);
     let mut failures = Vec::new();
     let kernel_view = |img: &Path, blob: &Path, tree: &Path, failures: &mut Vec<String>| {
         let dev = match LoopDev::new(blob) {
@@ -463,8 +444,5 @@ fn blobdev_holds_the_chunks() {
             o.status
         ));
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }

@@ -22,13 +22,9 @@ use ferrofs_testkit::corpus;
 use ferrofs_testkit::process::{run_with_timeout, Outcome};
 use ferrofs_testkit::{is_root, TempDir};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::FERROFS;
 /// Time limit for one mkfs run.
 const LIMIT: Duration = Duration::from_secs(120);
-
-fn keep_requested() -> bool {
-    ferrofs_testkit::tmp::keep_requested()
-}
 
 /// `ferrofs mkfs OPTS OUT SRC`.
 fn mkfs(opts: &[&str], out: &Path, src: &Path) -> Result<Outcome, String> {
@@ -101,7 +97,7 @@ fn finish(what: &str, f: Vec<String>, dir: &mut TempDir) {
     if f.is_empty() {
         return;
     }
-    let kept = if keep_requested() {
+    let kept = if ferrofs_testkit::tmp::keep_requested() {
         dir.keep();
         format!("files kept in {}", dir.path().display())
     } else {

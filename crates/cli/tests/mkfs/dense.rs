@@ -9,14 +9,14 @@
 
 use std::fs;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use ferrofs_testkit::corpus::{self, XorShift64};
 use ferrofs_testkit::mount::can_mount;
-use ferrofs_testkit::verify::{self, run_ok};
+use ferrofs_testkit::verify;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::{dump_json, FERROFS};
+use ferrofs_testkit::work_dir;
 
 /// Families of alike text files.
 const FAMILIES: usize = 3;
@@ -77,11 +77,6 @@ fn add_files(dir: &Path) {
         body.extend_from_slice(&corpus::mixed_bytes(size - body.len(), 60 + k as u64));
         fs::write(big.join(format!("b{size}")), body).unwrap();
     }
-}
-
-fn dump_json(args: &[&str]) -> Result<serde_json::Value, String> {
-    let out = run_ok(Command::new(FERROFS).arg("dump").args(args).arg("--json"))?;
-    serde_json::from_slice(&out).map_err(|e| e.to_string())
 }
 
 /// The extents of a file as `ferrofs dump` lists them.
@@ -180,17 +175,13 @@ fn check(work: &Path, src: &Path, c: &Case) -> Vec<String> {
     f
 }
 
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
-
 #[test]
 fn dense_images_match_kernel() {
     if let Err(why) = can_mount() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("mkfs_dense");
+    let work = work_dir!("mkfs_dense");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
     add_files(&src);

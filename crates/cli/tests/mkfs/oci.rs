@@ -19,23 +19,8 @@ use ferrofs_testkit::compare::{self, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopDev, LoopMount};
 use ferrofs_testkit::tools;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn sh(script: &str) -> Result<String, String> {
-    let out = Command::new("bash")
-        .args(["-e", "-o", "pipefail", "-c", script])
-        .output()
-        .map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{script}: {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
+use crate::FERROFS;
+use ferrofs_testkit::process::sh;
 
 /// Makes the layout `L` (tags `base` and `v2`) in the current directory
 /// and `umoci unpack`s `v2` into `X`.
@@ -172,8 +157,7 @@ fn make_layout(name: &str) -> Result<PathBuf, String> {
 
 /// The layout `script` makes (MAKE or a variant) in a fresh directory.
 fn make_layout_with(name: &str, script: &str) -> Result<PathBuf, String> {
-    let work =
-        ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name));
+    let work = ferrofs_testkit::work_dir!(name);
     sh(&format!("cd {} && {script}", work.display()))?;
     fs::write(work.join("rewrite.py"), REWRITE).map_err(|e| e.to_string())?;
     Ok(work)

@@ -7,16 +7,16 @@
 //! property its option promises in `ferrofs dump`.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use ferrofs_testkit::compare::{self, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::{corpus, tools, verify};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::{dump_json, FERROFS};
+use ferrofs_testkit::work_dir;
 
 use ferrofs_testkit::verify::run_ok as run;
 
@@ -80,11 +80,6 @@ fn add_files(dir: &Path) {
         .args(["-n", "user.note", "-v", "dup-with-an-xattr"])
         .arg(&x))
     .expect("setfattr");
-}
-
-fn dump_json(args: &[&str]) -> Result<serde_json::Value, String> {
-    let out = run(Command::new(FERROFS).arg("dump").args(args).arg("--json"))?;
-    serde_json::from_slice(&out).map_err(|e| e.to_string())
 }
 
 /// Where a file's extents are: physical positions of pclusters and
@@ -200,17 +195,13 @@ fn check(work: &Path, src: &Path, c: &Case) -> Vec<String> {
     f
 }
 
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
-
 #[test]
 fn fragment_and_dedupe_images_match_kernel() {
     if let Err(why) = can_mount() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("mkfs_density");
+    let work = work_dir!("mkfs_density");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
     add_files(&src);
@@ -234,29 +225,14 @@ fn fragment_and_dedupe_images_match_kernel() {
         pcluster: 1 << 20,
         ext: "fragments=16384,dedupe",
     });
-    let failures = Mutex::new(Vec::new());
-    ferrofs_testkit::tmp::parallel(cases.len(), 2, |i| {
-        let f = check(&work, &src, &cases[i]);
-        failures.lock().unwrap().extend(f);
-    });
-    let failures = failures.into_inner().unwrap();
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures (work in {}):\n{}",
-        failures.len(),
-        work.display(),
-        failures.join("\n")
-    );
+    ferrofs_testkit::tmp::parallel_checks(&work, cases.len(), |i| check(&work, &src, &cases[i]));
 }
 
 /// Fragments make a tree of many small alike files smaller than plain
 /// compression does, and dedupe stores a duplicated file once.
 #[test]
 fn fragments_and_dedupe_save_space() {
-    let work = work_dir("mkfs_density_size");
+    let work = work_dir!("mkfs_density_size");
     let src = work.join("tree");
     fs::create_dir_all(src.join("a")).unwrap();
     fs::create_dir_all(src.join("b")).unwrap();
@@ -309,7 +285,7 @@ fn real_tree_with_fragments_and_dedupe() {
         println!("skipped: /usr/share/doc is missing");
         return;
     }
-    let work = work_dir("mkfs_density_real");
+    let work = work_dir!("mkfs_density_real");
     let img = work.join("doc.img");
     let tar_img = work.join("doc-tar.img");
     run(Command::new(FERROFS)
@@ -349,10 +325,7 @@ fn real_tree_with_fragments_and_dedupe() {
         }
     }
     failures.truncate(20);
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// `-E dedupe` without compression, as mkfs.erofs does it: files become
@@ -363,7 +336,7 @@ fn real_tree_with_fragments_and_dedupe() {
 /// mkfs.erofs 1.8.6's.
 #[test]
 fn uncompressed_dedupe_shares_blocks() {
-    let work = work_dir("mkfs_density_chunks");
+    let work = work_dir!("mkfs_density_chunks");
     let src = work.join("tree");
     fs::create_dir_all(src.join("d")).unwrap();
     let a = corpus::random_bytes(40 * 4096, 21);
@@ -438,8 +411,5 @@ fn uncompressed_dedupe_shares_blocks() {
         },
         Err(why) => println!("kernel comparison skipped: {why}"),
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }

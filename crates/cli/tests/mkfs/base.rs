@@ -22,11 +22,9 @@ use ferrofs_testkit::corpus::{self, set_mtime};
 use ferrofs_testkit::mount::can_mount;
 use ferrofs_testkit::{tools, verify};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
+use crate::FERROFS;
+use ferrofs_testkit::tmp::finish;
+use ferrofs_testkit::work_dir;
 
 /// The old tree: the corner tree plus compressible files of many sizes
 /// (several pclusters long, so samples exist), an incompressible one and
@@ -93,7 +91,7 @@ fn new_tree(old: &Path, new: &Path) {
 /// A fresh work directory `name` with the old tree and the new tree in
 /// it: (work, old, new).
 fn trees(name: &str) -> (PathBuf, PathBuf, PathBuf) {
-    let work = work_dir(name);
+    let work = work_dir!(name);
     let (old, new) = (work.join("old"), work.join("new"));
     old_tree(&old);
     new_tree(&old, &new);
@@ -101,13 +99,6 @@ fn trees(name: &str) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 /// Fails with every failure, or removes the work directory.
-fn finish(work: &Path, failures: &[String]) {
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
 /// Runs `ferrofs mkfs --json OPTS IMG SRC`; the summary.
 fn mkfs(opts: &[&str], img: &Path, src: &Path) -> Result<serde_json::Value, String> {
     let out = verify::run_ok(

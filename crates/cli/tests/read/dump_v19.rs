@@ -14,7 +14,7 @@ use std::process::Command;
 use ferrofs_testkit::tools;
 use serde_json::Value;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::FERROFS;
 
 fn v19(name: &str) -> PathBuf {
     tools::workspace_root().join("testdata/v19").join(name)
@@ -381,9 +381,7 @@ fn inode_flags_of_v19_images() {
     assert!(v.get("fingerprint").is_none(), "{v}");
     // NLINK_1 appears only past 2^32 blocks: patch one compact inode's
     // i_format (bit 4) with i_nb = 0 and check the flag and nlink 1.
-    let w = ferrofs_testkit::tmp::fresh_run_dir(
-        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("dump_v19_nlink1"),
-    );
+    let w = ferrofs_testkit::work_dir!("dump_v19_nlink1");
     let src = v19("e48.erofs");
     let text = dump(&src, &["--path", "/text.txt"]);
     assert_eq!(text["extended"], false);

@@ -7,18 +7,15 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use ferrofs_testkit::compare::{self, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::xattr;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
+use crate::FERROFS;
+use ferrofs_testkit::work_dir;
 
 /// A PAX archive whose entries carry `SCHILY.xattr.*` records: a symlink
 /// with a user.* xattr (first in name order, so it is extracted first), a
@@ -65,7 +62,7 @@ fn extract_reports_xattrs_it_cannot_set_and_goes_on() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("extract_xattrs");
+    let work = work_dir!("extract_xattrs");
     fs::write(work.join("mk.py"), PY_TAR).unwrap();
     let tar = work.join("x.tar");
     let st = Command::new("python3")

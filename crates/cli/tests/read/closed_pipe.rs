@@ -7,15 +7,11 @@
 use std::fs;
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::FERROFS;
+use ferrofs_testkit::work_dir;
 const SIGPIPE: i32 = 13;
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
 
 /// Runs `cmd` with its stdout a pipe whose read end is already closed;
 /// returns how it ended (a description) if that was not death by SIGPIPE
@@ -43,7 +39,7 @@ fn dies_of_sigpipe(cmd: &mut Command) -> Result<(), String> {
 
 #[test]
 fn printing_commands_end_quietly_on_a_closed_pipe() {
-    let work = work_dir("closed_pipe");
+    let work = work_dir!("closed_pipe");
     let src = work.join("tree");
     fs::create_dir_all(src.join("dir")).unwrap();
     for i in 0..200 {
@@ -100,8 +96,5 @@ fn printing_commands_end_quietly_on_a_closed_pipe() {
     if let Err(e) = dies_of_sigpipe(Command::new(&link).arg(&out).arg(&src)) {
         failures.push(format!("mkfs.erofs: {e}"));
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }

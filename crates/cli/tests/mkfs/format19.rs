@@ -10,8 +10,7 @@
 //! accepted by `ferrofs fsck`, fsck.erofs 1.9.4 and dump.erofs 1.9.4; the
 //! library then checks that the feature is really there.
 
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::path::Path;
 
 use ferrofs::format::inode::DataLayout;
 use ferrofs::format::superblock::{compat, incompat};
@@ -19,11 +18,8 @@ use ferrofs::Image;
 use ferrofs_testkit::mount::can_mount;
 use ferrofs_testkit::{corpus, tools, verify};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
+use crate::FERROFS;
+use ferrofs_testkit::work_dir;
 
 /// What the image must show beyond reading back as its source.
 fn features(img: &Path, opts: &[&str]) -> Vec<String> {
@@ -203,7 +199,7 @@ fn digests(img: &Path, image: &Image) -> Vec<String> {
 /// would serve silently is reported.
 #[test]
 fn fsck_notices_a_fingerprint_that_does_not_match() {
-    let work = work_dir("mkfs_format19_digest");
+    let work = work_dir!("mkfs_format19_digest");
     let src = work.join("src");
     std::fs::create_dir_all(&src).unwrap();
     let marker = b"a marker line that lies in the image once\n".repeat(200);
@@ -251,7 +247,7 @@ fn images_in_the_2025_format_read_back_through_the_kernel() {
         tools::fsck_next().is_some(),
         "fsck.erofs 1.9.x is missing: run ../shared/tools/upstream-tools --next or set UPSTREAM_NEXT_BIN"
     );
-    let work = work_dir("mkfs_format19");
+    let work = work_dir!("mkfs_format19");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
     let cases: Vec<(&str, Vec<&str>)> = vec![
@@ -327,8 +323,7 @@ fn images_in_the_2025_format_read_back_through_the_kernel() {
             ],
         ),
     ];
-    let failures = Mutex::new(Vec::new());
-    ferrofs_testkit::tmp::parallel(cases.len(), 2, |i| {
+    ferrofs_testkit::tmp::parallel_checks(&work, cases.len(), |i| {
         let (name, opts) = &cases[i];
         let img = work.join(format!("{name}.img"));
         let owned: Vec<String> = opts.iter().map(|s| s.to_string()).collect();
@@ -340,19 +335,8 @@ fn images_in_the_2025_format_read_back_through_the_kernel() {
                     .map(|e| format!("{name}: {e}")),
             );
         }
-        failures.lock().unwrap().extend(f);
+        f
     });
-    let failures = failures.into_inner().unwrap();
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures (work in {}):\n{}",
-        failures.len(),
-        work.display(),
-        failures.join("\n")
-    );
 }
 
 /// Fields of the 48-bit layout mkfs never writes for this tree, patched in
@@ -366,7 +350,7 @@ fn hand_patched_48bit_fields_read_as_the_kernel_reads_them() {
     if let Err(why) = can_mount() {
         return println!("skipped: {why}");
     }
-    let work = work_dir("mkfs_format19_patch");
+    let work = work_dir!("mkfs_format19_patch");
     let src = work.join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("one"), b"a file with one name\n").unwrap();

@@ -36,7 +36,8 @@ use ferrofs_testkit::process::run_with_timeout;
 use ferrofs_testkit::tools::{self, Flavor, Mkfs};
 use ferrofs_testkit::{can_mount, LoopMount};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::FERROFS;
+use ferrofs_testkit::work_dir;
 /// Worker threads per test (the machine has 2 cores).
 const WORKERS: usize = 2;
 /// How many files of the 3,000-entry directory `cat` checks.
@@ -97,7 +98,7 @@ fn build_setup() -> Result<Setup, String> {
         "upstream mkfs.erofs is missing: run ../shared/tools/upstream-tools or set UPSTREAM_TOOLS_BIN"
     );
     let t0 = Instant::now();
-    let work = work_dir();
+    let work = work_dir!("upstream_images");
     let tree = work.join("tree");
     corpus::make_corner_tree(&tree).expect("make the corner tree");
     let tree254 = work.join("tree254");
@@ -164,7 +165,7 @@ fn build_setup() -> Result<Setup, String> {
     }
     let results: Vec<Mutex<Option<Result<Duration, String>>>> =
         cases.iter().map(|_| Mutex::new(None)).collect();
-    parallel(cases.len(), |i| {
+    ferrofs_testkit::tmp::parallel(cases.len(), WORKERS, |i| {
         let c = &cases[i];
         let t = Instant::now();
         let r = tools::build_image(&c.mkfs, &c.opts, &c.src, &c.image)
@@ -187,16 +188,6 @@ fn build_setup() -> Result<Setup, String> {
     Ok(Setup { work, cases })
 }
 
-fn work_dir() -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(
-        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream_images"),
-    )
-}
-
-fn parallel(n: usize, f: impl Fn(usize) + Sync) {
-    ferrofs_testkit::tmp::parallel(n, WORKERS, f)
-}
-
 /// For every case: check the build, mount the image, run `check(case, mountpoint)`; returns
 /// each case's failures (empty when it passed), in case order.
 fn for_each_case(
@@ -204,64 +195,17 @@ fn for_each_case(
     what: &str,
     check: impl Fn(&Case, &Path) -> Vec<String> + Sync,
 ) -> Vec<(String, Vec<String>)> {
-    let results: Vec<Mutex<Vec<String>>> =
-        setup.cases.iter().map(|_| Mutex::new(Vec::new())).collect();
-    parallel(setup.cases.len(), |i| {
+    let labels = setup.cases.iter().map(|c| c.label()).collect();
+    ferrofs_testkit::tmp::check_cases(what, labels, |i| {
         let case = &setup.cases[i];
-        let t = Instant::now();
-        let failures = match &case.build {
+        match &case.build {
             Err(e) => vec![format!("mkfs failed: {e}")],
             Ok(_) => match LoopMount::new(&case.image, &[]) {
                 Err(e) => vec![format!("kernel mount failed: {e}")],
                 Ok(mnt) => check(case, mnt.path()),
             },
-        };
-        eprintln!(
-            "{what}: {} {} in {:.1?}{}",
-            case.label(),
-            if failures.is_empty() { "ok" } else { "FAILED" },
-            t.elapsed(),
-            if failures.is_empty() {
-                String::new()
-            } else {
-                format!(" ({} failures)", failures.len())
-            }
-        );
-        *results[i].lock().unwrap() = failures;
-    });
-    setup
-        .cases
-        .iter()
-        .zip(results)
-        .map(|(c, r)| (c.label(), r.into_inner().unwrap()))
-        .collect()
-}
-
-/// Panics with every failure of every case, if there are any (keeping the work directory).
-fn report(setup: &Setup, what: &str, results: Vec<(String, Vec<String>)>) {
-    const SHOW: usize = 40;
-    let failed: Vec<_> = results.iter().filter(|(_, f)| !f.is_empty()).collect();
-    if failed.is_empty() {
-        eprintln!("{what}: all {} cases passed", results.len());
-        return;
-    }
-    ferrofs_testkit::tmp::keep_at_exit(&setup.work);
-    let mut msg = format!(
-        "{what}: {} of {} cases failed (trees and images kept in {})\n",
-        failed.len(),
-        results.len(),
-        setup.work.display()
-    );
-    for (label, failures) in failed {
-        msg.push_str(&format!("\n== {label}: {} failures\n", failures.len()));
-        for f in failures.iter().take(SHOW) {
-            msg.push_str(&format!("  {f}\n"));
         }
-        if failures.len() > SHOW {
-            msg.push_str(&format!("  ... and {} more\n", failures.len() - SHOW));
-        }
-    }
-    panic!("{msg}");
+    })
 }
 
 /// What the kernel mount may legitimately differ in from the source tree, per case: only what
@@ -313,7 +257,11 @@ fn harness_kernel_matches_source() {
         }
         failures
     });
-    report(setup, "harness (kernel mount vs source tree)", results);
+    ferrofs_testkit::tmp::report_cases(
+        &setup.work,
+        "harness (kernel mount vs source tree)",
+        results,
+    );
 }
 
 /// A negative control: the comparison must notice that the two source trees differ (their
@@ -356,8 +304,8 @@ fn ferrofs_matches_kernel() {
         check_cat(case, mnt, &mut failures);
         failures
     });
-    report(
-        setup,
+    ferrofs_testkit::tmp::report_cases(
+        &setup.work,
         "ferrofs (fsck, extract, cat vs kernel mount)",
         results,
     );

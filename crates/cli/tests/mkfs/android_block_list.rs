@@ -24,12 +24,9 @@ use ferrofs_testkit::corpus::{mixed_bytes, random_bytes, text_bytes};
 use ferrofs_testkit::mount::can_mount;
 use ferrofs_testkit::verify::{image_reads_as_source, run_ok};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::{dropin_link, FERROFS};
+use ferrofs_testkit::work_dir;
 const BS: u64 = 4096;
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
 
 /// Files around block boundaries, compressible and not, a tail too long
 /// to be inline, zero blocks and a sparse file, a hard link, an empty file
@@ -261,11 +258,10 @@ fn block_list_names_the_blocks_of_every_file() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("android_block_list");
+    let work = work_dir!("android_block_list");
     let src = work.join("tree");
     make_tree(&src);
-    let link = work.join("mkfs.erofs");
-    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let link = dropin_link(&work);
     let variants: &[&[&str]] = &[
         &[],
         &["-zlz4hc", "-C16384"],
@@ -311,10 +307,7 @@ fn block_list_names_the_blocks_of_every_file() {
             &work,
         ));
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// Without `--mount-point`, mkfs.erofs 1.8 opens (truncates) the list and
@@ -322,11 +315,10 @@ fn block_list_names_the_blocks_of_every_file() {
 /// an image is written, naming the path.
 #[test]
 fn block_list_without_mount_point_and_unwritable() {
-    let work = work_dir("android_block_list_errors");
+    let work = work_dir!("android_block_list_errors");
     let src = work.join("tree");
     make_tree(&src);
-    let link = work.join("mkfs.erofs");
-    std::os::unix::fs::symlink(FERROFS, &link).unwrap();
+    let link = dropin_link(&work);
     let list = work.join("old.map");
     fs::write(&list, "/system/stale 1-2\n").unwrap();
     let img = work.join("a.img");

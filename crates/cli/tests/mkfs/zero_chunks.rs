@@ -7,18 +7,15 @@
 
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use ferrofs_testkit::compare::{self, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::tools;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
+use crate::FERROFS;
+use ferrofs_testkit::work_dir;
 
 /// (chunk size, [first block of each chunk or null]) of `path` in `img`.
 fn chunk_table(img: &Path, path: &str) -> (u64, Vec<Option<u64>>) {
@@ -51,7 +48,7 @@ fn zero_chunks_are_holes_as_mkfs_erofs_makes_them() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("zero_chunks");
+    let work = work_dir!("zero_chunks");
     let src = work.join("tree");
     fs::create_dir_all(&src).unwrap();
     fs::write(src.join("zeros"), vec![0u8; 20 << 20]).unwrap();
@@ -159,8 +156,5 @@ fn zero_chunks_are_holes_as_mkfs_erofs_makes_them() {
     if next.is_none() {
         println!("mkfs.erofs 1.9.x not found: upstream comparison skipped");
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }

@@ -9,9 +9,8 @@
 //! stored flat. Needs root and loop devices; otherwise prints why it skips.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use ferrofs_testkit::compare::{self, CompareOptions};
@@ -20,7 +19,8 @@ use ferrofs_testkit::process::run_with_timeout;
 use ferrofs_testkit::{can_mount, LoopMount};
 use ferrofs_testkit::{tools, verify};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use crate::{dump_json, FERROFS};
+use ferrofs_testkit::work_dir;
 const LIMIT: Duration = Duration::from_secs(600);
 
 fn run(cmd: &mut Command) -> Result<Vec<u8>, String> {
@@ -77,11 +77,6 @@ fn add_text_files(dir: &Path) {
     half.extend(corpus::random_bytes(300_000, 9));
     fs::write(t.join("half-random"), half).unwrap();
     fs::write(t.join("zeros"), vec![0u8; 3 << 20]).unwrap();
-}
-
-fn dump_json(args: &[&str]) -> Result<serde_json::Value, String> {
-    let out = run(Command::new(FERROFS).arg("dump").args(args).arg("--json"))?;
-    serde_json::from_slice(&out).map_err(|e| e.to_string())
 }
 
 struct Case {
@@ -144,17 +139,13 @@ fn check(work: &Path, src: &Path, c: &Case) -> Vec<String> {
     f
 }
 
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
-
 #[test]
 fn compressed_images_match_kernel() {
     if let Err(why) = can_mount() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("mkfs_compressed");
+    let work = work_dir!("mkfs_compressed");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
     add_text_files(&src);
@@ -175,22 +166,7 @@ fn compressed_images_match_kernel() {
         pcluster: 65536,
         ztail: true,
     });
-    let failures = Mutex::new(Vec::new());
-    ferrofs_testkit::tmp::parallel(cases.len(), 2, |i| {
-        let f = check(&work, &src, &cases[i]);
-        failures.lock().unwrap().extend(f);
-    });
-    let failures = failures.into_inner().unwrap();
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures (work in {}):\n{}",
-        failures.len(),
-        work.display(),
-        failures.join("\n")
-    );
+    ferrofs_testkit::tmp::parallel_checks(&work, cases.len(), |i| check(&work, &src, &cases[i]));
 }
 
 #[test]
@@ -199,7 +175,7 @@ fn hints_pick_algorithms_and_incompressible_files_stay_flat() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("mkfs_hints");
+    let work = work_dir!("mkfs_hints");
     let src = work.join("tree");
     fs::create_dir_all(&src).unwrap();
     fs::write(src.join("notes.txt"), text(50_000, 1)).unwrap();
@@ -255,7 +231,7 @@ fn hints_pick_algorithms_and_incompressible_files_stay_flat() {
 /// compressed, as mkfs.erofs compresses it: the sample asks the middle too.
 #[test]
 fn extent_cap_and_a_slow_start() {
-    let work = work_dir("mkfs_compressed_cap");
+    let work = work_dir!("mkfs_compressed_cap");
     let src = work.join("tree");
     fs::create_dir_all(&src).unwrap();
     fs::write(src.join("zeros"), vec![0u8; 3_000_000]).unwrap();
@@ -339,8 +315,5 @@ fn extent_cap_and_a_slow_start() {
         },
         Err(why) => println!("kernel comparison skipped: {why}"),
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }

@@ -13,11 +13,8 @@ use ferrofs_testkit::compare::{self, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::{corpus, tools};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
+use crate::FERROFS;
+use ferrofs_testkit::work_dir;
 
 fn run(cmd: &mut Command) -> Vec<u8> {
     let out = cmd.output().expect("spawn");
@@ -57,7 +54,7 @@ fn traced_profile_builds_match_the_source() {
         println!("skipped: /dev/fuse is missing");
         return;
     }
-    let work = work_dir("profile_build");
+    let work = work_dir!("profile_build");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
     let plain = work.join("plain.img");
@@ -132,10 +129,7 @@ fn traced_profile_builds_match_the_source() {
             }
         }
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -180,7 +174,7 @@ fn profile_cuts_device_bytes_of_a_cold_replay() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("profile_effect");
+    let work = work_dir!("profile_effect");
     let src = work.join("tree");
     fs::create_dir_all(src.join("lib")).unwrap();
     fs::create_dir_all(src.join("share")).unwrap();

@@ -12,7 +12,7 @@
 //! otherwise prints why it skips.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use ferrofs::Image;
@@ -20,21 +20,9 @@ use ferrofs_testkit::corpus;
 use ferrofs_testkit::mount::can_mount;
 use ferrofs_testkit::{tools, verify};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+use super::FERROFS;
 
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
-
-/// Fails with every failure, or removes the work directory.
-fn finish(work: &Path, failures: &[String]) {
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(work);
-    } else {
-        ferrofs_testkit::tmp::keep_at_exit(work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
+use ferrofs_testkit::tmp::finish;
 
 /// The old tree: the corner tree and files of several sizes.
 fn old_tree(dir: &Path) {
@@ -135,7 +123,7 @@ fn nid(img: &Path, path: &str) -> u64 {
 
 #[test]
 fn layers_over_ferrofs_images() {
-    let work = work_dir("incr_ferrofs");
+    let work = ferrofs_testkit::work_dir!("incr_ferrofs");
     let (old, new) = (work.join("old"), work.join("new"));
     old_tree(&old);
     new_tree(&old, &new);
@@ -223,7 +211,7 @@ fn layers_over_mkfs_erofs_images() {
         println!("mkfs.erofs 1.9.x not found: skipped");
         return;
     };
-    let work = work_dir("incr_upstream");
+    let work = ferrofs_testkit::work_dir!("incr_upstream");
     let (old, new) = (work.join("old"), work.join("new"));
     old_tree(&old);
     new_tree(&old, &new);
@@ -264,7 +252,7 @@ fn layers_over_mkfs_erofs_images() {
 fn root_rewritten_in_place_when_no_16_bit_nid_is_left() {
     // 3000 small files with inline tails: more than 2 MiB of metadata, so
     // a new root after the image would be beyond nid 65535.
-    let work = work_dir("incr_root");
+    let work = ferrofs_testkit::work_dir!("incr_root");
     let (old, new) = (work.join("old"), work.join("new"));
     for d in 0..30 {
         let dir = old.join(format!("d{d:02}"));
@@ -345,7 +333,7 @@ fn tar_of(dir: &Path, out: &Path) {
 
 #[test]
 fn tar_layer_whiteouts_and_opaque_directories() {
-    let work = work_dir("incr_tar");
+    let work = ferrofs_testkit::work_dir!("incr_tar");
     let old = work.join("old");
     for d in ["a/deep", "b", "c"] {
         fs::create_dir_all(old.join(d)).unwrap();
@@ -427,7 +415,7 @@ fn tar_layer_whiteouts_and_opaque_directories() {
 
 #[test]
 fn failures_leave_the_image_as_it_was() {
-    let work = work_dir("incr_fail");
+    let work = ferrofs_testkit::work_dir!("incr_fail");
     let old = work.join("old");
     fs::create_dir_all(&old).unwrap();
     fs::write(old.join("f"), corpus::text_bytes(30000, 5)).unwrap();
@@ -501,7 +489,7 @@ fn failures_leave_the_image_as_it_was() {
 
 #[test]
 fn dropin_takes_incremental() {
-    let work = work_dir("incr_dropin");
+    let work = ferrofs_testkit::work_dir!("incr_dropin");
     let (old, new) = (work.join("old"), work.join("new"));
     fs::create_dir_all(&old).unwrap();
     fs::write(old.join("a"), b"a\n").unwrap();

@@ -9,34 +9,16 @@
 //! (`--ungzip`, `--unxz`) give the plain archive's image.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use ferrofs_testkit::compare::{self, CompareOptions};
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::{corpus, tools};
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
-
-fn sh(script: &str) -> Result<String, String> {
-    let out = Command::new("bash")
-        .args(["-o", "pipefail", "-c", script])
-        .output()
-        .map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{script}: {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
+use crate::FERROFS;
+use ferrofs_testkit::process::sh;
+use ferrofs_testkit::work_dir;
 
 const PY_TAR: &str = r#"
 import sys, tarfile, os
@@ -60,7 +42,7 @@ fn tar_archives_match_extracted_trees() {
         println!("skipped: {why}");
         return;
     }
-    let work = work_dir("mkfs_tar");
+    let work = work_dir!("mkfs_tar");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
     fs::write(work.join("mk.py"), PY_TAR).unwrap();
@@ -227,16 +209,13 @@ fn tar_archives_match_extracted_trees() {
             }
         }
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// A 256 MiB archive on a pipe: data goes to the spool file, memory stays flat.
 #[test]
 fn piped_archive_memory_stays_flat() {
-    let work = work_dir("mkfs_tar_mem");
+    let work = work_dir!("mkfs_tar_mem");
     let d = work.join("d");
     fs::create_dir_all(&d).unwrap();
     let chunk = corpus::random_bytes(1 << 20, 5);
@@ -280,7 +259,7 @@ fn overlay_metadata_like_upstream() {
         println!("skipped: mkfs.erofs 1.8.6 not found");
         return;
     };
-    let work = work_dir("mkfs_tar_ovl");
+    let work = work_dir!("mkfs_tar_ovl");
     let w = work.display();
     sh(&format!(
         "set -e; cd {w}; mkdir -p aufs/d aufs/e ovl/x ovl/y; echo hi > aufs/d/keep; \
@@ -331,7 +310,7 @@ fn overlay_metadata_like_upstream() {
 /// image of the same `.tar.gz` reads back equal through the kernel.
 #[test]
 fn compressed_archives_give_the_plain_archives_image() {
-    let work = work_dir("mkfs_tar_z");
+    let work = work_dir!("mkfs_tar_z");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
     let w = work.display();
@@ -474,10 +453,7 @@ fn compressed_archives_give_the_plain_archives_image() {
         (Err(why), _) => println!("upstream comparison skipped: {why}"),
         (_, None) => println!("upstream comparison skipped: mkfs.erofs 1.8.6 not found"),
     }
-    if failures.is_empty() {
-        let _ = ferrofs_testkit::tmp::remove_tree(&work);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
 /// An archive without a root entry and with members whose parents have no
@@ -495,7 +471,7 @@ fn implicit_directories_like_upstream() {
         println!("skipped: mkfs.erofs 1.8.6 not found");
         return;
     };
-    let work = work_dir("mkfs_tar_implicit");
+    let work = work_dir!("mkfs_tar_implicit");
     let w = work.display();
     let py = r#"
 import sys, tarfile, io

@@ -5,17 +5,14 @@
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::tools;
 
-const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
-
-fn work_dir(name: &str) -> PathBuf {
-    ferrofs_testkit::tmp::fresh_run_dir(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(name))
-}
+use crate::FERROFS;
+use ferrofs_testkit::work_dir;
 
 fn dump(img: &Path, path: &str) -> serde_json::Value {
     let out = Command::new(FERROFS)
@@ -41,7 +38,7 @@ fn set_nlink(img: &Path, path: &str, nlink: u16) {
 
 #[test]
 fn fsck_warns_of_link_counts_the_kernel_reads_through() {
-    let work = work_dir("fsck_warnings");
+    let work = work_dir!("fsck_warnings");
     let src = work.join("tree");
     fs::create_dir_all(src.join("objects/pack")).unwrap();
     let content = b"PACK\0\0\0\x02 a git pack file whose links were left behind\n".repeat(300);

@@ -1,0 +1,16 @@
+//! The reading side of the `ferrofs` binary (fsck, extract, dump, ls, cat)
+//! on images by the reference mkfs.erofs (1.5, 1.8.6, 1.9.4) and on damaged
+//! or unusual images, with the kernel's EROFS driver as the oracle where it
+//! can mount them. One test binary; each module is one area. Tests that need
+//! root or the kernel print `skipped: REASON` without them.
+
+/// The binary under test.
+const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
+
+mod closed_pipe;
+mod dump_v19;
+mod extract_xattrs;
+mod fixtures_v19;
+mod fsck_warnings;
+mod unsupported_features;
+mod upstream_images;

@@ -288,7 +288,6 @@ fn external_plan(x: &crate::content::External, size: u64, bs: u64) -> ChunkPlan 
 
 /// Plans every inode of `tree`.
 pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
-    let bs = opts.block_size();
     let xattrs = xattrs::plan(tree, opts)?;
     let nlinks = tree.link_counts();
     let newest = tree.inodes.iter().map(|i| i.mtime).max().unwrap_or(0);
@@ -298,111 +297,25 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
         .map(|i| effective_time(opts.time, i.mtime, i.mtime_nsec, newest))
         .collect();
     let bit48 = opts.uses_48bit();
-    // The build time the superblock names (the 48-bit layout stores it as
-    // an offset from the epoch).
-    let build = match opts.time {
-        TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => t,
-        TimePolicy::IgnoreMtime | TimePolicy::Keep => newest,
-    };
-    let (epoch, fixed_nsec) = match opts.time {
-        _ if opts.fixed_epoch.is_some() => opts.fixed_epoch.unwrap_or_default(),
-        _ if bit48 => epoch_48bit(&times),
-        TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => (t.max(0), 0),
-        TimePolicy::IgnoreMtime => (newest.max(0), 0),
-        TimePolicy::Keep => {
-            // The most common non-negative mtime: those inodes can be compact.
-            let mut counts: HashMap<(i64, u32), u64> = HashMap::new();
-            for &(t, n) in &times {
-                if t >= 0 {
-                    *counts.entry((t, n)).or_default() += 1;
-                }
-            }
-            counts
-                .into_iter()
-                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-                .map(|(k, _)| k)
-                .unwrap_or((0, 0))
-        }
-    };
+    let clock = image_clock(opts, &times, newest, bit48);
     let mut chunked = false;
     let mut inodes = Vec::with_capacity(tree.inodes.len());
     for (id, ino) in tree.inodes.iter().enumerate() {
+        let (uid, gid) = owner(ino, opts);
         let (mtime, mtime_nsec) = times[id];
-        let uid = if opts.all_root {
-            0
-        } else {
-            opts.force_uid.unwrap_or(ino.uid)
+        let (dir_entries, size) = match &ino.kind {
+            Kind::Dir { entries } => dir_listing(tree, id, entries, opts),
+            _ => (Vec::new(), ino.data_size()),
         };
-        let gid = if opts.all_root {
-            0
-        } else {
-            opts.force_gid.unwrap_or(ino.gid)
-        };
-        // Offsets wrap around like mkfs.erofs's (ids are 32-bit).
-        let uid = uid.wrapping_add(opts.uid_offset);
-        let gid = gid.wrapping_add(opts.gid_offset);
         let nlink = nlinks[id];
-        let mut dir_entries = Vec::new();
-        let size = match &ino.kind {
-            Kind::Dir { entries } => {
-                let mut all = vec![
-                    DirEntryPlan {
-                        name: b".".to_vec(),
-                        target: id,
-                        file_type: 2,
-                    },
-                    DirEntryPlan {
-                        name: b"..".to_vec(),
-                        target: ino.parent,
-                        file_type: 2,
-                    },
-                ];
-                if opts.dot_omitted {
-                    all.remove(0);
-                }
-                for (name, child) in entries {
-                    all.push(DirEntryPlan {
-                        name: name.clone(),
-                        target: *child,
-                        file_type: dirent_type(&tree.inodes[*child].kind),
-                    });
-                }
-                let (blocks, size) = dir_blocks(all, bs);
-                dir_entries = blocks;
-                size
-            }
-            _ => ino.data_size(),
-        };
-        // Why a compact inode cannot hold this one, if it cannot.
-        let needs_extended = [
-            (size > u64::from(u32::MAX), "its size is 4 GiB or more"),
-            (uid > 0xFFFF, "its uid is above 65535"),
-            (gid > 0xFFFF, "its gid is above 65535"),
-            (nlink > 0xFFFF, "it has more than 65535 links"),
-            (
-                !bit48 && (mtime, mtime_nsec) != (epoch, fixed_nsec),
-                "its mtime is not the image's build time (-T or --ignore-mtime give every file that time)",
-            ),
-            (
-                bit48 && !compact_48bit_holds(mtime, mtime_nsec, epoch, fixed_nsec),
-                "its mtime is more than 2^32 s after the image's epoch or has other nanoseconds",
-            ),
-        ]
-        .into_iter()
-        .find_map(|(yes, why)| yes.then_some(why));
-        if let (Some(why), true) = (needs_extended, opts.force_compact) {
+        let why = why_extended(size, (uid, gid), nlink, (mtime, mtime_nsec), &clock, bit48);
+        if let (Some(why), true) = (why, opts.force_compact) {
             return Err(BuildError::input(
                 ino.source.clone(),
                 format!("cannot be stored in a compact inode (-E force-inode-compact): {why}"),
             ));
         }
-        let extended = opts.force_extended || needs_extended.is_some();
-        let inode_size = if extended {
-            EXTENDED_INODE_SIZE
-        } else {
-            COMPACT_INODE_SIZE
-        } as u64;
-        let xattr_len = xattrs.bodies[id].len() as u64;
+        let extended = opts.force_extended || why.is_some();
         let rdev = match ino.kind {
             Kind::CharDevice { major, minor } | Kind::BlockDevice { major, minor } => {
                 Some(ferrofs_format::inode::encode_rdev(major, minor))
@@ -430,40 +343,8 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
             all_hole: false,
             stored_at: None,
         };
-        let file_data = match &ino.kind {
-            Kind::File { data, .. } => Some(data.as_deref()),
-            _ => None,
-        };
-        let chunk_it = match file_data {
-            Some(data) => size > 0 && (opts.chunk_size.is_some() || data.is_some()),
-            None => false,
-        };
-        if let Some(x) = ino.content.external().filter(|_| size > 0) {
-            // Rebuild mode: the data stays on the layers' devices.
-            p.layout = DataLayout::ChunkBased;
-            p.chunks = Some(external_plan(x, size, bs));
-            chunked = true;
-        } else if bit48 && size > 0 && file_data.flatten().is_some_and(|d| d.is_empty()) {
-            // Holes only: no blocks, no chunk table (the null address).
-            p.all_hole = true;
-        } else if chunk_it {
-            p.layout = DataLayout::ChunkBased;
-            p.chunks = Some(chunk_plan(size, file_data.flatten(), opts)?);
-            chunked = true;
-        } else if size > 0 {
-            if let (Some(c), Some(_)) = (&opts.compress, file_data) {
-                p.compress = c.choose(&ino.rel);
-            }
-            let tail = size % bs;
-            let fits = inode_size + xattr_len + tail <= bs;
-            if opts.inline_data && tail > 0 && fits {
-                p.layout = DataLayout::FlatInline;
-                p.tail = tail;
-                p.blocks = size / bs;
-            } else {
-                p.blocks = size.div_ceil(bs);
-            }
-        }
+        let xattr_len = xattrs.bodies[id].len() as u64;
+        chunked |= place_data(&mut p, ino, xattr_len, opts, bit48)?;
         inodes.push(p);
     }
     let bfs = tree.bfs_order();
@@ -475,12 +356,190 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
         inodes,
         xattrs,
         order,
-        epoch,
-        fixed_nsec,
-        build_time: u32::try_from(build.saturating_sub(epoch).max(0)).unwrap_or(u32::MAX),
+        epoch: clock.epoch,
+        fixed_nsec: clock.fixed_nsec,
+        build_time: u32::try_from(clock.build.saturating_sub(clock.epoch).max(0))
+            .unwrap_or(u32::MAX),
         bit48,
         chunked,
     })
+}
+
+/// The image's times: the build time the superblock names, and the epoch
+/// and nanoseconds compact inodes count from.
+struct Clock {
+    build: i64,
+    epoch: i64,
+    fixed_nsec: u32,
+}
+
+/// The image's [`Clock`] under the time policy; `times` are every inode's
+/// effective mtime, `newest` the newest source mtime.
+fn image_clock(opts: &BuildOptions, times: &[(i64, u32)], newest: i64, bit48: bool) -> Clock {
+    // The build time the superblock names (the 48-bit layout stores it as
+    // an offset from the epoch).
+    let build = match opts.time {
+        TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => t,
+        TimePolicy::IgnoreMtime | TimePolicy::Keep => newest,
+    };
+    let (epoch, fixed_nsec) = match opts.time {
+        _ if opts.fixed_epoch.is_some() => opts.fixed_epoch.unwrap_or_default(),
+        _ if bit48 => epoch_48bit(times),
+        TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => (t.max(0), 0),
+        TimePolicy::IgnoreMtime => (newest.max(0), 0),
+        TimePolicy::Keep => {
+            // The most common non-negative mtime: those inodes can be compact.
+            let mut counts: HashMap<(i64, u32), u64> = HashMap::new();
+            for &(t, n) in times {
+                if t >= 0 {
+                    *counts.entry((t, n)).or_default() += 1;
+                }
+            }
+            counts
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+                .map(|(k, _)| k)
+                .unwrap_or((0, 0))
+        }
+    };
+    Clock {
+        build,
+        epoch,
+        fixed_nsec,
+    }
+}
+
+/// The owner an inode is stored with: the source's, or what `--all-root`,
+/// `--force-uid/gid` and the id offsets make of it.
+fn owner(ino: &crate::tree::Inode, opts: &BuildOptions) -> (u32, u32) {
+    let (uid, gid) = match opts.all_root {
+        true => (0, 0),
+        false => (
+            opts.force_uid.unwrap_or(ino.uid),
+            opts.force_gid.unwrap_or(ino.gid),
+        ),
+    };
+    // Offsets wrap around like mkfs.erofs's (ids are 32-bit).
+    (
+        uid.wrapping_add(opts.uid_offset),
+        gid.wrapping_add(opts.gid_offset),
+    )
+}
+
+/// Directory `id`'s blocks of entries (`.` unless dot-omitted, `..`, then
+/// its children) and its size.
+fn dir_listing(
+    tree: &Tree,
+    id: InodeId,
+    entries: &[(Vec<u8>, InodeId)],
+    opts: &BuildOptions,
+) -> (Vec<Vec<DirEntryPlan>>, u64) {
+    let dot = DirEntryPlan {
+        name: b".".to_vec(),
+        target: id,
+        file_type: 2,
+    };
+    let dotdot = DirEntryPlan {
+        name: b"..".to_vec(),
+        target: tree.inodes[id].parent,
+        file_type: 2,
+    };
+    let mut all = match opts.dot_omitted {
+        true => vec![dotdot],
+        false => vec![dot, dotdot],
+    };
+    for (name, child) in entries {
+        all.push(DirEntryPlan {
+            name: name.clone(),
+            target: *child,
+            file_type: dirent_type(&tree.inodes[*child].kind),
+        });
+    }
+    dir_blocks(all, opts.block_size())
+}
+
+/// Why a compact inode cannot hold an inode with these values, if it
+/// cannot.
+fn why_extended(
+    size: u64,
+    (uid, gid): (u32, u32),
+    nlink: u32,
+    (mtime, mtime_nsec): (i64, u32),
+    clock: &Clock,
+    bit48: bool,
+) -> Option<&'static str> {
+    let (epoch, fixed_nsec) = (clock.epoch, clock.fixed_nsec);
+    [
+        (size > u64::from(u32::MAX), "its size is 4 GiB or more"),
+        (uid > 0xFFFF, "its uid is above 65535"),
+        (gid > 0xFFFF, "its gid is above 65535"),
+        (nlink > 0xFFFF, "it has more than 65535 links"),
+        (
+            !bit48 && (mtime, mtime_nsec) != (epoch, fixed_nsec),
+            "its mtime is not the image's build time (-T or --ignore-mtime give every file that time)",
+        ),
+        (
+            bit48 && !compact_48bit_holds(mtime, mtime_nsec, epoch, fixed_nsec),
+            "its mtime is more than 2^32 s after the image's epoch or has other nanoseconds",
+        ),
+    ]
+    .into_iter()
+    .find_map(|(yes, why)| yes.then_some(why))
+}
+
+/// Chooses how `p`'s data is stored: chunks (on the layers' devices, or
+/// with `--chunksize` / sparse files), no blocks at all (holes only),
+/// compressed, or flat with or without an inline tail. Returns whether
+/// the inode is chunk-based.
+fn place_data(
+    p: &mut InodePlan,
+    ino: &crate::tree::Inode,
+    xattr_len: u64,
+    opts: &BuildOptions,
+    bit48: bool,
+) -> Result<bool> {
+    let (bs, size) = (opts.block_size(), p.size);
+    let file_data = match &ino.kind {
+        Kind::File { data, .. } => Some(data.as_deref()),
+        _ => None,
+    };
+    let chunk_it = match file_data {
+        Some(data) => size > 0 && (opts.chunk_size.is_some() || data.is_some()),
+        None => false,
+    };
+    if let Some(x) = ino.content.external().filter(|_| size > 0) {
+        // Rebuild mode: the data stays on the layers' devices.
+        p.layout = DataLayout::ChunkBased;
+        p.chunks = Some(external_plan(x, size, bs));
+        return Ok(true);
+    }
+    if bit48 && size > 0 && file_data.flatten().is_some_and(|d| d.is_empty()) {
+        // Holes only: no blocks, no chunk table (the null address).
+        p.all_hole = true;
+    } else if chunk_it {
+        p.layout = DataLayout::ChunkBased;
+        p.chunks = Some(chunk_plan(size, file_data.flatten(), opts)?);
+        return Ok(true);
+    } else if size > 0 {
+        if let (Some(c), Some(_)) = (&opts.compress, file_data) {
+            p.compress = c.choose(&ino.rel);
+        }
+        let inode_size = if p.extended {
+            EXTENDED_INODE_SIZE
+        } else {
+            COMPACT_INODE_SIZE
+        } as u64;
+        let tail = size % bs;
+        let fits = inode_size + xattr_len + tail <= bs;
+        if opts.inline_data && tail > 0 && fits {
+            p.layout = DataLayout::FlatInline;
+            p.tail = tail;
+            p.blocks = size / bs;
+        } else {
+            p.blocks = size.div_ceil(bs);
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use ferrofs_format::inode::DataLayout;
 
 use super::stored::{PclusterDedupe, CHUNK_KEY};
+use super::zfile::{apply_z, compact_ok, write_compressed};
 use super::{check_stop, Progress, Writer};
 use crate::compress::Extent;
 use crate::content::{Content, ContentReader};
@@ -19,7 +20,7 @@ use crate::fragments::{add_packed_inode, Fragments};
 use crate::options::BuildOptions;
 use crate::plan::{InodePlan, Plan};
 use crate::tree::{InodeId, Kind, Tree};
-use crate::zinode::{encode_index, encode_map, encode_whole_fragment, Tail, ZExtent, ZInode};
+use crate::zinode::{encode_map, encode_whole_fragment, Tail};
 use crate::zpass::compress_window;
 
 /// Where the data pass put each inode's data (indexed by inode id).
@@ -321,12 +322,6 @@ fn windows(tree: &Tree, files: &[InodeId]) -> Vec<Range<usize>> {
 
 /// File `id` has the same bytes as `orig`, stored the same way: `orig`'s
 /// data serve it too (a compressed one gets an index of its own).
-/// Whether compressed files may take compact indexes (not with `-E
-/// legacy-compress`).
-fn compact_ok(opts: &BuildOptions) -> bool {
-    !opts.compress.as_ref().is_some_and(|c| c.legacy_compress)
-}
-
 fn share_data(
     plan: &mut Plan,
     start_blk: &mut [u64],
@@ -463,201 +458,6 @@ fn write_symlinks(
         }
     }
     Ok(())
-}
-
-/// Writes one compressed file's pclusters and returns its inode state.
-#[allow(clippy::too_many_arguments)]
-fn write_compressed(
-    w: &mut Writer,
-    tree: &Tree,
-    plan: &Plan,
-    id: InodeId,
-    extents: Vec<Extent>,
-    opts: &BuildOptions,
-    frags: Option<&mut Fragments>,
-    mut dedupe: Option<&mut PclusterDedupe>,
-) -> Result<ZInode> {
-    let bs = opts.block_size();
-    let ino = &tree.inodes[id];
-    let p = &plan.inodes[id];
-    let size = ino.data_size();
-    let comp = opts
-        .compress
-        .as_ref()
-        .map(|c| c.compressors[p.compress.map_or(0, |x| x.1)]);
-    let alg = comp.map_or(0, |c| c.alg.id());
-    let f = ContentReader::open(ino)?;
-    let inode_and_xattrs = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
-    // Extents stop short of the end when the rest is the file's fragment.
-    let covered = extents.last().map_or(0, |e| e.la + e.llen);
-    let fragment = match frags {
-        Some(fr) if covered < size => Some((fr.add(id, &f, covered, size)?, covered)),
-        _ => None,
-    };
-    if let Some((fid, 0)) = fragment {
-        f.finish()?;
-        return Ok(ZInode {
-            alg,
-            extents: Vec::new(),
-            inline: None,
-            index: encode_whole_fragment(0),
-            compact: false,
-            blocks: 0,
-            fragment: Some((fid, 0)),
-        });
-    }
-    let mut zext: Vec<ZExtent> = Vec::with_capacity(extents.len());
-    if !extents.is_empty() {
-        w.align_data()?;
-    }
-    let mut cursor = w.block(bs);
-    for e in &extents {
-        let blocks = e.blocks(bs);
-        zext.push(ZExtent {
-            la: e.la,
-            llen: e.llen,
-            plain: e.compressed.is_none(),
-            pblk: cursor,
-            blocks,
-            csize: e.compressed.as_ref().map_or(e.llen, |c| c.len() as u64),
-        });
-        cursor += blocks;
-    }
-    // ztailpacking: the last pcluster inline, when it fits in the inode's block.
-    let mut inline: Option<Vec<u8>> = None;
-    let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking) && fragment.is_none();
-    if let (true, Some(last)) = (ztail, extents.last()) {
-        let bytes = match &last.compressed {
-            Some(c) => c.clone(),
-            None => {
-                let mut raw = vec![0u8; last.llen as usize];
-                f.read_exact_at(&mut raw, last.la)?;
-                raw
-            }
-        };
-        if bytes.len() < bs as usize {
-            let mut trial = zext.clone();
-            let t = trial.len() - 1;
-            trial[t].blocks = 0;
-            let (index, _) = encode_index(
-                &trial,
-                size,
-                bs,
-                alg,
-                Tail::Inline(bytes.len() as u16),
-                inode_and_xattrs,
-                compact_ok(opts),
-            );
-            let pad = inode_and_xattrs.div_ceil(8) * 8 - inode_and_xattrs;
-            if inode_and_xattrs + pad + index.len() as u64 + bytes.len() as u64 <= bs {
-                zext = trial;
-                inline = Some(bytes);
-            }
-        }
-    }
-    // An extent that is not the tail never crosses... every extent's
-    // compressed stream must save a block unless it is stored inline.
-    let n_written = if inline.is_some() {
-        extents.len() - 1
-    } else {
-        extents.len()
-    };
-    let mut buf = Vec::new();
-    for (k, e) in extents.iter().enumerate().take(n_written) {
-        let z = &mut zext[k];
-        match &e.compressed {
-            Some(c)
-                if (c.len() as u64).div_ceil(bs) < e.llen.div_ceil(bs)
-                    || z.blocks * bs < e.llen =>
-            {
-                if let Some(d) = dedupe.as_deref_mut() {
-                    if let Some(at) = d.find(w, c, e.llen, alg, bs)? {
-                        // The same stream for the same length is stored:
-                        // point at it.
-                        z.pblk = at;
-                        continue;
-                    }
-                }
-                z.pblk = w.block(bs);
-                // Zero padding in front: the stream ends at the pcluster's end.
-                w.zeros(z.blocks * bs - c.len() as u64)?;
-                w.write(c)?;
-                if let Some(d) = dedupe.as_deref_mut() {
-                    d.insert(c, e.llen, alg, z.pblk);
-                }
-            }
-            Some(_) | None => {
-                // Raw (PLAIN) pcluster: the tail extent that saves no block
-                // is stored raw too.
-                buf.resize(e.llen as usize, 0);
-                f.read_exact_at(&mut buf, e.la)?;
-                z.plain = true;
-                z.csize = e.llen;
-                z.blocks = e.llen.div_ceil(bs);
-                z.pblk = w.block(bs);
-                w.write(&buf)?;
-                w.pad_to_block(bs)?;
-            }
-        }
-    }
-    f.finish()?;
-    // The inline tail's block address is not used; the next free block
-    // keeps compact indexes possible.
-    let c = w.block(bs);
-    for z in zext.iter_mut().skip(n_written) {
-        z.pblk = c;
-    }
-    let blocks: u64 = zext.iter().map(|z| z.blocks).sum();
-    let tail = match (&inline, fragment) {
-        (Some(v), _) => Tail::Inline(v.len() as u16),
-        (None, Some((_, from))) => {
-            // The fragment is the last extent; its head's block address is
-            // not used (the next free block keeps compact indexes possible).
-            zext.push(ZExtent {
-                la: from,
-                llen: size - from,
-                plain: false,
-                pblk: c,
-                blocks: 0,
-                csize: 0,
-            });
-            // Placeholder offset: set once the packed inode is laid out.
-            Tail::Fragment(0)
-        }
-        (None, None) => Tail::Blocks,
-    };
-    let (index, compact) = encode_map(
-        &zext,
-        size,
-        bs,
-        alg,
-        tail,
-        inode_and_xattrs,
-        compact_ok(opts),
-        plan.bit48,
-    );
-    Ok(ZInode {
-        alg,
-        extents: zext,
-        inline,
-        index,
-        compact,
-        blocks,
-        fragment,
-    })
-}
-
-/// Records where a compressed file went.
-fn apply_z(plan: &mut Plan, id: InodeId, z: ZInode) {
-    let p = &mut plan.inodes[id];
-    p.layout = if z.compact {
-        DataLayout::CompressedCompact
-    } else {
-        DataLayout::CompressedFull
-    };
-    p.tail = 0;
-    p.blocks = 0;
-    p.z = Some(z);
 }
 
 /// Whether `len` bytes of `f` from `from` are all zeros (read through

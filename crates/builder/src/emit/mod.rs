@@ -14,6 +14,7 @@ mod metabox;
 mod stored;
 mod superblock;
 mod zdirs;
+mod zfile;
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Seek, SeekFrom, Write};

@@ -2,7 +2,6 @@
 //! build they drive with progress and a summary.
 
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,6 +9,8 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::mount;
+
+mod options;
 
 #[derive(clap::Args)]
 pub(crate) struct MkfsArgs {
@@ -277,223 +278,11 @@ pub(crate) struct MkfsArgs {
     incremental: Option<String>,
 }
 
-fn parse_uuid(s: &str) -> Result<[u8; 16]> {
-    let mut u = [0u8; 16];
-    match s {
-        "clear" => return Ok(u),
-        "random" => {
-            use std::io::Read;
-            std::fs::File::open("/dev/urandom")
-                .and_then(|mut f| f.read_exact(&mut u))
-                .context("reading /dev/urandom for a random UUID")?;
-            // A version 4, variant 1 UUID.
-            u[6] = (u[6] & 0x0f) | 0x40;
-            u[8] = (u[8] & 0x3f) | 0x80;
-            return Ok(u);
-        }
-        _ => {}
-    }
-    let hex: String = s.chars().filter(|c| *c != '-').collect();
-    if hex.len() != 32 {
-        bail!("invalid UUID {s:?}");
-    }
-    for (i, b) in u.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
-            .with_context(|| format!("invalid UUID {s:?}"))?;
-    }
-    Ok(u)
-}
-
 pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
-    use ferrofs_builder::{BuildOptions, TimePolicy};
     let rebuild = crate::rebuild::layers(a.tar.is_some(), &a.source, &a.layers, &a.clean)?;
     // Rebuild mode: the layers' block size, as mkfs.erofs takes it.
     let block_size = crate::rebuild::block_size(a.block_size, &rebuild)?;
-    let mut o = BuildOptions {
-        blkszbits: match block_size {
-            512 => 9,
-            1024 => 10,
-            2048 => 11,
-            4096 => 12,
-            b => bail!("-b {b}: block size must be 512, 1024, 2048 or 4096"),
-        },
-        ..BuildOptions::default()
-    };
-    let sde = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .filter(|v| !v.is_empty());
-    o.time = match (a.timestamp, a.mkfs_time, a.ignore_mtime, sde) {
-        (Some(t), true, _, _) => TimePolicy::BuildTimeOnly(t),
-        (Some(t), false, _, _) => TimePolicy::Fixed(t),
-        (None, _, true, _) => TimePolicy::IgnoreMtime,
-        (None, _, false, Some(v)) => TimePolicy::Clamp(
-            v.parse()
-                .with_context(|| format!("SOURCE_DATE_EPOCH={v:?}"))?,
-        ),
-        (None, _, false, None) => TimePolicy::Keep,
-    };
-    o.uuid = a.uuid.as_deref().map(parse_uuid).transpose()?;
-    o.label = a.label.clone().unwrap_or_default().into_bytes();
-    o.all_root = a.all_root;
-    o.uid_offset = a.uid_offset;
-    o.gid_offset = a.gid_offset;
-    o.force_uid = a.force_uid;
-    o.force_gid = a.force_gid;
-    o.exclude_paths = a
-        .exclude_path
-        .iter()
-        .map(|p| p.as_bytes().to_vec())
-        .collect();
-    o.exclude_regex = a
-        .exclude_regex
-        .iter()
-        .map(|r| regex::bytes::Regex::new(r).with_context(|| format!("--exclude-regex {r:?}")))
-        .collect::<Result<_>>()?;
-    o.xattr_tolerance = a.xattr_tolerance;
-    o.xattr_prefixes = a
-        .xattr_prefix
-        .iter()
-        .map(|p| p.clone().into_bytes())
-        .collect();
-    o.xattr_digest = a
-        .xattr_inode_digest
-        .as_ref()
-        .map(|n| n.clone().into_bytes());
-    o.chunk_size = a.chunksize;
-    if let Some(m) = &a.mount_point {
-        o.mount_point = m.as_bytes().to_vec();
-    }
-    if let Some(p) = &a.block_list_file {
-        if a.mount_point.is_none() && !a.quiet {
-            eprintln!(
-                "warning: --block-list-file without --mount-point lists no file \
-                 (as mkfs.erofs); {} is written empty",
-                p.display()
-            );
-        }
-        o.block_list = Some(ferrofs_builder::BlockListOptions {
-            path: p.clone(),
-            mount_point_given: a.mount_point.is_some(),
-        });
-    }
-    let mut ztailpacking = false;
-    let mut legacy_compress = false;
-    let (mut fragments, mut all_fragments, mut packed_pcluster) = (false, false, None);
-    for e in a.extended.iter().flat_map(|s| s.split(',')) {
-        match e {
-            "ztailpacking" => ztailpacking = true,
-            "^ztailpacking" | "noztailpacking" => ztailpacking = false,
-            "fragments" => fragments = true,
-            "^fragments" | "nofragments" => fragments = false,
-            "all-fragments" => all_fragments = true,
-            "dedupe" => o.dedupe = true,
-            "^dedupe" | "nodedupe" => o.dedupe = false,
-            _ if e.starts_with("fragments=") => {
-                fragments = true;
-                let v = &e["fragments=".len()..];
-                packed_pcluster = Some(
-                    v.parse::<u64>()
-                        .with_context(|| format!("-E {e}: bad pcluster size"))?,
-                );
-            }
-            "force-inode-extended" => (o.force_extended, o.force_compact) = (true, false),
-            "force-inode-compact" => (o.force_extended, o.force_compact) = (false, true),
-            "force-chunk-indexes" => o.chunk_indexes = true,
-            "force-inode-blockmap" => o.chunk_indexes = false,
-            "nosbcrc" => o.sb_checksum = false,
-            "48bit" => o.bit48 = true,
-            "^48bit" | "no48bit" => o.bit48 = false,
-            "dot-omitted" => o.dot_omitted = true,
-            "^dot-omitted" | "nodot-omitted" => o.dot_omitted = false,
-            "plain-xattr-prefixes" => o.plain_xattr_prefixes = true,
-            "^plain-xattr-prefixes" => o.plain_xattr_prefixes = false,
-            "xattr-name-filter" => o.xattr_filter = true,
-            "^xattr-name-filter" | "noxattr-name-filter" => o.xattr_filter = false,
-            "legacy-compress" => legacy_compress = true,
-            "^legacy-compress" | "nolegacy-compress" => legacy_compress = false,
-            "noinline_data" | "^inline_data" => o.inline_data = false,
-            "inline_data" => o.inline_data = true,
-            other => bail!("-E {other}: unsupported extended option"),
-        }
-    }
-    o.workers = a.workers;
-    o.archive_order = a.sort == "none";
-    o.hard_dereference = a.hard_dereference;
-    o.offset = a.offset;
-    o.dsunit = a.dsunit;
-    o.root_xattr_isize = a.root_xattr_isize;
-    o.blobdev = a.blobdev.clone();
-    if let Some(p) = &a.file_contexts {
-        o.file_contexts = Some(std::sync::Arc::new(ferrofs_builder::FileContexts::load(p)?));
-    }
-    if let Some(p) = &a.fs_config_file {
-        o.fs_config = Some(std::sync::Arc::new(
-            ferrofs_builder::CannedFsConfig::load(p)
-                .with_context(|| format!("--fs-config-file {}", p.display()))?,
-        ));
-    }
-    if !a.profile.is_empty() {
-        let mut p = ferrofs_builder::Profile::load(&a.profile)?;
-        p.window = a.profile_readahead as u64;
-        o.profile = Some(std::sync::Arc::new(p));
-    }
-    if let Some(z) = &a.compress {
-        let compressors = z
-            .split(':')
-            .map(ferrofs_builder::Compressor::parse)
-            .collect::<Result<Vec<_>, _>>()?;
-        let hints = match &a.compress_hints {
-            Some(p) => {
-                let text = std::fs::read(p)
-                    .with_context(|| format!("--compress-hints {}", p.display()))?;
-                let h =
-                    ferrofs_builder::Hints::parse(&text, compressors.len(), u64::from(block_size))
-                        .with_context(|| format!("--compress-hints {}", p.display()))?;
-                for w in &h.warnings {
-                    eprintln!("warning: {w}");
-                }
-                h.hints
-            }
-            None => Vec::new(),
-        };
-        o.compress = Some(ferrofs_builder::CompressOptions {
-            compressors,
-            pcluster_bytes: a.pcluster.unwrap_or(u64::from(block_size)),
-            ztailpacking,
-            fragments,
-            all_fragments,
-            packed_pcluster,
-            hints,
-            max_extent_bytes: a.max_extent_bytes.map(|n| {
-                let bs = u64::from(block_size);
-                (n as u64 / bs * bs).max(bs)
-            }),
-            legacy_compress,
-        });
-    } else if a.pcluster.is_some()
-        || a.compress_hints.is_some()
-        || a.max_extent_bytes.is_some()
-        || ztailpacking
-        || fragments
-        || all_fragments
-    {
-        let what = "-C, --compress-hints, --max-extent-bytes and -E \
-                    ztailpacking/fragments/all-fragments need -z";
-        if !a.dropin {
-            bail!("{what}");
-        }
-        eprintln!("mkfs.erofs: warning: {what}; ignored (the image is not compressed)");
-    }
-    o.compress_dirs = a.compress_dirs.as_deref() == Some("1");
-    o.base = a.base.clone();
-    if let Some(m) = &a.metabox {
-        o.metabox = Some(metabox_options(m, &mut o)?);
-    }
-    if o.dedupe && o.compress.is_none() && o.chunk_size.is_none() {
-        // As mkfs.erofs: without compression, dedupe works on chunks of one
-        // block (every regular file chunk-based, equal blocks stored once).
-        o.chunk_size = Some(u64::from(block_size));
-    }
+    let mut o = options::build_options(a, block_size)?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGINT,
@@ -502,8 +291,37 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     ] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
+    let pb = progress_bar(a.quiet);
+    let tick = |p: ferrofs_builder::Progress| {
+        pb.set_length(p.bytes_total);
+        pb.set_position(p.bytes_done);
+        pb.set_message(format!("{}/{} files", p.files_done, p.files_total));
+    };
+    let res = dispatch(a, &mut o, &rebuild, &stop, &tick);
+    pb.finish_and_clear();
+    let s = match res? {
+        Ok(s) => s,
+        Err(e @ ferrofs_builder::BuildError::Interrupted { .. }) => {
+            eprintln!("ferrofs mkfs: {e}");
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !a.profile.is_empty() {
+        crate::hotrecord::write(&a.image, a.offset, &a.profile, a.quiet || a.json)?;
+    }
+    crate::summary::print(&a.image, &s, block_size, a.json, a.quiet)?;
+    if a.timings {
+        crate::summary::print_timings(&s.phases);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The progress bar of a build (hidden with `--quiet`; indicatif draws
+/// nothing when standard error is not a terminal).
+fn progress_bar(quiet: bool) -> ProgressBar {
     let pb = ProgressBar::new(0);
-    if a.quiet {
+    if quiet {
         pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     pb.set_style(
@@ -512,11 +330,20 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let tick = |p: ferrofs_builder::Progress| {
-        pb.set_length(p.bytes_total);
-        pb.set_position(p.bytes_done);
-        pb.set_message(format!("{}/{} files", p.files_done, p.files_total));
-    };
+    pb
+}
+
+/// Builds from the source the command line names: EROFS layers (rebuild
+/// mode), an OCI layout (`oci:`, maybe with `--layer-images`), a tar
+/// stream, a directory, each maybe `--incremental`. The outer error is the
+/// command line's; the inner one the build's.
+fn dispatch(
+    a: &MkfsArgs,
+    o: &mut ferrofs_builder::BuildOptions,
+    rebuild: &[PathBuf],
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    tick: &dyn Fn(ferrofs_builder::Progress),
+) -> Result<Result<ferrofs_builder::Summary, ferrofs_builder::BuildError>> {
     let spool = a
         .image
         .parent()
@@ -545,10 +372,10 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     if incremental.is_some() && !rebuild.is_empty() {
         bail!("--incremental does not take EROFS images as sources");
     }
-    let res = match (&a.tar, &a.source) {
+    Ok(match (&a.tar, &a.source) {
         _ if !rebuild.is_empty() => {
             let strip = a.ovlfs_strip == 1;
-            crate::rebuild::build(&rebuild, &a.clean, strip, &a.image, &mut o, &stop, &tick)
+            crate::rebuild::build(rebuild, &a.clean, strip, &a.image, o, stop, tick)
         }
         (None, Some(_)) if oci.is_some() => {
             if a.aufs || a.ovlfs_strip == 1 || a.ungzip.is_some() || a.unxz.is_some() {
@@ -556,16 +383,16 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             }
             let (dir, reference) = oci.unwrap_or_default();
             let topts = ferrofs_builder::source::tar::TarOptions {
-                root_mtime: root_mtime(&o),
+                root_mtime: root_mtime(o),
                 ..Default::default()
             };
             if let Some(d) = &a.layer_images {
                 let src = (dir.as_path(), reference.as_deref());
-                crate::rebuild::oci_layers(src, d, &a.image, &mut o, &topts, spool, &stop, &tick)
+                crate::rebuild::oci_layers(src, d, &a.image, o, &topts, spool, stop, tick)
             } else {
-                ferrofs_builder::source::oci::scan(&dir, reference.as_deref(), &o, &topts, spool)
+                ferrofs_builder::source::oci::scan(&dir, reference.as_deref(), o, &topts, spool)
                     .and_then(|tree| {
-                        ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
+                        ferrofs_builder::build_tree(tree, &a.image, o, Some(stop), tick)
                     })
             }
         }
@@ -586,7 +413,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 (None, None) => (Compressed::No, ""),
             };
             let topts = ferrofs_builder::source::tar::TarOptions {
-                root_mtime: root_mtime(&o),
+                root_mtime: root_mtime(o),
                 compressed,
                 raw_copy: Some(PathBuf::from(raw_copy)).filter(|c| !c.as_os_str().is_empty()),
                 aufs: a.aufs,
@@ -600,11 +427,11 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                         spool,
                         zero_data,
                     };
-                    ferrofs_builder::build_incremental(&a.image, layer, &o, Some(&stop), &tick)
+                    ferrofs_builder::build_incremental(&a.image, layer, o, Some(stop), tick)
                 }
                 None => {
-                    ferrofs_builder::source::tar::scan(&input, &o, topts, spool).and_then(|tree| {
-                        ferrofs_builder::build_tree(tree, &a.image, &o, Some(&stop), &tick)
+                    ferrofs_builder::source::tar::scan(&input, o, topts, spool).and_then(|tree| {
+                        ferrofs_builder::build_tree(tree, &a.image, o, Some(stop), tick)
                     })
                 }
             }
@@ -617,32 +444,13 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
                 bail!("--incremental=rvsp needs --tar (it reserves room for an archive's files)");
             }
             let layer = ferrofs_builder::IncrementalLayer::Dir(source);
-            ferrofs_builder::build_incremental(&a.image, layer, &o, Some(&stop), &tick)
+            ferrofs_builder::build_incremental(&a.image, layer, o, Some(stop), tick)
         }
-        (None, Some(source)) => ferrofs_builder::build(source, &a.image, &o, Some(&stop), &tick),
+        (None, Some(source)) => ferrofs_builder::build(source, &a.image, o, Some(stop), tick),
         (None, None) => bail!("mkfs needs a SOURCE directory (or --tar)"),
-    };
-    pb.finish_and_clear();
-    let s = match res {
-        Ok(s) => s,
-        Err(e @ ferrofs_builder::BuildError::Interrupted { .. }) => {
-            eprintln!("ferrofs mkfs: {e}");
-            return Ok(ExitCode::from(130));
-        }
-        Err(e) => return Err(e.into()),
-    };
-    if !a.profile.is_empty() {
-        crate::hotrecord::write(&a.image, a.offset, &a.profile, a.quiet || a.json)?;
-    }
-    crate::summary::print(&a.image, &s, block_size, a.json, a.quiet)?;
-    if a.timings {
-        crate::summary::print_timings(&s.phases);
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
-/// Reads `-m BYTES[:ALG]`: the metabox's pcluster size and compressor (an
-/// index into the -z list, which ALG joins when it is not there yet).
 /// The root's mtime when an archive has no entry for it: the fixed time
 /// the options give, else the build time.
 fn root_mtime(o: &ferrofs_builder::BuildOptions) -> i64 {
@@ -653,44 +461,4 @@ fn root_mtime(o: &ferrofs_builder::BuildOptions) -> i64 {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0)),
     }
-}
-
-fn metabox_options(
-    m: &str,
-    o: &mut ferrofs_builder::BuildOptions,
-) -> Result<ferrofs_builder::MetaboxOptions> {
-    let (size, alg) = match m.split_once(':') {
-        Some((s, a)) => (s, Some(a)),
-        None => (m, None),
-    };
-    let bs = o.block_size();
-    let pcluster_bytes: u64 = size
-        .parse()
-        .with_context(|| format!("-m {m}: bad pcluster size"))?;
-    if pcluster_bytes < bs || !pcluster_bytes.is_multiple_of(bs) || pcluster_bytes > 1 << 20 {
-        bail!("-m {m}: the pcluster size must be a multiple of the block size ({bs}) up to 1 MiB");
-    }
-    let compressor = match alg {
-        None => o.compress.as_ref().map(|_| 0),
-        Some(a) => {
-            let c = ferrofs_builder::Compressor::parse(a)?;
-            match &mut o.compress {
-                Some(z) => Some(match z.compressors.iter().position(|x| x.alg == c.alg) {
-                    Some(i) => i,
-                    None => {
-                        z.compressors.push(c);
-                        z.compressors.len() - 1
-                    }
-                }),
-                None => {
-                    o.compress = Some(ferrofs_builder::CompressOptions::new(c, bs));
-                    Some(0)
-                }
-            }
-        }
-    };
-    Ok(ferrofs_builder::MetaboxOptions {
-        pcluster_bytes,
-        compressor,
-    })
 }

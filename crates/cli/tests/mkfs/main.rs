@@ -24,6 +24,7 @@ mod profile;
 mod rebuild;
 mod tar;
 mod tar_broken;
+mod timings;
 mod zero_chunks;
 
 use std::path::{Path, PathBuf};

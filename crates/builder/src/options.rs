@@ -136,7 +136,7 @@ pub struct BuildOptions {
     /// existing image fixes them (an incremental build); `None` chooses.
     pub fixed_epoch: Option<(i64, u32)>,
     /// Rebuild mode: the extra devices (the layers) that chunk indexes of
-    /// [`crate::content::External`] files name, in device-table order.
+    /// files whose data stays on the layers name, in device-table order.
     pub devices: Vec<ExtraDevice>,
 }
 

@@ -33,7 +33,7 @@ for t in "${targets[@]}"; do
   echo "fuzz-smoke: $t for ${secs}s"
   status=0
   cargo +nightly fuzz run -s none --dev "$t" -- \
-    -max_total_time="$secs" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 >"$log" 2>&1 || status=$?
+    -max_total_time="$secs" -rss_limit_mb=2048 -timeout=60 -print_final_stats=1 >"$log" 2>&1 || status=$?
   grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY)|panicked' "$log" || true
   if ((status != 0)); then
     tail -40 "$log" >&2

@@ -129,7 +129,8 @@ pub enum Error {
         /// The path asked for.
         path: String,
     },
-    /// Resolving the path followed more than 40 symlinks.
+    /// Resolving the path followed more than 40 symlinks, or looked up
+    /// more than [`crate::raw::MAX_PATH_STEPS`] components.
     #[error("{path}: too many levels of symbolic links")]
     TooManySymlinks {
         /// The path asked for.

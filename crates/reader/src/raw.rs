@@ -26,6 +26,11 @@ pub use ferrofs_format::Nid;
 pub const MAX_SYMLINK_FOLLOWS: u32 = 40;
 /// Longest symlink target Linux can hold.
 pub const MAX_SYMLINK_LEN: u64 = 4095;
+/// Path components looked up while resolving one path, symlink targets
+/// included: a path of 4096 bytes has at most 2048, and a hostile image's
+/// 40 chained targets of 4095 bytes would otherwise make one call walk
+/// some 84,000.
+pub const MAX_PATH_STEPS: u32 = 8192;
 
 /// Inode-level view of an image (see the module documentation).
 #[derive(Clone, Copy, Debug)]
@@ -166,10 +171,14 @@ pub(crate) fn resolve(image: &Image, path: &[u8], follow_last: bool) -> Result<I
     let root = image.root()?;
     let mut cur = root.clone();
     let mut pending: VecDeque<Vec<u8>> = split(path).collect();
-    let mut follows = 0u32;
+    let (mut follows, mut steps) = (0u32, 0u32);
     while let Some(c) = pending.pop_front() {
         if !cur.is_dir() {
             return Err(Error::NotADirectory { path: shown() });
+        }
+        steps = steps.saturating_add(1);
+        if steps > MAX_PATH_STEPS {
+            return Err(Error::TooManySymlinks { path: shown() });
         }
         let dir = image.open_inode(cur.clone())?;
         let entry = dir::lookup(&dir, &c)?.ok_or_else(|| Error::NotFound { path: shown() })?;
@@ -184,9 +193,10 @@ pub(crate) fn resolve(image: &Image, path: &[u8], follow_last: bool) -> Result<I
             if target.first() == Some(&b'/') {
                 cur = root.clone();
             }
-            for (i, part) in split(&target).enumerate() {
-                pending.insert(i, part);
-            }
+            // The target's components go first, in one pass.
+            let rest = std::mem::take(&mut pending);
+            pending = split(&target).collect();
+            pending.extend(rest);
             continue;
         }
         cur = next;

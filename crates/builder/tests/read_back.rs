@@ -363,7 +363,7 @@ fn uncompressed_images_read_back_as_the_source() {
 #[test]
 fn compressed_images_read_back_as_the_source() {
     let mut cases = Vec::new();
-    for alg in ["lz4", "lz4hc,9", "lzma", "deflate", "zstd"] {
+    for alg in ["lz4", "lz4hc,9", "lz4hc,12", "lzma", "deflate", "zstd"] {
         for pcluster in [4096u64, 65536] {
             let opts = BuildOptions {
                 compress: Some(compressed(alg, pcluster, &[])),

@@ -37,6 +37,7 @@ mod encoder;
 mod error;
 mod fit;
 mod lz4;
+mod lz4opt;
 mod lzma;
 mod zstd;
 

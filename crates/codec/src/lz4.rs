@@ -46,6 +46,11 @@ pub(crate) fn decompress(src: &[u8], dst: &mut [u8], mode: DecodeMode) -> Result
     Ok(())
 }
 
+/// The part of `src` one LZ4 block may take (liblz4's `int` limit).
+pub(crate) fn input_part(src: &[u8]) -> &[u8] {
+    src.get(..MAX_LEN).unwrap_or(src)
+}
+
 /// Compress as much of `src` as fits in `dst`; `hc_level` selects LZ4HC.
 pub(crate) fn compress_fixed_output(
     src: &[u8],
@@ -54,7 +59,7 @@ pub(crate) fn compress_fixed_output(
 ) -> Result<(usize, usize), CodecError> {
     check_len(dst.len())?;
     // liblz4 takes srcSize as a C int; never offer it more than it accepts.
-    let src = src.get(..MAX_LEN).unwrap_or(src);
+    let src = input_part(src);
     if src.is_empty() || dst.is_empty() {
         return Ok((0, 0));
     }

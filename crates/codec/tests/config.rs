@@ -145,6 +145,7 @@ fn invalid_levels_are_rejected() {
             alg,
             lz4hc,
             level,
+            liblz4_only: false,
             lzma_dict_size: 64 << 10,
         });
         assert!(
@@ -170,6 +171,7 @@ fn invalid_levels_are_rejected() {
             alg,
             lz4hc,
             level,
+            liblz4_only: false,
             lzma_dict_size: 64 << 10,
         };
         let (consumed, stream) = pcluster(cfg, &data, 4096);

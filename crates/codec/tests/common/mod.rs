@@ -129,6 +129,12 @@ pub fn configs() -> Vec<EncoderConfig> {
         lz4hc: true,
         ..EncoderConfig::new(Algorithm::Lz4)
     });
+    // Level 12 has its own encoder (an optimal parse over a binary tree).
+    v.push(EncoderConfig {
+        lz4hc: true,
+        level: Some(12),
+        ..EncoderConfig::new(Algorithm::Lz4)
+    });
     // Keep the LZMA dictionary small: setup cost follows it.
     for c in &mut v {
         if c.alg == Algorithm::Lzma {

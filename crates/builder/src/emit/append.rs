@@ -1,7 +1,8 @@
 //! Writing an incremental build: new file data, the new inodes and the new
 //! directory blocks are appended after the image's last block; the image's
 //! own bytes are never written, except in block 0 (the superblock, and the
-//! root inode when the image keeps it there, as mkfs.erofs does). Block 0
+//! root inode when the image keeps it there, as mkfs.erofs and ferrofs
+//! do). Block 0
 //! is written last, after everything appended is synced, and put back
 //! (with the file cut to its old length) on any failure, so the image is
 //! either the old one or the new one.

@@ -378,6 +378,19 @@ fn failures_leave_the_image_as_it_was() {
         Ok(s) => failures.push(format!("truncated archive accepted: {s}")),
         Err(_) => unchanged("truncated archive", &mut failures),
     }
+    // A new root too large for its room in block 0 (3000 bytes of xattrs).
+    let big_root = work.join("big-root");
+    fs::create_dir_all(&big_root).unwrap();
+    match ferrofs_testkit::xattr::set(&big_root, "user.big", &corpus::text_bytes(3000, 9)) {
+        Ok(()) => match mkfs(&["--incremental", path_str(&o), path_str(&big_root)]) {
+            Ok(s) => failures.push(format!("a root too large for block 0 accepted: {s}")),
+            Err(e) if !e.contains("root inode needs") => {
+                failures.push(format!("a root too large for block 0: error {e}"))
+            }
+            Err(_) => unchanged("a root too large for block 0", &mut failures),
+        },
+        Err(e) => println!("large root case skipped: no user xattrs here: {e}"),
+    }
     // Options the image cannot take: named in the error.
     for (opts, word) in [
         (&["-zlz4hc", "-Efragments"][..], "fragments"),

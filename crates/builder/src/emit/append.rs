@@ -2,10 +2,9 @@
 //! directory blocks are appended after the image's last block; the image's
 //! own bytes are never written, except in block 0 (the superblock, and the
 //! root inode when the image keeps it there, as mkfs.erofs and ferrofs
-//! do). Block 0
-//! is written last, after everything appended is synced, and put back
-//! (with the file cut to its old length) on any failure, so the image is
-//! either the old one or the new one.
+//! do). Block 0 is written last, after everything appended is synced, and
+//! put back (with the file cut to its old length) on any failure, so the
+//! image is either the old one or the new one.
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};

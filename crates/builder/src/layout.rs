@@ -138,3 +138,22 @@ pub fn layout_meta(
     l.meta_blocks = next_block.max(1);
     Ok(l)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::layout_meta;
+
+    #[test]
+    fn a_root_in_block_0_makes_nids_count_from_byte_0() {
+        let (order, len) = ([2, 0, 1], [32, 100, 64]);
+        let l = layout_meta(&order, &len, (0, 0), 4096, 10, Some(1152)).unwrap();
+        assert_eq!((l.nid_base, l.pos[2], l.nid(2, 4096)), (0, 1152, 36));
+        // The others fill the area from its first byte (no nid 0 there).
+        assert_eq!(l.pos[0], 10 * 4096);
+        assert_eq!(l.nid(0, 4096), 10 * 4096 / 32);
+        assert_eq!(l.pos[1], 10 * 4096 + 32);
+        // Without: nids count from the area, whose slot 0 stays unused.
+        let l = layout_meta(&order, &len, (0, 0), 4096, 10, None).unwrap();
+        assert_eq!((l.nid_base, l.nid(2, 4096), l.nid(0, 4096)), (40960, 1, 3));
+    }
+}

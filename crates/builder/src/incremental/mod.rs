@@ -464,3 +464,26 @@ pub fn build(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::free_after;
+
+    #[test]
+    fn free_after_counts_only_zeros_to_the_end_of_the_block() {
+        let mut head = vec![0u8; 4096];
+        head[1024..1152].fill(0xE2);
+        // Nothing after a root record ending at 1216: the rest is free.
+        assert_eq!(free_after(&head, 1216, 4096), 4096 - 1216);
+        // An inode after it (mkfs.erofs): nothing is.
+        head[1280 + 4] = 0xA4;
+        assert_eq!(free_after(&head, 1216, 4096), 0);
+        // A record that ends at a block's end has no room after it, even
+        // when the next block (smaller blocks) is zeros.
+        let head = vec![0u8; 1536];
+        assert_eq!(free_after(&head, 1024, 512), 0);
+        assert_eq!(free_after(&head, 1184, 512), 1536 - 1184);
+        // Beyond the bytes read: none.
+        assert_eq!(free_after(&head, 1600, 512), 0);
+    }
+}

@@ -1,10 +1,10 @@
 //! Writing an incremental build: new file data, the new inodes and the new
 //! directory blocks are appended after the image's last block; the image's
 //! own bytes are never written, except in block 0 (the superblock, and the
-//! root inode when the image keeps it there, as mkfs.erofs does). Block 0
-//! is written last, after everything appended is synced, and put back
-//! (with the file cut to its old length) on any failure, so the image is
-//! either the old one or the new one.
+//! root inode when the image keeps it there, as mkfs.erofs and ferrofs
+//! do). Block 0 is written last, after everything appended is synced, and
+//! put back (with the file cut to its old length) on any failure, so the
+//! image is either the old one or the new one.
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -78,21 +78,25 @@ pub(crate) fn append(
     let root = tree.root;
     let start = t.old_len.div_ceil(bs).max(t.sb.total_blocks());
     // The root is a directory: its record does not depend on the data.
-    let root_len = meta::item_lengths(plan, tree.inodes.len())[root];
     // The root's own block(s) first: its nid depends only on where the
     // image ended, not on how much data follows.
     let root_blocks = match t.root {
-        RootPlace::Appended => root_len.div_ceil(bs),
-        RootPlace::InPlace { capacity, .. } => {
-            if root_len > capacity {
-                return Err(BuildError::Incremental {
-                    path: t.path.to_path_buf(),
-                    reason: format!(
-                        "the new root inode needs {root_len} bytes, its old place has {capacity}"
-                    ),
-                });
+        RootPlace::Appended => meta::item_length(plan, root).div_ceil(bs),
+        // Its entries inline only if they fit (in the old root's block).
+        RootPlace::InPlace { capacity, pos } => {
+            let rooms = (bs - pos % bs, capacity);
+            match meta::fit_record(plan, root, rooms, bs) {
+                Some(_) => 0,
+                None => {
+                    return Err(BuildError::Incremental {
+                        path: t.path.to_path_buf(),
+                        reason: format!(
+                            "the new root inode needs {} bytes, its old place has {capacity}",
+                            meta::item_length(plan, root)
+                        ),
+                    });
+                }
             }
-            0
         }
     };
     let data_start = start + root_blocks;
@@ -125,7 +129,7 @@ pub(crate) fn append(
     // compression indexes are); the kept ones where they are.
     let item_len = meta::item_lengths(plan, tree.inodes.len());
     let nid_base = u64::from(t.sb.meta_blkaddr) * bs;
-    let mut lay = layout_meta(&plan.order, &item_len, 0, 0, bs, w.block(bs))?;
+    let mut lay = layout_meta(&plan.order, &item_len, (0, 0), bs, w.block(bs), None)?;
     lay.nid_base = nid_base;
     for (id, k) in t.kept.iter().enumerate() {
         if let Some(nid) = k {
@@ -162,7 +166,8 @@ pub(crate) fn append(
     let serial0 = t.sb.inos as usize;
     let mut buf = vec![0u8; (lay.meta_blocks * bs) as usize];
     for (k, &id) in plan.order.iter().enumerate() {
-        meta::put_inode(&mut buf, tree, plan, &placed, &lay, id, serial0 + k, bs)?;
+        let out = (&mut buf[..], lay.meta_blkaddr * bs);
+        meta::put_inode(out, tree, plan, &placed, &lay, id, serial0 + k, bs)?;
     }
     w.write(&buf)?;
     for &id in plan.order.iter().chain([&root]) {
@@ -182,22 +187,9 @@ pub(crate) fn append(
     drop(w);
 
     // The root's record, in its block after the image or in block 0.
-    let mut root_lay = lay.clone();
-    root_lay.meta_blkaddr = lay.pos[root] / bs;
-    let mut root_buf = vec![0u8; (root_len.div_ceil(bs).max(1) + 1) as usize * bs as usize];
     let serial = serial0 + plan.order.len();
-    meta::put_inode(
-        &mut root_buf,
-        tree,
-        plan,
-        &placed,
-        &root_lay,
-        root,
-        serial,
-        bs,
-    )?;
-    let at = (lay.pos[root] % bs) as usize;
-    let record = &root_buf[at..at + root_len as usize];
+    let record = meta::lone_record(tree, plan, &placed, &lay, (root, serial), bs)?;
+    let record = &record[..];
     let mut head = t.head.clone();
     match t.root {
         RootPlace::Appended => t.file.write_all_at(record, lay.pos[root]).map_err(&err)?,

@@ -1,6 +1,7 @@
 //! The metadata area (long xattr prefixes, shared xattrs, then every
 //! inode with its xattrs, chunk table or compression index and inline
-//! tail, in nid order) and the directory blocks after it.
+//! tail, in nid order) and the directory blocks after it; the root's
+//! record on its own when it goes into the superblock's block.
 
 use ferrofs_format::chunk::NULL_ADDR;
 use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
@@ -30,15 +31,21 @@ pub(super) struct Meta {
     pub(super) xattr_blkaddr: u64,
     /// The nid each inode got (by inode id; 0 for ids not laid out).
     pub(super) nids: Vec<u64>,
+    /// The root's record and its byte position, when it goes into the
+    /// superblock's block (written with the superblock).
+    pub(super) root_record: Option<(u64, Vec<u8>)>,
 }
 
-/// Writes the metadata area and the directory blocks after the data.
+/// Writes the metadata area and the directory blocks after the data; the
+/// root's record at byte `root_at` of the superblock's block instead, when
+/// given (it is returned, for the superblock's writer).
 pub(super) fn write_meta(
     w: &mut Writer,
     tree: &Tree,
     plan: &mut Plan,
     placed: &mut Placed,
     bs: u64,
+    root_at: Option<u64>,
 ) -> Result<Meta> {
     let data_end = w.block(bs);
     let item_len = item_lengths(plan, tree.inodes.len());
@@ -50,10 +57,10 @@ pub(super) fn write_meta(
     let lay = layout_meta(
         &plan.order,
         &item_len,
-        prefixes.len() as u64,
-        plan.xattrs.shared.len() as u64,
+        (prefixes.len() as u64, plan.xattrs.shared.len() as u64),
         bs,
         data_end,
+        root_at,
     )?;
     let mut meta = vec![0u8; (lay.meta_blocks * bs) as usize];
     meta[..prefixes.len()].copy_from_slice(&prefixes);
@@ -73,8 +80,25 @@ pub(super) fn write_meta(
         return Err(BuildError::TooLarge(format!("{total_blocks} blocks")));
     }
 
+    let origin = lay.meta_blkaddr * bs;
+    let mut root_record = None;
     for (serial, &id) in plan.order.iter().enumerate() {
-        put_inode(&mut meta, tree, plan, placed, &lay, id, serial, bs)?;
+        match (serial, root_at) {
+            (0, Some(at)) => {
+                let r = lone_record(tree, plan, placed, &lay, (id, serial), bs)?;
+                root_record = Some((at, r));
+            }
+            _ => put_inode(
+                (&mut meta, origin),
+                tree,
+                plan,
+                placed,
+                &lay,
+                id,
+                serial,
+                bs,
+            )?,
+        }
     }
     w.write(&meta)?;
     let (root_nid, prefix_start, xattr_blkaddr) = (
@@ -104,29 +128,76 @@ pub(super) fn write_meta(
         prefix_start,
         xattr_blkaddr,
         nids,
+        root_record,
     })
 }
 
-/// Bytes of each inode's record: the inode, its xattrs and what follows
+/// Bytes of an inode's record: the inode, its xattrs and what follows
 /// them (index, chunk table, inline tail).
+pub(super) fn item_length(plan: &Plan, id: InodeId) -> u64 {
+    let p = &plan.inodes[id];
+    let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+    match &p.z {
+        Some(z) => ix + z.tail_len(ix),
+        None => ix + p.table_len(ix) + p.tail,
+    }
+}
+
+/// [`item_length`] of every inode id below `n`.
 pub(super) fn item_lengths(plan: &Plan, n: usize) -> Vec<u64> {
-    (0..n)
-        .map(|id| {
-            let p = &plan.inodes[id];
-            let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
-            match &p.z {
-                Some(z) => ix + z.tail_len(ix),
-                None => ix + p.table_len(ix) + p.tail,
-            }
-        })
-        .collect()
+    (0..n).map(|id| item_length(plan, id)).collect()
+}
+
+/// The length of directory `id`'s record if it fits in `room` bytes: as
+/// planned when that fits in `inline_room` (inline data must not cross a
+/// block), or else with its last entry block no longer inline (the plan
+/// is changed to that); `None`, the plan as it was, if neither fits.
+pub(super) fn fit_record(
+    plan: &mut Plan,
+    id: InodeId,
+    (inline_room, room): (u64, u64),
+    bs: u64,
+) -> Option<u64> {
+    let len = item_length(plan, id);
+    if len <= room.min(inline_room) {
+        return Some(len);
+    }
+    let p = &mut plan.inodes[id];
+    if p.layout != DataLayout::FlatInline || p.z.is_some() || p.dir_blocks.is_empty() {
+        return None;
+    }
+    let was = (p.layout, p.blocks, p.tail);
+    (p.layout, p.blocks, p.tail) = (DataLayout::FlatPlain, p.size.div_ceil(bs), 0);
+    let len = item_length(plan, id);
+    if len <= room {
+        return Some(len);
+    }
+    let p = &mut plan.inodes[id];
+    (p.layout, p.blocks, p.tail) = was;
+    None
+}
+
+/// The record of inode `id` (the `serial`-th in nid order) on its own.
+pub(super) fn lone_record(
+    tree: &Tree,
+    plan: &Plan,
+    placed: &Placed,
+    lay: &MetaLayout,
+    (id, serial): (InodeId, usize),
+    bs: u64,
+) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; item_length(plan, id) as usize];
+    let origin = lay.pos[id];
+    put_inode((&mut buf, origin), tree, plan, placed, lay, id, serial, bs)?;
+    Ok(buf)
 }
 
 /// Encodes inode `id` (the `serial`-th in nid order) with its xattrs and
-/// what follows them into its place in `meta`.
+/// what follows them into its place in `meta`, whose first byte is at
+/// image position `origin`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn put_inode(
-    meta: &mut [u8],
+    (meta, origin): (&mut [u8], u64),
     tree: &Tree,
     plan: &Plan,
     placed: &Placed,
@@ -189,7 +260,7 @@ pub(super) fn put_inode(
         gid: p.gid,
         nlink: p.nlink,
     };
-    let mut at = (lay.pos[id] - lay.meta_blkaddr * bs) as usize;
+    let mut at = (lay.pos[id] - origin) as usize;
     if p.extended {
         meta[at..at + 64].copy_from_slice(&raw.to_extended_bytes());
         at += 64;

@@ -49,10 +49,10 @@ pub(super) fn write_meta(
     let mut lay = layout_meta(
         &boxed,
         &item_len,
-        prefixes.len() as u64,
-        plan.xattrs.shared.len() as u64,
+        (prefixes.len() as u64, plan.xattrs.shared.len() as u64),
         bs,
         0,
+        None,
     )?;
     lay.space = METABOX_NID_BIT;
 
@@ -81,7 +81,7 @@ pub(super) fn write_meta(
     let ss = lay.shared_start as usize;
     data[ss..ss + plan.xattrs.shared.len()].copy_from_slice(&plan.xattrs.shared);
     for (serial, &id) in boxed.iter().enumerate() {
-        put_inode(&mut data, tree, plan, placed, &lay, id, serial, bs)?;
+        put_inode((&mut data, 0), tree, plan, placed, &lay, id, serial, bs)?;
     }
     // Trailing zeros of the last block are not data.
     let used = boxed
@@ -107,7 +107,14 @@ pub(super) fn write_meta(
     } else {
         Vec::new()
     };
-    let play = layout_meta(&primary, &item_len, plain.len() as u64, 0, bs, data_end)?;
+    let play = layout_meta(
+        &primary,
+        &item_len,
+        (plain.len() as u64, 0),
+        bs,
+        data_end,
+        None,
+    )?;
     let mut meta = vec![0u8; (play.meta_blocks * bs) as usize];
     meta[..plain.len()].copy_from_slice(&plain);
     let prefix_start = if plain.is_empty() {
@@ -117,7 +124,7 @@ pub(super) fn write_meta(
     };
     for (k, &id) in primary.iter().enumerate() {
         put_inode(
-            &mut meta,
+            (&mut meta, play.meta_blkaddr * bs),
             tree,
             plan,
             placed,
@@ -143,6 +150,7 @@ pub(super) fn write_meta(
         prefix_start,
         xattr_blkaddr: 0,
         nids,
+        root_record: None,
     })
 }
 

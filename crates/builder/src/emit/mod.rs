@@ -383,6 +383,35 @@ impl Writer<'_> {
     }
 }
 
+/// Where the root's record goes in the superblock's block (right after
+/// the superblock, its compression records and device table), and its
+/// length: so an incremental build, which rewrites that block anyway,
+/// writes the new root there and no other block of the image. Nids then
+/// count from byte 0 (`meta_blkaddr` 0). Not with the 48-bit layout (its
+/// root nid has 64 bits: a new root goes after the image), a metabox, or
+/// `--zD` (its directories' nids must not depend on where the metadata
+/// area starts). The root's entries stay inline only if they fit there
+/// too; a root whose record does not fit even without them (large
+/// xattrs) stays in the metadata area, nids counting from its start.
+fn root_home(
+    tree: &Tree,
+    plan: &mut Plan,
+    opts: &BuildOptions,
+    sb_end: u64,
+    bs: u64,
+) -> Option<(u64, u64)> {
+    if plan.bit48 || opts.metabox.is_some() || opts.compress_dirs {
+        return None;
+    }
+    if plan.order.first() != Some(&tree.root) || !tree.inodes[tree.root].is_dir() {
+        return None;
+    }
+    let at = sb_end.next_multiple_of(32);
+    let block_end = (1024 / bs + 1) * bs;
+    let room = block_end.checked_sub(at)?;
+    meta::fit_record(plan, tree.root, (room, room), bs).map(|len| (at, len))
+}
+
 pub(crate) fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
     if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
         return Err(BuildError::Interrupted {
@@ -423,7 +452,9 @@ fn write_image(
         sb_end = at + (slots * DEVICE_SLOT_SIZE) as u64;
         at
     });
-    let data_start = sb_end.div_ceil(bs).max(1);
+    let root_at = root_home(tree, plan, opts, sb_end, bs);
+    let head_end = root_at.map_or(sb_end, |(at, len)| at + len);
+    let data_start = head_end.div_ceil(bs).max(1);
     let mut blob_w = blob.map(|(f, path)| Writer {
         data: BufWriter::with_capacity(1 << 20, f),
         base: 0,
@@ -465,7 +496,7 @@ fn write_image(
     };
     let meta = match &opts.metabox {
         Some(mb) => metabox::write_meta(&mut w, tree, plan, &mut placed, opts, *mb, pool)?,
-        None => meta::write_meta(&mut w, tree, plan, &mut placed, bs)?,
+        None => meta::write_meta(&mut w, tree, plan, &mut placed, bs, root_at.map(|r| r.0))?,
     };
     if let Some(nids) = dir_nids {
         zdirs::check_nids(&nids, &meta)?;

@@ -1,6 +1,6 @@
 //! The superblock, the compression configuration records and the device
-//! table after it, written last: the default uuid is derived from
-//! everything else.
+//! table after it (and the root's record, when it is in that block),
+//! written last: the default uuid is derived from everything else.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -208,7 +208,9 @@ pub(super) fn write_head(
         sb.build_time = plan.build_time;
     }
     sb.blocks = total_blocks as u32;
-    sb.meta_blkaddr = lay.meta_blkaddr as u32;
+    // Nids count from here (block 0 when the root is in the superblock's
+    // block, else the metadata area's start).
+    sb.meta_blkaddr = (lay.nid_base / bs) as u32;
     sb.xattr_blkaddr = meta.xattr_blkaddr as u32;
     sb.volume_name[..opts.label.len()].copy_from_slice(&opts.label);
     if let Some(b) = &blob {
@@ -222,8 +224,17 @@ pub(super) fn write_head(
     }
     let bsz =
         BlockSize::from_bits(opts.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
-    let head_len = (1024 + checksum_len(bsz)).max(sb_end as usize);
+    let root_end = meta
+        .root_record
+        .as_ref()
+        .map_or(0, |(at, r)| *at as usize + r.len());
+    let head_len = (1024 + checksum_len(bsz))
+        .max(sb_end as usize)
+        .max(root_end);
     let mut head = vec![0u8; head_len];
+    if let Some((at, r)) = &meta.root_record {
+        head[*at as usize..root_end].copy_from_slice(r);
+    }
     let rec_at = 1024 + sb_size(opts);
     head[rec_at..rec_at + records.len()].copy_from_slice(&records);
     if let Some(b) = &blob {

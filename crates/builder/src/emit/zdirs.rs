@@ -67,10 +67,10 @@ pub(super) fn pack_dirs(
     let mut lay = layout_meta(
         &plan.order,
         &item_len,
-        prefix_len,
-        plan.xattrs.shared.len() as u64,
+        (prefix_len, plan.xattrs.shared.len() as u64),
         bs,
         0,
+        None,
     )?;
     lay.space = space;
     let mut frags = match placed.frags.take() {

@@ -231,6 +231,19 @@ fn point_at_stored(image: &Image, plan: &mut Plan, same_data: &[Option<u64>], bs
     n
 }
 
+/// How many bytes from `pos` to the end of its block (in `head`, the
+/// image's first bytes) are free: all of them when they are all zeros
+/// (whatever the image keeps there, an inode, an xattr entry or a prefix,
+/// has a non-zero byte near its start, and nothing of what lies before
+/// `pos` reaches past it), else none.
+fn free_after(head: &[u8], pos: u64, bs: u64) -> u64 {
+    let end = pos.next_multiple_of(bs);
+    match head.get(pos as usize..end as usize) {
+        Some(rest) if rest.iter().all(|&b| b == 0) => rest.len() as u64,
+        _ => 0,
+    }
+}
+
 /// Puts `layer` over the image at `dest` and appends what changed.
 pub fn build(
     dest: &Path,
@@ -325,14 +338,19 @@ pub fn build(
         0
     };
     let capacity = raw_root.inode_size() + raw_root.xattr_isize() + inline;
-    // In block 0 (mkfs.erofs's images), the root is rewritten where it is.
-    // Elsewhere, the new root goes after the image, unless its nid would
+    // In the superblock's block (mkfs.erofs's images and ferrofs's), the
+    // root is rewritten where it is, with the zeros after it (to the end of
+    // its block) when nothing follows it there. Elsewhere, the new root goes after the image, unless its nid would
     // not fit the 16 bits an image without the 48-bit layout has: then,
     // as mkfs.erofs does, it is rewritten where it is too, the one record
     // outside block 0 that changes (reported, and put back on failure).
     // A metabox image was refused above: the root is on the primary device.
     let root_at = raw_root.pos().offset();
     let in_head = flat && root_at + capacity <= head_len as u64;
+    let capacity = match in_head {
+        true => capacity + free_after(&head, root_at + capacity, bs),
+        false => capacity,
+    };
     let appended_nid = (old_len.div_ceil(bs).max(sb.total_blocks()) * bs)
         .saturating_sub(u64::from(sb.meta_blkaddr) * bs)
         / 32;
@@ -380,14 +398,6 @@ pub fn build(
     po.time = TimePolicy::Keep;
     let mut plan = crate::plan::plan(&tree, &po)?;
     let root = tree.root;
-    if in_place {
-        let p = &mut plan.inodes[root];
-        if p.layout == DataLayout::FlatInline {
-            p.layout = DataLayout::FlatPlain;
-            p.blocks = p.size.div_ceil(bs);
-            p.tail = 0;
-        }
-    }
     plan.order.retain(|&id| kept[id].is_none() && id != root);
     let shared = point_at_stored(&image, &mut plan, &same_data, bs);
     let kept_inodes = kept.iter().filter(|k| k.is_some()).count() as u64;
@@ -452,5 +462,28 @@ pub fn build(
                 )),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_after;
+
+    #[test]
+    fn free_after_counts_only_zeros_to_the_end_of_the_block() {
+        let mut head = vec![0u8; 4096];
+        head[1024..1152].fill(0xE2);
+        // Nothing after a root record ending at 1216: the rest is free.
+        assert_eq!(free_after(&head, 1216, 4096), 4096 - 1216);
+        // An inode after it (mkfs.erofs): nothing is.
+        head[1280 + 4] = 0xA4;
+        assert_eq!(free_after(&head, 1216, 4096), 0);
+        // A record that ends at a block's end has no room after it, even
+        // when the next block (smaller blocks) is zeros.
+        let head = vec![0u8; 1536];
+        assert_eq!(free_after(&head, 1024, 512), 0);
+        assert_eq!(free_after(&head, 1184, 512), 1536 - 1184);
+        // Beyond the bytes read: none.
+        assert_eq!(free_after(&head, 1600, 512), 0);
     }
 }

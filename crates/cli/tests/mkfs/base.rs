@@ -22,7 +22,7 @@ use ferrofs_testkit::corpus::{self, set_mtime};
 use ferrofs_testkit::mount::can_mount;
 use ferrofs_testkit::{tools, verify};
 
-use crate::FERROFS;
+use crate::{cp_a, FERROFS};
 use ferrofs_testkit::tmp::finish;
 use ferrofs_testkit::work_dir;
 
@@ -60,13 +60,7 @@ fn old_tree(dir: &Path) {
 /// The new tree: `old` copied, then two files rewritten, one changed in
 /// one byte keeping its size and mtime, one removed, three added.
 fn new_tree(old: &Path, new: &Path) {
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(old)
-        .arg(new)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    cp_a(old, new);
     let t = new.join("text");
     fs::write(t.join("t3"), corpus::text_bytes(80000, 99)).unwrap();
     fs::write(t.join("m6"), corpus::mixed_bytes(1 << 20, 98)).unwrap();

@@ -38,6 +38,12 @@ fn dropin_link(dir: &Path) -> PathBuf {
     link
 }
 
+/// `cp -a FROM TO`: a copy of a tree with its metadata.
+fn cp_a(from: &Path, to: &Path) {
+    let st = Command::new("cp").arg("-a").arg(from).arg(to).status();
+    assert!(st.is_ok_and(|s| s.success()), "cp -a {from:?} {to:?}");
+}
+
 /// `ferrofs dump ARGS --json`, parsed.
 fn dump_json(args: &[&str]) -> Result<serde_json::Value, String> {
     let out = ferrofs_testkit::verify::run_ok(

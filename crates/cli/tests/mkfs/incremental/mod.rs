@@ -5,14 +5,16 @@
 //! accept it, every byte of the old image outside block 0 is unchanged,
 //! unchanged files keep their inodes (their data is not appended again; a
 //! file with only a new mode points at the old blocks),
-//! and -j1 and -j2 give the same bytes. A tar layer's whiteouts and opaque
+//! and -j1 and -j2 give the same bytes. ferrofs keeps the root inode in
+//! block 0, so an image with more than 2 MiB of metadata changes only
+//! there too (unless its root's xattrs do not fit in block 0). A tar layer's whiteouts and opaque
 //! directories delete from the image's tree. Failures (a broken archive,
 //! a full disk, options the image cannot take) leave the image byte for
 //! byte as it was. Needs root and loop devices for the kernel comparison;
 //! otherwise prints why it skips.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ferrofs::Image;
@@ -20,9 +22,11 @@ use ferrofs_testkit::corpus;
 use ferrofs_testkit::mount::can_mount;
 use ferrofs_testkit::{tools, verify};
 
-use super::FERROFS;
+use super::{cp_a, FERROFS};
 
 use ferrofs_testkit::tmp::finish;
+
+mod root;
 
 /// The old tree: the corner tree and files of several sizes.
 fn old_tree(dir: &Path) {
@@ -42,13 +46,7 @@ fn old_tree(dir: &Path) {
 /// changed, files and a directory added (nothing removed: a directory
 /// layer only adds and replaces).
 fn new_tree(old: &Path, new: &Path) {
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(old)
-        .arg(new)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    cp_a(old, new);
     let t = new.join("text");
     fs::write(t.join("t1"), corpus::text_bytes(9000, 77)).unwrap();
     fs::write(t.join("t3"), corpus::mixed_bytes(300_000, 78)).unwrap();
@@ -65,11 +63,15 @@ fn new_tree(old: &Path, new: &Path) {
     fs::write(t.join("sub/new"), b"new file\n").unwrap();
 }
 
+/// Runs `ferrofs mkfs --json ARGS`; its summary.
+fn summary(args: &[&str]) -> Result<serde_json::Value, String> {
+    let out = verify::run_ok(Command::new(FERROFS).args(["mkfs", "--json"]).args(args))?;
+    serde_json::from_slice(&out).map_err(|e| format!("summary: {e}"))
+}
+
 /// Runs `ferrofs mkfs --json ARGS`; the `incremental` part of the summary.
 fn mkfs(args: &[&str]) -> Result<serde_json::Value, String> {
-    let out = verify::run_ok(Command::new(FERROFS).args(["mkfs", "--json"]).args(args))?;
-    let v: serde_json::Value = serde_json::from_slice(&out).map_err(|e| format!("summary: {e}"))?;
-    Ok(v["incremental"].clone())
+    Ok(summary(args)?["incremental"].clone())
 }
 
 fn n(v: &serde_json::Value, k: &str) -> u64 {
@@ -114,11 +116,49 @@ fn check_result(
     f
 }
 
+/// Whether the kernel can mount images here (why not is printed).
+fn kernel() -> bool {
+    let mounts = can_mount();
+    if let Err(why) = &mounts {
+        println!("kernel comparison skipped: {why}");
+    }
+    mounts.is_ok()
+}
+
 /// The nid `path` has in `img`.
 fn nid(img: &Path, path: &str) -> u64 {
     let image = Image::open_path(img).unwrap();
     let ino = image.raw().lookup_path(path.as_bytes(), false).unwrap();
     ino.nid().0
+}
+
+/// `--incremental` with `opts` and `layer` over copies of `old_img`, at -j1
+/// and at -j2: the -j1 result and its summary, when both ran (a failure
+/// recorded otherwise, and when they differ).
+fn incremental_j1_j2(
+    name: &str,
+    old_img: &Path,
+    opts: &[&str],
+    layer: &Path,
+    work: &Path,
+    failures: &mut Vec<String>,
+) -> Option<(PathBuf, serde_json::Value)> {
+    let mut results = Vec::new();
+    for j in ["1", "2"] {
+        let img = work.join(format!("{name}-j{j}.img"));
+        fs::copy(old_img, &img).unwrap();
+        let mut args: Vec<&str> = opts.to_vec();
+        args.extend(["--incremental", "-j", j, path_str(&img), path_str(layer)]);
+        match mkfs(&args) {
+            Ok(s) => results.push((img, s)),
+            Err(e) => failures.push(format!("{name} -j{j}: incremental: {e}")),
+        }
+    }
+    let [(img, s), (img2, _)] = <[_; 2]>::try_from(results).ok()?;
+    if fs::read(&img).unwrap() != fs::read(&img2).unwrap() {
+        failures.push(format!("{name}: -j1 and -j2 give other images"));
+    }
+    Some((img, s))
 }
 
 #[test]
@@ -127,10 +167,7 @@ fn layers_over_ferrofs_images() {
     let (old, new) = (work.join("old"), work.join("new"));
     old_tree(&old);
     new_tree(&old, &new);
-    let mounts = can_mount();
-    if let Err(why) = &mounts {
-        println!("kernel comparison skipped: {why}");
-    }
+    let mounts = kernel();
     let mut failures = Vec::new();
     for (name, opts) in [
         ("plain", &[][..]),
@@ -145,24 +182,11 @@ fn layers_over_ferrofs_images() {
             failures.push(format!("{name}: old image: {e}"));
             continue;
         }
-        let mut results = Vec::new();
-        for j in ["1", "2"] {
-            let img = work.join(format!("{name}-j{j}.img"));
-            fs::copy(&o, &img).unwrap();
-            let mut args: Vec<&str> = opts.to_vec();
-            args.extend(["--incremental", "-j", j, path_str(&img), path_str(&new)]);
-            match mkfs(&args) {
-                Ok(s) => results.push((img, s)),
-                Err(e) => failures.push(format!("{name} -j{j}: incremental: {e}")),
-            }
-        }
-        let [(img, s), (img2, _)] = &results[..] else {
+        let Some((img, s)) = incremental_j1_j2(name, &o, opts, &new, &work, &mut failures) else {
             continue;
         };
-        if fs::read(img).unwrap() != fs::read(img2).unwrap() {
-            failures.push(format!("{name}: -j1 and -j2 give other images"));
-        }
-        failures.extend(check_result(name, &o, img, &new, &work, mounts.is_ok()));
+        let (img, s) = (&img, &s);
+        failures.extend(check_result(name, &o, img, &new, &work, mounts));
         // Unchanged files keep their inodes; t4 (5 MiB) is not appended.
         for p in ["text/t4", "text/t0", "text/sub/keep"] {
             if nid(&o, p) != nid(img, p) {
@@ -215,10 +239,7 @@ fn layers_over_mkfs_erofs_images() {
     let (old, new) = (work.join("old"), work.join("new"));
     old_tree(&old);
     new_tree(&old, &new);
-    let mounts = can_mount();
-    if let Err(why) = &mounts {
-        println!("kernel comparison skipped: {why}");
-    }
+    let mounts = kernel();
     let mut failures = Vec::new();
     for (name, opts) in [("plain", &[][..]), ("lz4", &["-zlz4"][..])] {
         let o = work.join(format!("{name}-old.img"));
@@ -240,79 +261,9 @@ fn layers_over_mkfs_erofs_images() {
                 if nid(&o, "special") != nid(&img, "special") {
                     failures.push(format!("{name}: an untouched directory moved"));
                 }
-                failures.extend(check_result(name, &o, &img, &new, &work, mounts.is_ok()));
+                failures.extend(check_result(name, &o, &img, &new, &work, mounts));
             }
             Err(e) => failures.push(format!("{name}: incremental: {e}")),
-        }
-    }
-    finish(&work, &failures);
-}
-
-#[test]
-fn root_rewritten_in_place_when_no_16_bit_nid_is_left() {
-    // 3000 small files with inline tails: more than 2 MiB of metadata, so
-    // a new root after the image would be beyond nid 65535.
-    let work = ferrofs_testkit::work_dir!("incr_root");
-    let (old, new) = (work.join("old"), work.join("new"));
-    for d in 0..30 {
-        let dir = old.join(format!("d{d:02}"));
-        fs::create_dir_all(&dir).unwrap();
-        for k in 0..100u64 {
-            let body = corpus::random_bytes(900 + (k as usize % 7) * 100, d * 1000 + k);
-            fs::write(dir.join(format!("f{k:03}")), body).unwrap();
-        }
-    }
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(&old)
-        .arg(&new)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    fs::write(new.join("d07/f010"), b"changed\n").unwrap();
-    fs::write(new.join("d29/added"), b"added\n").unwrap();
-    let mounts = can_mount();
-    if let Err(why) = &mounts {
-        println!("kernel comparison skipped: {why}");
-    }
-    let mut failures = Vec::new();
-    let (o, img) = (work.join("old.img"), work.join("new.img"));
-    match mkfs(&[path_str(&o), path_str(&old)]) {
-        Err(e) => failures.push(format!("old image: {e}")),
-        Ok(_) => {
-            fs::copy(&o, &img).unwrap();
-            let root_pos = {
-                let image = Image::open_path(&o).unwrap();
-                image.raw().root().unwrap().pos().offset()
-            };
-            match mkfs(&["--incremental", path_str(&img), path_str(&new)]) {
-                Ok(s) => {
-                    let n_out = n(&s, "rewritten_outside_block0");
-                    if s["root_in_place"] != true || n_out == 0 || n_out > 4096 {
-                        failures.push(format!("summary {s}"));
-                    }
-                    // Only block 0 and the old root's record differ.
-                    let (a, b) = (fs::read(&o).unwrap(), fs::read(&img).unwrap());
-                    let root = root_pos as usize..(root_pos + n_out) as usize;
-                    if let Some(i) = (4096..a.len()).find(|&i| a[i] != b[i] && !root.contains(&i)) {
-                        failures.push(format!("old byte {i} changed (root record at {root:?})"));
-                    }
-                    // Directories the layer leaves alone keep their nids.
-                    if nid(&o, "d15") != nid(&img, "d15") {
-                        failures.push("an untouched directory moved".into());
-                    }
-                    if mounts.is_ok() {
-                        failures.extend(verify::image_reads_as_source(
-                            Path::new(FERROFS),
-                            "root-in-place",
-                            &img,
-                            &new,
-                            &work,
-                        ));
-                    }
-                }
-                Err(e) => failures.push(format!("incremental: {e}")),
-            }
         }
     }
     finish(&work, &failures);
@@ -358,13 +309,7 @@ fn tar_layer_whiteouts_and_opaque_directories() {
     // What the layered tree is: old with the layer applied by hand
     // (directories the layer names take its metadata).
     let expect = work.join("expect");
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(&old)
-        .arg(&expect)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    cp_a(&old, &expect);
     fs::remove_dir_all(expect.join("a")).unwrap();
     fs::remove_file(expect.join("b/gone")).unwrap();
     fs::remove_file(expect.join("c/hidden")).unwrap();
@@ -382,10 +327,7 @@ fn tar_layer_whiteouts_and_opaque_directories() {
         assert!(st.success());
     }
     tar_of(&layer, &tarball);
-    let mounts = can_mount();
-    if let Err(why) = &mounts {
-        println!("kernel comparison skipped: {why}");
-    }
+    let mounts = kernel();
     let mut failures = Vec::new();
     let o = work.join("old.img");
     let img = work.join("new.img");
@@ -399,14 +341,7 @@ fn tar_layer_whiteouts_and_opaque_directories() {
             path_str(&img),
             path_str(&tarball),
         ]) {
-            Ok(_) => failures.extend(check_result(
-                "tar",
-                &o,
-                &img,
-                &expect,
-                &work,
-                mounts.is_ok(),
-            )),
+            Ok(_) => failures.extend(check_result("tar", &o, &img, &expect, &work, mounts)),
             Err(e) => failures.push(format!("incremental: {e}")),
         }
     }
@@ -442,6 +377,19 @@ fn failures_leave_the_image_as_it_was() {
     match mkfs(&["--tar=f", "--incremental", path_str(&o), path_str(&cut)]) {
         Ok(s) => failures.push(format!("truncated archive accepted: {s}")),
         Err(_) => unchanged("truncated archive", &mut failures),
+    }
+    // A new root too large for its room in block 0 (3000 bytes of xattrs).
+    let big_root = work.join("big-root");
+    fs::create_dir_all(&big_root).unwrap();
+    match ferrofs_testkit::xattr::set(&big_root, "user.big", &corpus::text_bytes(3000, 9)) {
+        Ok(()) => match mkfs(&["--incremental", path_str(&o), path_str(&big_root)]) {
+            Ok(s) => failures.push(format!("a root too large for block 0 accepted: {s}")),
+            Err(e) if !e.contains("root inode needs") => {
+                failures.push(format!("a root too large for block 0: error {e}"))
+            }
+            Err(_) => unchanged("a root too large for block 0", &mut failures),
+        },
+        Err(e) => println!("large root case skipped: no user xattrs here: {e}"),
     }
     // Options the image cannot take: named in the error.
     for (opts, word) in [
@@ -493,13 +441,7 @@ fn dropin_takes_incremental() {
     let (old, new) = (work.join("old"), work.join("new"));
     fs::create_dir_all(&old).unwrap();
     fs::write(old.join("a"), b"a\n").unwrap();
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(&old)
-        .arg(&new)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    cp_a(&old, &new);
     fs::write(new.join("b"), b"b\n").unwrap();
     let link = work.join("mkfs.erofs");
     std::os::unix::fs::symlink(FERROFS, &link).unwrap();

@@ -265,8 +265,6 @@ impl Base {
             .collect();
         pool.sort_unstable();
         let mut enc = comp.encoder(pcl)?;
-        // An image from mkfs.erofs may hold liblz4's LZ4HC level-12 streams.
-        let mut reference = comp.reference_encoder(pcl)?;
         let mut checked = 0;
         for (_, id) in pool {
             if checked == SAMPLES {
@@ -292,11 +290,13 @@ impl Base {
                 leave_tail: (ctx.fragments && seg == size).then_some(pcl),
                 max_extent: ctx.max_extent,
             };
+            let elf = crate::compress::is_machine_code(&input);
+            enc.set_machine_code(elf);
             let mut again = first_extent(&mut enc, &input, 0, &shape)?;
-            if again.as_ref() != Some(&old) {
-                if let Some(r) = &mut reference {
-                    again = first_extent(r, &input, 0, &shape)?;
-                }
+            if elf && again.as_ref() != Some(&old) {
+                // mkfs.erofs compresses machine code with liblz4 too.
+                enc.set_machine_code(false);
+                again = first_extent(&mut enc, &input, 0, &shape)?;
             }
             if again.as_ref() != Some(&old) {
                 return Ok(Err(format!(

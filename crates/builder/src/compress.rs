@@ -53,29 +53,21 @@ impl Compressor {
 
     /// An encoder for pclusters of `pcluster` bytes.
     pub(crate) fn encoder(&self, pcluster: u64) -> Result<Encoder> {
-        self.encoder_with(pcluster, false)
-    }
-
-    /// The encoder `mkfs.erofs` uses for these options, when it differs
-    /// from [`encoder`](Self::encoder)'s (LZ4HC level 12, whose binary
-    /// data ferrofs compresses with its own parser).
-    pub(crate) fn reference_encoder(&self, pcluster: u64) -> Result<Option<Encoder>> {
-        let differs = self.alg == Algorithm::Lz4 && self.lz4hc && self.level == Some(12);
-        differs
-            .then(|| self.encoder_with(pcluster, true))
-            .transpose()
-    }
-
-    fn encoder_with(&self, pcluster: u64, liblz4_only: bool) -> Result<Encoder> {
         let cfg = EncoderConfig {
             alg: self.alg,
             level: self.level,
             lz4hc: self.lz4hc,
-            liblz4_only,
             lzma_dict_size: lzma_dict(pcluster),
         };
         Encoder::new(cfg).map_err(|e| BuildError::Option(format!("compressor: {e}")))
     }
+}
+
+/// Whether a file starting with `head` holds machine code (an ELF file),
+/// which the encoder is told ([`Encoder::set_machine_code`]) before any of
+/// the file's data.
+pub(crate) fn is_machine_code(head: &[u8]) -> bool {
+    head.starts_with(b"\x7fELF")
 }
 
 /// The MicroLZMA dictionary used for a pcluster size (the cfg record).

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::base::{Base, Reused};
-use crate::compress::{compress_segment, worth_compressing, Compressor, Extent};
+use crate::compress::{compress_segment, is_machine_code, worth_compressing, Compressor, Extent};
 use crate::content::ContentReader;
 use crate::error::Result;
 use crate::options::BuildOptions;
@@ -107,6 +107,7 @@ pub(crate) fn compress_window(
                 let m = (size - mid).min(n as u64) as usize;
                 r.read_exact_at(&mut middle[..m], mid)?;
                 let enc = encoder_for(encs, comps, comp, pcl)?;
+                enc.set_machine_code(is_machine_code(head));
                 Ok(if worth_compressing(enc, &[head, &middle[..m]], pcl, bs) {
                     Worth::Yes
                 } else {
@@ -179,6 +180,15 @@ pub(crate) fn compress_window(
                 let mut buf = vec![0u8; u.len as usize];
                 r.read_exact_at(&mut buf, u.offset)?;
                 let enc = encoder_for(encs, comps, u.compressor, u.pcluster)?;
+                let mut magic = [0u8; 4];
+                let head = match u.offset {
+                    0 => &buf[..buf.len().min(4)],
+                    _ => {
+                        r.read_exact_at(&mut magic, 0)?;
+                        &magic[..]
+                    }
+                };
+                enc.set_machine_code(is_machine_code(head));
                 // The file's last segment leaves its tail to the packed inode.
                 let last = u.offset + u.len == ino.data_size();
                 let leave = (fragments && last).then_some(u.pcluster);

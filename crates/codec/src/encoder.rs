@@ -2,7 +2,7 @@
 
 use crate::deflate::DeflateEncoder;
 use crate::fit::{Fit, Search};
-use crate::lz4opt::{looks_like_text, Lz4Opt};
+use crate::lz4opt::Lz4Opt;
 use crate::lzma::MicroLzmaEncoder;
 use crate::zstd::ZstdEncoder;
 use crate::{Algorithm, CodecError};
@@ -19,11 +19,6 @@ pub struct EncoderConfig {
     pub level: Option<i32>,
     /// LZ4 only: use LZ4HC (`LZ4_compress_HC_destSize`).
     pub lz4hc: bool,
-    /// LZ4HC level 12 only: compress everything with liblz4, as
-    /// `mkfs.erofs` does, instead of ferrofs's own optimal parser for
-    /// binary data (which is faster there; both make valid LZ4 blocks of
-    /// about the same size, but not the same bytes).
-    pub liblz4_only: bool,
     /// MicroLZMA dictionary size, 4 KiB ..= 8 MiB, 0 = 8 MiB. Must not
     /// exceed the dictionary size written in the image. Encoder setup time
     /// grows with it, so use about the pcluster size
@@ -38,7 +33,6 @@ impl EncoderConfig {
             alg,
             level: None,
             lz4hc: false,
-            liblz4_only: false,
             lzma_dict_size: 0,
         }
     }
@@ -58,6 +52,7 @@ pub struct Encoder {
     engine: Engine,
     search: Search,
     last_trials: u32,
+    machine_code: bool,
 }
 
 impl Encoder {
@@ -65,7 +60,7 @@ impl Encoder {
     pub fn new(cfg: EncoderConfig) -> Result<Self, CodecError> {
         let engine = match cfg.alg {
             Algorithm::Lz4 => match lz4_level(cfg)? {
-                Some(LZ4HC_MAX) if !cfg.liblz4_only => Engine::Lz4Opt(Box::new(Lz4Opt::new())),
+                Some(LZ4HC_MAX) => Engine::Lz4Opt(Box::new(Lz4Opt::new())),
                 hc_level => Engine::Lz4 { hc_level },
             },
             Algorithm::Lzma => Engine::Lzma(MicroLzmaEncoder::new(cfg.level, cfg.lzma_dict_size)?),
@@ -77,6 +72,7 @@ impl Encoder {
             engine,
             search: Search::default(),
             last_trials: 0,
+            machine_code: false,
         })
     }
 
@@ -86,6 +82,18 @@ impl Encoder {
     /// output must not depend on how work was spread over encoders.
     pub fn reset(&mut self) {
         self.search.forget();
+    }
+
+    /// Says whether the next inputs are machine code (from an ELF file).
+    /// LZ4HC level 12 compresses machine code with ferrofs's own optimal
+    /// parser, which finds its matches with a binary tree in about 0.8x
+    /// liblz4's time at the same size; everything else (text, data that
+    /// hardly compresses, tables) goes to liblz4, which is faster there.
+    /// Other algorithms and levels ignore it. Both make valid LZ4 blocks,
+    /// but not the same bytes: say the same for the same input wherever
+    /// output must be reproducible.
+    pub fn set_machine_code(&mut self, yes: bool) {
+        self.machine_code = yes;
     }
 
     /// The configuration this encoder was made with.
@@ -117,14 +125,11 @@ impl Encoder {
             Engine::Lz4 { hc_level } => {
                 return crate::lz4::compress_fixed_output(src, dst, *hc_level)
             }
-            Engine::Lz4Opt(e) => {
-                // liblz4's chain search skips most positions of text and
-                // is faster there; the tree wins on binaries (about 0.7x
-                // liblz4's time), where its chains run long.
-                if looks_like_text(src) {
-                    return crate::lz4::compress_fixed_output(src, dst, Some(LZ4HC_MAX));
-                }
-                return Ok(e.compress_fill(crate::lz4::input_part(src), dst));
+            Engine::Lz4Opt(e) if self.machine_code => {
+                return Ok(e.compress_fill(crate::lz4::input_part(src), dst))
+            }
+            Engine::Lz4Opt(_) => {
+                return crate::lz4::compress_fixed_output(src, dst, Some(LZ4HC_MAX))
             }
             Engine::Lzma(e) => return e.compress_fixed_output(src, dst),
             Engine::Deflate(e) => e.compress_fixed_output(&mut self.search, src, dst)?,
@@ -155,7 +160,7 @@ impl std::fmt::Debug for Encoder {
     }
 }
 
-/// LZ4HC's top level, which [`Lz4Opt`] implements for binary data (an
+/// LZ4HC's top level, which [`Lz4Opt`] implements for machine code (an
 /// optimal parse over a binary-tree match finder).
 const LZ4HC_MAX: i32 = 12;
 

@@ -145,7 +145,6 @@ fn invalid_levels_are_rejected() {
             alg,
             lz4hc,
             level,
-            liblz4_only: false,
             lzma_dict_size: 64 << 10,
         });
         assert!(
@@ -171,7 +170,6 @@ fn invalid_levels_are_rejected() {
             alg,
             lz4hc,
             level,
-            liblz4_only: false,
             lzma_dict_size: 64 << 10,
         };
         let (consumed, stream) = pcluster(cfg, &data, 4096);

@@ -186,3 +186,49 @@ fn deflate_sets_bit_3_when_the_stream_starts_with_a_stored_block() {
     .unwrap();
     assert!(out == data[..consumed]);
 }
+
+/// LZ4HC level 12 compresses machine code with ferrofs's own parser when
+/// told so: both encoders' blocks decode to exactly the consumed input, and
+/// they differ (the hint is not ignored).
+#[test]
+fn machine_code_hint_picks_the_tree_encoder() {
+    let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    let code = &exe[..exe.len().min(4 << 20)];
+    let cfg = EncoderConfig {
+        lz4hc: true,
+        level: Some(12),
+        ..EncoderConfig::new(Algorithm::Lz4)
+    };
+    let mut dec = decoder();
+    let mut streams = Vec::new();
+    for hint in [false, true] {
+        let mut enc = ferrofs_codec::Encoder::new(cfg).unwrap();
+        enc.set_machine_code(hint);
+        let mut pos = 0;
+        let mut all = Vec::new();
+        while pos < code.len() {
+            let mut buf = vec![0u8; 65536];
+            let (consumed, written) = enc.compress_fixed_output(&code[pos..], &mut buf).unwrap();
+            assert!(consumed > 0 && written <= buf.len(), "hint {hint} at {pos}");
+            let out = decode(
+                &mut dec,
+                Algorithm::Lz4,
+                &buf[..written],
+                consumed,
+                DecodeMode::Exact,
+            )
+            .unwrap_or_else(|e| panic!("hint {hint} at {pos}: {e}"));
+            assert!(
+                out == code[pos..pos + consumed],
+                "hint {hint} at {pos}: bytes differ"
+            );
+            all.extend_from_slice(&buf[..written]);
+            pos += consumed;
+        }
+        streams.push(all);
+    }
+    assert_ne!(
+        streams[0], streams[1],
+        "the machine-code hint changed nothing"
+    );
+}

@@ -1,8 +1,11 @@
-//! LZ4 block encoder for the top LZ4HC level: an optimal parse over the
-//! longest match at every position, filling a fixed-size output.
+//! LZ4 block encoder for the top LZ4HC level on machine code: an optimal
+//! parse over the longest match at every position, filling a fixed-size
+//! output.
 //!
 //! liblz4's level 12 searches hash chains up to 16,384 links deep at every
-//! position, which makes it the builder's slowest step. Here a binary tree
+//! position, which makes it the builder's slowest step on machine code
+//! (on text and on data that hardly compresses it is faster than this
+//! encoder, so [`crate::Encoder`] uses it there). Here a binary tree
 //! ([`tree`]) finds the longest match in a bounded walk, and the parse
 //! prices every way to reach each position in bytes of LZ4 output (LZ4's
 //! costs are exact: a token, the literals, a 2-byte offset and length
@@ -79,17 +82,6 @@ fn lits_fitting(room: usize) -> usize {
         n -= 1;
     }
     n
-}
-
-/// Whether `src` starts with text (printable ASCII, tabs and line breaks
-/// in at least 15 of every 16 of its first 4 KiB).
-pub(crate) fn looks_like_text(src: &[u8]) -> bool {
-    let head = &src[..src.len().min(4096)];
-    let texty = head
-        .iter()
-        .filter(|&&b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r')
-        .count();
-    texty * 16 >= head.len() * 15
 }
 
 /// One parse position: the cheapest known way to reach it.

@@ -129,7 +129,7 @@ pub fn configs() -> Vec<EncoderConfig> {
         lz4hc: true,
         ..EncoderConfig::new(Algorithm::Lz4)
     });
-    // Level 12 has its own encoder (an optimal parse over a binary tree).
+    // Level 12 (liblz4's encoder unless told the input is machine code).
     v.push(EncoderConfig {
         lz4hc: true,
         level: Some(12),

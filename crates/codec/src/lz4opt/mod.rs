@@ -103,6 +103,8 @@ pub(crate) struct Lz4Opt {
     nodes: Vec<Node>,
     /// Matches of the closing window, last first.
     path: Vec<(usize, usize, usize)>,
+    /// Positions the last call parsed (bounds the work; tests look at it).
+    parsed: usize,
 }
 
 /// Where the output stands.
@@ -119,6 +121,7 @@ impl Lz4Opt {
             tree: Tree::new(DEPTH),
             nodes: vec![Node::default(); WINDOW + 1],
             path: Vec::new(),
+            parsed: 0,
         }
     }
 
@@ -129,6 +132,7 @@ impl Lz4Opt {
             return (0, 0);
         }
         self.tree.reset();
+        self.parsed = 0;
         let mut out = Out {
             dst,
             op: 0,
@@ -138,7 +142,15 @@ impl Lz4Opt {
         let last_start = src.len().saturating_sub(MF_LIMIT);
         let mut pos = 0;
         'parse: while pos < last_start {
+            // Literals that cannot all be written end the block: no later
+            // match could follow them (incompressible input stops here
+            // instead of being parsed to its end).
+            let pending = pos - out.anchor;
+            if 1 + ext(pending) + pending >= out.dst.len() - out.op {
+                break;
+            }
             let end = self.parse_window(src, pos, out.anchor, last_start);
+            self.parsed += end - pos;
             while let Some((start, len, dist)) = self.path.pop() {
                 if !out.sequence(src, start, len, dist) {
                     break 'parse;

@@ -153,6 +153,20 @@ fn short_and_edge_inputs() {
     let random: Vec<u8> = (0..200_000).map(|_| rng.next() as u8).collect();
     let (consumed, _) = check(&random, 65_536, "random");
     assert!(consumed >= 65_536 - 300, "random: consumed {consumed}");
+    // ... and parsing stops where the output is full, not at the input's
+    // end, also where no match turns up (distinct 4-byte words).
+    let big: Vec<u8> = (0u32..2 << 20)
+        .flat_map(|i| i.wrapping_mul(2_654_435_761).to_le_bytes())
+        .collect();
+    let mut enc = Lz4Opt::new();
+    let mut dst = vec![0u8; 65_536];
+    let (consumed, _) = enc.compress_fill(&big, &mut dst);
+    assert!(consumed >= 60_000, "8 MiB: consumed {consumed}");
+    assert!(
+        enc.parsed <= 2 * 65_536,
+        "8 MiB: parsed {} positions",
+        enc.parsed
+    );
 }
 
 #[test]

@@ -39,8 +39,12 @@ impl EncoderConfig {
 }
 
 enum Engine {
-    Lz4 { hc_level: Option<i32> },
-    Lz4Opt(Box<Lz4Opt>),
+    Lz4 {
+        hc_level: Option<i32>,
+    },
+    /// LZ4HC level 12; the tree encoder's buffers (about 1 MiB) are made
+    /// on the first machine-code input.
+    Lz4Opt(Option<Box<Lz4Opt>>),
     Lzma(MicroLzmaEncoder),
     Deflate(DeflateEncoder),
     Zstd(ZstdEncoder),
@@ -60,7 +64,7 @@ impl Encoder {
     pub fn new(cfg: EncoderConfig) -> Result<Self, CodecError> {
         let engine = match cfg.alg {
             Algorithm::Lz4 => match lz4_level(cfg)? {
-                Some(LZ4HC_MAX) => Engine::Lz4Opt(Box::new(Lz4Opt::new())),
+                Some(LZ4HC_MAX) => Engine::Lz4Opt(None),
                 hc_level => Engine::Lz4 { hc_level },
             },
             Algorithm::Lzma => Engine::Lzma(MicroLzmaEncoder::new(cfg.level, cfg.lzma_dict_size)?),
@@ -126,7 +130,8 @@ impl Encoder {
                 return crate::lz4::compress_fixed_output(src, dst, *hc_level)
             }
             Engine::Lz4Opt(e) if self.machine_code => {
-                return Ok(e.compress_fill(crate::lz4::input_part(src), dst))
+                let e = e.get_or_insert_with(|| Box::new(Lz4Opt::new()));
+                return Ok(e.compress_fill(crate::lz4::input_part(src), dst));
             }
             Engine::Lz4Opt(_) => {
                 return crate::lz4::compress_fixed_output(src, dst, Some(LZ4HC_MAX))

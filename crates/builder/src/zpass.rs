@@ -36,30 +36,65 @@ enum Worth {
     Decide,
 }
 
-/// The compression pass for one window of files: which files are worth
-/// compressing, and each segment's extents (computed in parallel; the
-/// result only depends on the input bytes). `zc` is each inode's
-/// (pcluster bytes, compressor index), `None` for data stored flat. Files
-/// with an entry in `copies` (indexed by inode; may be empty) are skipped:
-/// the writer gives them the extents of the earlier file they copy.
+/// A thread's encoders, one per (compressor index, pcluster size), made
+/// on first use.
+pub(crate) type Encoders = HashMap<(usize, u64), ferrofs_codec::Encoder>;
+
+/// What the units of one window share: the build's inputs and each
+/// file's decision. Units only read it, from any thread.
+pub(crate) struct WindowUnits<'a> {
+    tree: &'a Tree,
+    opts: &'a BuildOptions,
+    fragments: bool,
+    worth: Vec<Worth>,
+    /// Segments to compress, each with its file's index in the window.
+    units: Vec<(usize, Unit)>,
+}
+
+/// What a window settled without compressing: whole fragments (`Some`
+/// with no extents) and files an earlier image holds.
+pub(crate) struct Settled {
+    out: Vec<Option<Vec<Extent>>>,
+    reused: Vec<Option<Reused>>,
+}
+
+/// Decides, for one window of files, which are worth compressing (a
+/// sampled first pcluster, or a small file's own first trial) and cuts
+/// them into units: the first half of the compression pass, run on the
+/// pool (the samples and `--base` comparisons are parallel). `zc` is each
+/// inode's (pcluster bytes, compressor index), `None` for data stored flat.
+/// Files with an entry in `copies` (indexed by inode; may be empty) are
+/// skipped: the writer gives them the extents of the earlier file they copy.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn compress_window(
-    tree: &Tree,
+pub(crate) fn prepare_window<'a>(
+    tree: &'a Tree,
     zc: &[Option<(u64, usize)>],
-    opts: &BuildOptions,
+    opts: &'a BuildOptions,
     ids: &[InodeId],
     fragments: bool,
     sample: bool,
     base: Option<&Base>,
     copies: &[Option<InodeId>],
-) -> Result<Vec<Option<Vec<Extent>>>> {
+) -> Result<(WindowUnits<'a>, Settled)> {
+    let mut units = WindowUnits {
+        tree,
+        opts,
+        fragments,
+        worth: vec![Worth::No; ids.len()],
+        units: Vec::new(),
+    };
     let Some(c) = &opts.compress else {
-        return Ok(vec![None; ids.len()]);
+        let out = vec![None; ids.len()];
+        return Ok((
+            units,
+            Settled {
+                out,
+                reused: Vec::new(),
+            },
+        ));
     };
     let bs = opts.block_size();
     let comps: &[Compressor] = &c.compressors;
-    let big = |pcl: u64| pcl > bs;
-    let max_extent = c.max_extent_bytes;
     let whole_fragment = |id: InodeId| whole_fragment(tree, zc, opts, fragments, id);
     let hot_pieces = |id: InodeId| hot_pieces(tree, opts, id);
     // Files an earlier image holds as this build would store them.
@@ -80,7 +115,7 @@ pub(crate) fn compress_window(
         .enumerate()
         .map_init(
             HashMap::new,
-            |encs: &mut HashMap<(usize, u64), ferrofs_codec::Encoder>, (k, &id)| -> Result<Worth> {
+            |encs: &mut Encoders, (k, &id)| -> Result<Worth> {
                 let Some((pcl, comp)) = zc[id] else {
                     return Ok(Worth::No);
                 };
@@ -116,8 +151,7 @@ pub(crate) fn compress_window(
             },
         )
         .collect::<Result<_>>()?;
-    // Phase B: compress every segment of the chosen files.
-    let mut units = Vec::new();
+    // Phase B's units: every segment of the chosen files.
     let mut out: Vec<Option<Vec<Extent>>> = vec![None; ids.len()];
     for (k, &id) in ids.iter().enumerate() {
         if worth[k] == Worth::No {
@@ -154,7 +188,7 @@ pub(crate) fn compress_window(
             let mut off = start;
             while off < end {
                 let len = seg.min(end - off);
-                units.push((
+                units.units.push((
                     k,
                     Unit {
                         id,
@@ -168,65 +202,112 @@ pub(crate) fn compress_window(
             }
         }
     }
-    let results: Vec<(usize, Option<Vec<Extent>>)> = units
-        .par_iter()
-        .map_init(
-            HashMap::new,
-            |encs: &mut HashMap<(usize, u64), ferrofs_codec::Encoder>,
-             (k, u)|
-             -> Result<(usize, Option<Vec<Extent>>)> {
-                let ino = &tree.inodes[u.id];
-                let r = ContentReader::open(ino)?;
-                let mut buf = vec![0u8; u.len as usize];
-                r.read_exact_at(&mut buf, u.offset)?;
-                let enc = encoder_for(encs, comps, u.compressor, u.pcluster)?;
-                let mut magic = [0u8; 4];
-                let head = match u.offset {
-                    0 => &buf[..buf.len().min(4)],
-                    _ => {
-                        r.read_exact_at(&mut magic, 0)?;
-                        &magic[..]
-                    }
-                };
-                enc.set_machine_code(is_machine_code(head));
-                // The file's last segment leaves its tail to the packed inode.
-                let last = u.offset + u.len == ino.data_size();
-                let leave = (fragments && last).then_some(u.pcluster);
-                let decide = worth[*k] == Worth::Decide;
-                let (ex, saves) = compress_segment(
-                    enc,
-                    &buf,
-                    u.offset,
-                    u.pcluster,
-                    bs,
-                    big(u.pcluster),
-                    leave,
-                    decide,
-                    max_extent,
-                )?;
-                let keep = !decide || saves;
-                Ok((*k, keep.then_some(ex)))
-            },
-        )
-        .collect::<Result<_>>()?;
-    for (k, ex) in results {
-        match ex {
-            Some(ex) => out[k].get_or_insert_with(Vec::new).extend(ex),
-            // A small file that did not compress: stored flat.
-            None => out[k] = None,
-        }
+    units.worth = worth;
+    Ok((units, Settled { out, reused }))
+}
+
+impl WindowUnits<'_> {
+    /// How many units the window has.
+    pub(crate) fn len(&self) -> usize {
+        self.units.len()
     }
-    if let Some(b) = base {
-        for (k, r) in reused.into_iter().enumerate() {
-            match r {
-                Some(Reused::Extents(ex)) => out[k] = Some(ex),
-                Some(Reused::Flat) => out[k] = None,
-                None if zc[ids[k]].is_some() => b.compressed(tree.inodes[ids[k]].data_size()),
-                None => {}
+
+    /// Compresses unit `i` (Phase B) with this thread's encoders: its
+    /// extents, or `None` when it is a small file's only segment and
+    /// compressing it does not save a block (the file is stored flat).
+    pub(crate) fn compress(&self, i: usize, encs: &mut Encoders) -> Result<Option<Vec<Extent>>> {
+        let Some(c) = &self.opts.compress else {
+            return Ok(None);
+        };
+        let bs = self.opts.block_size();
+        let (k, u) = &self.units[i];
+        let ino = &self.tree.inodes[u.id];
+        let r = ContentReader::open(ino)?;
+        let mut buf = vec![0u8; u.len as usize];
+        r.read_exact_at(&mut buf, u.offset)?;
+        let enc = encoder_for(encs, &c.compressors, u.compressor, u.pcluster)?;
+        let mut magic = [0u8; 4];
+        let head = match u.offset {
+            0 => &buf[..buf.len().min(4)],
+            _ => {
+                r.read_exact_at(&mut magic, 0)?;
+                &magic[..]
+            }
+        };
+        enc.set_machine_code(is_machine_code(head));
+        // The file's last segment leaves its tail to the packed inode.
+        let last = u.offset + u.len == ino.data_size();
+        let leave = (self.fragments && last).then_some(u.pcluster);
+        let decide = self.worth[*k] == Worth::Decide;
+        let (ex, saves) = compress_segment(
+            enc,
+            &buf,
+            u.offset,
+            u.pcluster,
+            bs,
+            u.pcluster > bs,
+            leave,
+            decide,
+            c.max_extent_bytes,
+        )?;
+        Ok((!decide || saves).then_some(ex))
+    }
+
+    /// Every file's extents (indexed like the window's ids), from each
+    /// unit's result (`results[i]` is unit `i`'s): `None` for data stored
+    /// flat.
+    pub(crate) fn finish(
+        &self,
+        settled: Settled,
+        results: Vec<Option<Vec<Extent>>>,
+        ids: &[InodeId],
+        zc: &[Option<(u64, usize)>],
+        base: Option<&Base>,
+    ) -> Vec<Option<Vec<Extent>>> {
+        let Settled { mut out, reused } = settled;
+        for ((k, _), ex) in self.units.iter().zip(results) {
+            match ex {
+                Some(ex) => out[*k].get_or_insert_with(Vec::new).extend(ex),
+                // A small file that did not compress: stored flat.
+                None => out[*k] = None,
             }
         }
+        if let Some(b) = base {
+            for (k, r) in reused.into_iter().enumerate() {
+                match r {
+                    Some(Reused::Extents(ex)) => out[k] = Some(ex),
+                    Some(Reused::Flat) => out[k] = None,
+                    None if zc[ids[k]].is_some() => {
+                        b.compressed(self.tree.inodes[ids[k]].data_size())
+                    }
+                    None => {}
+                }
+            }
+        }
+        out
     }
-    Ok(out)
+}
+
+/// The whole compression pass for one window of files, on the current
+/// pool: [`prepare_window`], every unit in parallel, [`WindowUnits::finish`].
+/// The result depends only on the input bytes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn compress_window(
+    tree: &Tree,
+    zc: &[Option<(u64, usize)>],
+    opts: &BuildOptions,
+    ids: &[InodeId],
+    fragments: bool,
+    sample: bool,
+    base: Option<&Base>,
+    copies: &[Option<InodeId>],
+) -> Result<Vec<Option<Vec<Extent>>>> {
+    let (units, settled) = prepare_window(tree, zc, opts, ids, fragments, sample, base, copies)?;
+    let results = (0..units.len())
+        .into_par_iter()
+        .map_init(HashMap::new, |encs, i| units.compress(i, encs))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(units.finish(settled, results, ids, zc, base))
 }
 
 /// Whether file `id` goes whole to the packed inode, without being
@@ -281,7 +362,7 @@ pub(crate) fn segment_len(pcl: u64) -> u64 {
 
 /// The thread's encoder for a compressor and pcluster size, made once.
 fn encoder_for<'a>(
-    encs: &'a mut HashMap<(usize, u64), ferrofs_codec::Encoder>,
+    encs: &'a mut Encoders,
     comps: &[Compressor],
     comp: usize,
     pcl: u64,

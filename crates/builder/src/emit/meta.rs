@@ -3,6 +3,8 @@
 //! tail, in nid order) and the directory blocks after it; the root's
 //! record on its own when it goes into the superblock's block.
 
+use rayon::prelude::*;
+
 use ferrofs_format::chunk::NULL_ADDR;
 use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
 use ferrofs_format::inode::{DataLayout, RawInode, I_FORMAT_NLINK1_OR_DOT_OMITTED};
@@ -46,6 +48,7 @@ pub(super) fn write_meta(
     placed: &mut Placed,
     bs: u64,
     root_at: Option<u64>,
+    pool: &rayon::ThreadPool,
 ) -> Result<Meta> {
     let data_end = w.block(bs);
     let item_len = item_lengths(plan, tree.inodes.len());
@@ -82,24 +85,41 @@ pub(super) fn write_meta(
 
     let origin = lay.meta_blkaddr * bs;
     let mut root_record = None;
+    // Each record goes into its own slice of `meta`, in parallel (a
+    // record reads its file's inline tail).
+    let mut records = Vec::with_capacity(plan.order.len());
     for (serial, &id) in plan.order.iter().enumerate() {
         match (serial, root_at) {
             (0, Some(at)) => {
                 let r = lone_record(tree, plan, placed, &lay, (id, serial), bs)?;
                 root_record = Some((at, r));
             }
-            _ => put_inode(
-                (&mut meta, origin),
-                tree,
-                plan,
-                placed,
-                &lay,
-                id,
-                serial,
-                bs,
-            )?,
+            _ => records.push((lay.pos[id], serial, id)),
         }
     }
+    records.sort_unstable();
+    let mut slices = Vec::with_capacity(records.len());
+    let (mut rest, mut rest_at): (&mut [u8], u64) = (&mut meta, origin);
+    for (pos, serial, id) in records {
+        let len = item_len[id] as usize;
+        let skip = pos.checked_sub(rest_at).map(|s| s as usize);
+        let Some(skip) = skip.filter(|&s| s.saturating_add(len) <= rest.len()) else {
+            return Err(BuildError::Internal(format!(
+                "inode record at {pos} ({len} bytes) overlaps another or leaves the metadata area"
+            )));
+        };
+        let (rec, after) = std::mem::take(&mut rest)[skip..].split_at_mut(len);
+        slices.push((rec, pos, serial, id));
+        (rest, rest_at) = (after, pos + len as u64);
+    }
+    let (t, p, pl, l) = (tree, &*plan, &*placed, &lay);
+    pool.install(|| {
+        slices
+            .into_par_iter()
+            .try_for_each(|(rec, pos, serial, id)| {
+                put_inode((rec, pos), t, p, pl, l, id, serial, bs)
+            })
+    })?;
     w.write(&meta)?;
     let (root_nid, prefix_start, xattr_blkaddr) = (
         lay.nid(plan.order[0], bs),

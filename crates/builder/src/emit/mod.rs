@@ -221,9 +221,18 @@ pub fn build(
 ) -> Result<Summary> {
     check_options(opts)?;
     let mut clock = Clock::start();
-    let tree = crate::source::dir::scan(source, opts)?;
+    let pool = worker_pool(opts)?;
+    let tree = pool.install(|| crate::source::dir::scan(source, opts))?;
     clock.lap("scan");
-    build_timed(tree, output, opts, interrupted, progress, clock)
+    build_timed(tree, output, opts, interrupted, progress, (pool, clock))
+}
+
+/// The build's worker threads (`opts.workers`).
+pub(crate) fn worker_pool(opts: &BuildOptions) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.workers)
+        .build()
+        .map_err(|e| BuildError::Option(format!("worker threads: {e}")))
 }
 
 /// Builds an image of an already scanned tree (a directory or an archive)
@@ -235,17 +244,26 @@ pub fn build_tree(
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
-    build_timed(tree, output, opts, interrupted, progress, Clock::start())
+    let pool = worker_pool(opts)?;
+    build_timed(
+        tree,
+        output,
+        opts,
+        interrupted,
+        progress,
+        (pool, Clock::start()),
+    )
 }
 
-/// [`build_tree`], timing its phases on `clock` (which may hold the scan's).
+/// [`build_tree`] on the worker `pool`, timing its phases on `clock`
+/// (which may hold the scan's).
 fn build_timed(
     mut tree: Tree,
     output: &Path,
     opts: &BuildOptions,
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
-    mut clock: Clock,
+    (pool, mut clock): (rayon::ThreadPool, Clock),
 ) -> Result<Summary> {
     check_options(opts)?;
     if let Some(fc) = &opts.fs_config {
@@ -270,10 +288,6 @@ fn build_timed(
         })?),
         None => None,
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.workers)
-        .build()
-        .map_err(|e| BuildError::Option(format!("worker threads: {e}")))?;
     let (mut summary, list) = write_image(
         &mut tree,
         &mut plan,
@@ -496,7 +510,15 @@ fn write_image(
     };
     let meta = match &opts.metabox {
         Some(mb) => metabox::write_meta(&mut w, tree, plan, &mut placed, opts, *mb, pool)?,
-        None => meta::write_meta(&mut w, tree, plan, &mut placed, bs, root_at.map(|r| r.0))?,
+        None => meta::write_meta(
+            &mut w,
+            tree,
+            plan,
+            &mut placed,
+            bs,
+            root_at.map(|r| r.0),
+            pool,
+        )?,
     };
     if let Some(nids) = dir_nids {
         zdirs::check_nids(&nids, &meta)?;

@@ -278,7 +278,8 @@ pub fn build(
     // The layer over the image's tree (its inodes keep their ids).
     let merged = match layer {
         Layer::Dir(src) => {
-            let mut s = crate::source::dir::scan(src, opts)?;
+            let pool = crate::emit::worker_pool(opts)?;
+            let mut s = pool.install(|| crate::source::dir::scan(src, opts))?;
             let all: Vec<InodeId> = (0..s.inodes.len()).collect();
             layer_meta(&mut s, &all, opts);
             merge::overlay_dir(old.tree.clone(), s)
@@ -403,10 +404,7 @@ pub fn build(
     let kept_inodes = kept.iter().filter(|k| k.is_some()).count() as u64;
     let new_inodes = plan.order.len() as u64 + 1;
 
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(o.workers)
-        .build()
-        .map_err(|e| BuildError::Option(format!("worker threads: {e}")))?;
+    let pool = crate::emit::worker_pool(&o)?;
     let target = Target {
         file: &file,
         path: dest,

@@ -1,7 +1,8 @@
 //! Scanning a directory tree: metadata with lstat, xattrs without following
 //! symlinks, hard links by (device, inode), data ranges of sparse files,
 //! exclusions; children sorted by name so the result does not depend on
-//! the order the file system lists them in. No recursion: an explicit stack.
+//! the order the file system lists them in. No recursion: an explicit stack;
+//! each directory's entries are read in parallel.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -9,6 +10,8 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
+
+use rayon::prelude::*;
 
 use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
@@ -136,7 +139,41 @@ fn make_inode(
     })
 }
 
-/// Scans `root` into a tree.
+/// One directory entry as read from the file system: `None` when it is
+/// excluded.
+struct Child {
+    name: Vec<u8>,
+    read: Result<Option<(fs::Metadata, Inode)>>,
+}
+
+impl Child {
+    fn read(dir: &Path, rel: &[u8], name: Vec<u8>, opts: &BuildOptions, parent: InodeId) -> Self {
+        let mut child_rel = rel.to_vec();
+        if !child_rel.is_empty() {
+            child_rel.push(b'/');
+        }
+        child_rel.extend_from_slice(&name);
+        let read = if excluded(opts, &child_rel) {
+            Ok(None)
+        } else if name.len() > ferrofs_format::NAME_MAX {
+            Err(BuildError::input(
+                dir.join(OsStr::from_bytes(&name)),
+                "name longer than 255 bytes",
+            ))
+        } else {
+            let path = dir.join(OsStr::from_bytes(&name));
+            fs::symlink_metadata(&path)
+                .map_err(BuildError::io(&path))
+                .and_then(|meta| {
+                    let ino = make_inode(&path, &child_rel, &meta, opts, parent)?;
+                    Ok(Some((meta, ino)))
+                })
+        };
+        Self { name, read }
+    }
+}
+
+/// Scans `root` into a tree, on the current rayon pool.
 pub fn scan(root: &Path, opts: &BuildOptions) -> Result<Tree> {
     let meta = fs::symlink_metadata(root).map_err(BuildError::io(root))?;
     if !meta.is_dir() {
@@ -156,41 +193,34 @@ pub fn scan(root: &Path, opts: &BuildOptions) -> Result<Tree> {
             .collect::<Result<_, _>>()
             .map_err(BuildError::io(&dir_path))?;
         names.sort();
-        let mut entries = Vec::with_capacity(names.len());
-        for name in names {
-            let mut child_rel = rel.clone();
-            if !child_rel.is_empty() {
-                child_rel.push(b'/');
-            }
-            child_rel.extend_from_slice(&name);
-            if excluded(opts, &child_rel) {
+        // The entries' lstat, xattrs, link targets and holes are read in
+        // parallel; hard links and exclusions are settled in name order.
+        let children: Vec<Child> = names
+            .into_par_iter()
+            .map(|name| Child::read(&dir_path, &rel, name, opts, dir_id))
+            .collect();
+        let mut entries = Vec::with_capacity(children.len());
+        for c in children {
+            let Some((meta, inode)) = c.read? else {
                 continue;
-            }
-            if name.len() > ferrofs_format::NAME_MAX {
-                return Err(BuildError::input(
-                    dir_path.join(OsStr::from_bytes(&name)),
-                    "name longer than 255 bytes",
-                ));
-            }
-            let path = dir_path.join(OsStr::from_bytes(&name));
-            let meta = fs::symlink_metadata(&path).map_err(BuildError::io(&path))?;
+            };
             let key = (meta.dev(), meta.ino());
             let linked = !meta.is_dir() && meta.nlink() > 1 && !opts.hard_dereference;
             if linked {
                 if let Some(&id) = links.get(&key) {
-                    entries.push((name, id));
+                    entries.push((c.name, id));
                     continue;
                 }
             }
             let id = tree.inodes.len();
-            tree.inodes
-                .push(make_inode(&path, &child_rel, &meta, opts, dir_id)?);
+            let child_rel = inode.rel.clone();
+            tree.inodes.push(inode);
             if meta.is_dir() {
                 stack.push((id, child_rel));
             } else if linked {
                 links.insert(key, id);
             }
-            entries.push((name, id));
+            entries.push((c.name, id));
         }
         tree.inodes[dir_id].kind = Kind::Dir { entries };
     }

@@ -320,10 +320,16 @@ fn extents_upto(
         let blocks_in = (consumed as u64).div_ceil(bs);
         let blocks_out = (written as u64).div_ceil(bs);
         let long_enough = consumed as u64 >= bs || at_end;
+        // A last extent that saves no block is kept (a shorter stream can
+        // still go inline), but the writer stores it raw in its input's
+        // blocks, so more than one only where a NONHEAD lcluster follows
+        // the head to hold the count.
+        let c = (base + pos as u64) % bs;
+        let countable = blocks_in <= 1 || c + consumed as u64 >= 2 * bs;
         if consumed > 0
             && written > 0
             && long_enough
-            && (blocks_out < blocks_in || (at_end && written < consumed))
+            && (blocks_out < blocks_in || (at_end && written < consumed && countable))
         {
             out.push(Extent {
                 la: base + pos as u64,
@@ -335,7 +341,6 @@ fn extents_upto(
         }
         // Raw: as much as a pcluster holds.
         let mut llen = (input.len() - pos).min(pcluster as usize).min(cap) as u64;
-        let c = (base + pos as u64) % bs;
         if !big || (llen > bs && llen < 2 * bs && c + llen < 2 * bs) {
             llen = llen.min(bs);
         }
@@ -435,6 +440,82 @@ mod tests {
                 "{alg}: random tail stored raw"
             );
         }
+    }
+
+    /// Blocks the writer gives extent `e`: its stream's when that saves a
+    /// block, else its raw bytes' (as `write_pclusters` decides).
+    fn stored_blocks(e: &Extent, bs: u64) -> u64 {
+        match &e.compressed {
+            Some(c) if (c.len() as u64).div_ceil(bs) < e.llen.div_ceil(bs) => {
+                (c.len() as u64).div_ceil(bs)
+            }
+            _ => e.llen.div_ceil(bs),
+        }
+    }
+
+    #[test]
+    fn short_tails_after_a_big_pcluster_stay_readable() {
+        // A multi-block pcluster needs a NONHEAD lcluster after its head
+        // (it holds the block count): a last extent of one to two blocks
+        // that ends in the lcluster after its head must be one block. A
+        // 72,911-byte PNG hit this: 66,389 bytes compressed, then 6,522
+        // that did not save a block, stored raw in two blocks.
+        let bs = 4096;
+        let mut text = Vec::new();
+        for i in 0..4000 {
+            text.extend_from_slice(format!("{i} some text that compresses well\n").as_bytes());
+        }
+        // Noise that LZ4 shrinks by a few percent (8 repeated bytes in
+        // every 72): a short tail of it compresses, but not by a block.
+        let random = ferrofs_testkit::corpus::random_bytes(3 * 65536, 7);
+        let mut noise = Vec::new();
+        for chunk in random.chunks(64) {
+            noise.extend_from_slice(chunk);
+            let back = noise.len().saturating_sub(1000);
+            noise.extend_from_within(back..back + 8);
+        }
+        let mut enc = Compressor::parse("lz4hc,12")
+            .unwrap()
+            .encoder(65536)
+            .unwrap();
+        let shape = Shape {
+            pcluster: 65536,
+            bs,
+            big: true,
+            leave_tail: None,
+            max_extent: None,
+        };
+        let mut checked = 0;
+        for head in (0..60000).step_by(1999) {
+            // Some text, then noise: the first pcluster ends somewhere in
+            // the noise; the file then ends 1 to 2 blocks later, before
+            // the lcluster after next.
+            let mut long = text[..head].to_vec();
+            long.extend_from_slice(&noise);
+            let first = first_extent(&mut enc, &long, 0, &shape).unwrap().unwrap();
+            let c = first.llen % bs;
+            for tail in (bs + 1..2 * bs - c).step_by(211) {
+                let data = &long[..(first.llen + tail) as usize];
+                let (ex, _) =
+                    compress_segment(&mut enc, data, 0, 65536, bs, true, None, false, None)
+                        .unwrap();
+                assert_eq!(ex.iter().map(|e| e.llen).sum::<u64>(), data.len() as u64);
+                for (k, e) in ex.iter().enumerate() {
+                    if stored_blocks(e, bs) > 1 {
+                        assert!(
+                            e.la % bs + e.llen >= 2 * bs,
+                            "head {head} tail {tail}: extent {k} at {} of {} bytes takes {} \
+                             blocks but has no NONHEAD lcluster",
+                            e.la,
+                            e.llen,
+                            stored_blocks(e, bs)
+                        );
+                    }
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 0);
     }
 
     #[test]

@@ -9,7 +9,10 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::base::{Base, Reused};
-use crate::compress::{compress_segment, is_machine_code, worth_compressing, Compressor, Extent};
+use crate::compress::{
+    compress_segment, compressed_file_still_shrinks, flat_is_no_bigger, is_machine_code,
+    looks_compressed, worth_compressing, Compressor, Extent,
+};
 use crate::content::ContentReader;
 use crate::error::Result;
 use crate::options::BuildOptions;
@@ -127,6 +130,11 @@ pub(crate) fn prepare_window<'a>(
                 }
                 let ino = &tree.inodes[id];
                 let size = ino.data_size();
+                // A file of one block cannot save a block by compression
+                // (its first trial would decide so): stored flat untried.
+                if size <= bs {
+                    return Ok(Worth::No);
+                }
                 // A file of one segment decides with its first trial (and a
                 // probe of its middle).
                 if size <= segment_len(pcl) && hot_pieces(id).is_empty() {
@@ -141,6 +149,9 @@ pub(crate) fn prepare_window<'a>(
                 r.read_exact_at(head, 0)?;
                 let m = (size - mid).min(n as u64) as usize;
                 r.read_exact_at(&mut middle[..m], mid)?;
+                if looks_compressed(head) && !compressed_file_still_shrinks(head)? {
+                    return Ok(Worth::No);
+                }
                 let enc = encoder_for(encs, comps, comp, pcl)?;
                 enc.set_machine_code(is_machine_code(head));
                 Ok(if worth_compressing(enc, &[head, &middle[..m]], pcl, bs) {
@@ -225,6 +236,12 @@ impl WindowUnits<'_> {
         let r = ContentReader::open(ino)?;
         let mut buf = vec![0u8; u.len as usize];
         r.read_exact_at(&mut buf, u.offset)?;
+        let decide = self.worth[*k] == Worth::Decide;
+        // A whole file in a compressed format that fast LZ4 cannot shrink
+        // is stored flat untried.
+        if decide && looks_compressed(&buf) && !compressed_file_still_shrinks(&buf)? {
+            return Ok(None);
+        }
         let enc = encoder_for(encs, &c.compressors, u.compressor, u.pcluster)?;
         let mut magic = [0u8; 4];
         let head = match u.offset {
@@ -238,7 +255,6 @@ impl WindowUnits<'_> {
         // The file's last segment leaves its tail to the packed inode.
         let last = u.offset + u.len == ino.data_size();
         let leave = (self.fragments && last).then_some(u.pcluster);
-        let decide = self.worth[*k] == Worth::Decide;
         let (ex, saves) = compress_segment(
             enc,
             &buf,
@@ -265,11 +281,27 @@ impl WindowUnits<'_> {
         base: Option<&Base>,
     ) -> Vec<Option<Vec<Extent>>> {
         let Settled { mut out, reused } = settled;
+        let mut failed = vec![false; out.len()];
         for ((k, _), ex) in self.units.iter().zip(results) {
             match ex {
-                Some(ex) => out[*k].get_or_insert_with(Vec::new).extend(ex),
+                Some(ex) if !failed[*k] => out[*k].get_or_insert_with(Vec::new).extend(ex),
+                Some(_) => {}
                 // A small file that did not compress: stored flat.
-                None => out[*k] = None,
+                None => (out[*k], failed[*k]) = (None, true),
+            }
+        }
+        // Files that compressed to no less than their size are stored flat
+        // (and their tails inline), as mkfs.erofs does. Not with fragments:
+        // their tails are in the packed inode, not in these extents.
+        if let Some(c) = self.opts.compress.as_ref().filter(|_| !self.fragments) {
+            let bs = self.opts.block_size();
+            for (k, ex) in out.iter_mut().enumerate() {
+                let size = self.tree.inodes[ids[k]].data_size();
+                if ex.as_ref().is_some_and(|e| {
+                    !e.is_empty() && flat_is_no_bigger(e, size, bs, c.ztailpacking)
+                }) {
+                    *ex = None;
+                }
             }
         }
         if let Some(b) = base {

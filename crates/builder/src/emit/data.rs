@@ -88,9 +88,9 @@ pub(super) fn write_data<'a>(
     let mut pdedupe = opts.dedupe.then(PclusterDedupe::default);
     let mut buf = vec![0u8; 1 << 20];
     let windows = windows(tree, &files);
-    // Windows are compressed by producer threads taking turns (their
-    // jobs share the pool, so one window's last segments overlap the next
-    // window's first) while this thread writes finished windows in order.
+    // A dispatcher thread prepares windows in order and puts every unit on
+    // the pool, oldest first (one window's last segments overlap the next
+    // ones' first), while this thread writes finished windows in order.
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
     let tree_ref: &Tree = tree;
     let eligible = |id| crate::zpass::plain_segments(tree_ref, &zc, opts, frag_mode, id);

@@ -360,11 +360,17 @@ fn extents_upto(
             let margin = oend.div_ceil(4096) * 4096 - oend;
             let need = (written as u64 >> 8) + 32;
             if margin < need && consumed as u64 > need - margin + bs {
+                // The block's sequences up to the shorter end, and the
+                // rest as literals: no larger, so the margin still holds
+                // (compressed again only if the block cannot be cut).
                 let shorter = consumed - (need - margin) as usize;
-                let r = enc
-                    .compress_fixed_output(&src[..shorter], &mut dst)
-                    .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?;
-                (consumed, written) = r;
+                (consumed, written) =
+                    match ferrofs_codec::lz4cut::truncate_block(&mut dst, written, src, shorter) {
+                        Some(w) => (shorter, w),
+                        None => enc
+                            .compress_fixed_output(&src[..shorter], &mut dst)
+                            .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?,
+                    };
             }
         }
         let at_end = pos + consumed == input.len();

@@ -37,6 +37,7 @@ mod encoder;
 mod error;
 mod fit;
 mod lz4;
+pub mod lz4cut;
 mod lz4opt;
 mod lzma;
 mod zstd;

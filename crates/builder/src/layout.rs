@@ -2,10 +2,12 @@
 //! `[superblock + compression records (+ root inode)][file data][metadata][directory blocks]`:
 //! data is streamed first (so compressed sizes are known before any
 //! inode is placed), then the metadata area holds the long-prefix table,
-//! the shared xattrs and the inodes on 32-byte slots, packed first-fit so
+//! the shared xattrs and the inodes on 32-byte slots, packed best-fit so
 //! that an inode with inline data never crosses a block. The root inode
 //! may instead sit in the superblock's block (see [`layout_meta`]'s
 //! `root_at`); nids then count from byte 0 of the image.
+
+use std::collections::BTreeSet;
 
 use crate::error::{BuildError, Result};
 
@@ -42,9 +44,6 @@ impl MetaLayout {
     }
 }
 
-/// Blocks kept open for first-fit packing of small inodes.
-const OPEN_BLOCKS: usize = 256;
-
 /// Places the prefix table, the shared xattrs and one item per inode
 /// (`item_len[id]`, in the order `order`) in a metadata area starting at
 /// block `meta_blkaddr`. With `root_at`, the first inode of `order` (the
@@ -80,11 +79,20 @@ pub fn layout_meta(
         ));
     }
 
-    // Open blocks (relative block index, bytes used).
-    let mut open: Vec<(u64, u64)> = Vec::new();
+    // Blocks with room left, by how many 32-byte slots they have used
+    // (relative block indexes, lowest first): every record goes to the
+    // fullest block it fits in, the earliest of those, as mkfs.erofs packs
+    // its metadata.
+    let slots = (bs / 32) as usize;
+    let mut open: Vec<BTreeSet<u64>> = vec![BTreeSet::new(); slots];
+    let reopen = |open: &mut [BTreeSet<u64>], blk: u64, used: u64| {
+        if let Some(set) = open.get_mut((used / 32) as usize) {
+            set.insert(blk);
+        }
+    };
     let mut next_block = cursor / bs;
     if !cursor.is_multiple_of(bs) {
-        open.push((next_block, cursor % bs));
+        reopen(&mut open, next_block, cursor % bs);
         next_block += 1;
     }
     let (order, root) = match (root_at, order.split_first()) {
@@ -97,37 +105,25 @@ pub fn layout_meta(
     for &id in order {
         let len = item_len[id].div_ceil(32) * 32;
         let rel = if len <= bs {
-            // Best fit: the open block with the least room that still fits.
-            let best = open
-                .iter_mut()
-                .filter(|(_, used)| *used + len <= bs)
-                .max_by_key(|(blk, used)| (*used, std::cmp::Reverse(*blk)));
-            if let Some(slot) = best {
-                let at = slot.0 * bs + slot.1;
-                slot.1 += len;
-                at
-            } else {
-                let at = next_block * bs;
-                open.push((next_block, len));
+            let need = (len / 32) as usize;
+            let fit = (0..=slots - need)
+                .rev()
+                .find_map(|u| open[u].pop_first().map(|blk| (blk, u as u64 * 32)));
+            let (blk, used) = fit.unwrap_or_else(|| {
                 next_block += 1;
-                if open.len() > OPEN_BLOCKS {
-                    open.remove(0);
-                }
-                at
-            }
+                (next_block - 1, 0)
+            });
+            reopen(&mut open, blk, used + len);
+            blk * bs + used
         } else {
             // Larger than a block (many xattrs or indexes; never with inline
             // data): a run of blocks of its own.
             let at = next_block * bs;
             let blocks = len.div_ceil(bs);
             next_block += blocks;
-            let used = len - (blocks - 1) * bs;
-            if used + 32 <= bs {
-                open.push((next_block - 1, used));
-            }
+            reopen(&mut open, next_block - 1, len - (blocks - 1) * bs);
             at
         };
-        open.retain(|(_, used)| *used + 32 <= bs);
         l.pos[id] = base + rel;
     }
     if let Some(root) = root {
@@ -155,5 +151,27 @@ mod tests {
         // Without: nids count from the area, whose slot 0 stays unused.
         let l = layout_meta(&order, &len, (0, 0), 4096, 10, None).unwrap();
         assert_eq!((l.nid_base, l.nid(2, 4096), l.nid(0, 4096)), (40960, 1, 3));
+    }
+
+    #[test]
+    fn small_records_fill_the_room_left_in_any_earlier_block() {
+        // 1,000 records of 4,000 bytes (96 left in each block, 64 in the
+        // first, whose slot 0 stays unused), then 2,999 of 32 bytes: every
+        // small one fits in an earlier block's room, however far back.
+        let n = 3999;
+        let len: Vec<u64> = (0..n).map(|i| if i < 1000 { 4000 } else { 32 }).collect();
+        let order: Vec<usize> = (0..n).collect();
+        let l = layout_meta(&order, &len, (0, 0), 4096, 0, None).unwrap();
+        assert_eq!(l.meta_blocks, 1000);
+        let mut ends: Vec<(u64, u64)> = order
+            .iter()
+            .map(|&i| (l.pos[i], l.pos[i] + len[i].div_ceil(32) * 32))
+            .collect();
+        ends.sort_unstable();
+        assert!(ends.windows(2).all(|w| w[0].1 <= w[1].0), "records overlap");
+        assert!(
+            ends.iter().all(|&(a, b)| a / 4096 == (b - 1) / 4096),
+            "a record crosses a block"
+        );
     }
 }

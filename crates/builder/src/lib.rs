@@ -65,6 +65,7 @@ pub mod source;
 mod spool;
 mod timing;
 mod tree;
+mod worth;
 mod xattrs;
 mod zinode;
 mod zpass;

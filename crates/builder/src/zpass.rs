@@ -9,14 +9,14 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::base::{Base, Reused};
-use crate::compress::{
-    compress_segment, compressed_file_still_shrinks, flat_is_no_bigger, is_machine_code,
-    looks_compressed, worth_compressing, Compressor, Extent,
-};
+use crate::compress::{compress_segment, is_machine_code, Compressor, Extent};
 use crate::content::ContentReader;
 use crate::error::Result;
 use crate::options::BuildOptions;
 use crate::tree::{InodeId, Tree};
+use crate::worth::{
+    compressed_file_still_shrinks, flat_is_no_bigger, looks_compressed, worth_compressing,
+};
 
 /// One segment of a file to compress.
 struct Unit {
@@ -281,13 +281,11 @@ impl WindowUnits<'_> {
         base: Option<&Base>,
     ) -> Vec<Option<Vec<Extent>>> {
         let Settled { mut out, reused } = settled;
-        let mut failed = vec![false; out.len()];
         for ((k, _), ex) in self.units.iter().zip(results) {
             match ex {
-                Some(ex) if !failed[*k] => out[*k].get_or_insert_with(Vec::new).extend(ex),
-                Some(_) => {}
-                // A small file that did not compress: stored flat.
-                None => (out[*k], failed[*k]) = (None, true),
+                Some(ex) => out[*k].get_or_insert_with(Vec::new).extend(ex),
+                // A small file (one unit) that did not compress: stored flat.
+                None => out[*k] = None,
             }
         }
         // Files that compressed to no less than their size are stored flat

@@ -5,26 +5,22 @@
 //! be inline.
 
 use std::collections::HashMap;
-use std::ops::Range;
-use std::sync::atomic::AtomicBool;
-use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex};
 
 use ferrofs_format::inode::DataLayout;
 
+use super::dispatch::{window_bytes, windows, Dispatch, Inbox};
 use super::stored::{PclusterDedupe, CHUNK_KEY};
 use super::zfile::{apply_z, compact_ok, write_compressed};
 use super::{check_stop, Progress, Writer};
 use crate::compress::Extent;
 use crate::content::{Content, ContentReader};
-use crate::error::{BuildError, Result};
+use crate::error::Result;
 use crate::fragments::{add_packed_inode, Fragments};
 use crate::options::BuildOptions;
 use crate::plan::{InodePlan, Plan};
 use crate::tree::{InodeId, Kind, Tree};
 use crate::zinode::{encode_map, encode_whole_fragment, Tail};
-use crate::zpass::{compress_window, prepare_window, Encoders, Settled, WindowUnits};
+use crate::zpass::compress_window;
 
 /// Where the data pass put each inode's data (indexed by inode id).
 pub(super) struct Placed {
@@ -42,17 +38,6 @@ pub(super) struct Placed {
     /// What `--base` gave.
     pub(super) base: Option<crate::base::BaseStats>,
 }
-
-/// Files per window of the data pass, and input bytes per window.
-const WINDOW_FILES: usize = 1024;
-const WINDOW_BYTES: u64 = 16 << 20;
-/// How far compression may run ahead of the writer: input bytes and
-/// windows dispatched but not yet written. The writer takes windows in
-/// order, and the pool takes units oldest first, so one window's last long
-/// segment keeps one core while the others go on with later windows; this
-/// bounds the compressed data held meanwhile.
-const AHEAD_BYTES: u64 = 4 * WINDOW_BYTES;
-const AHEAD_WINDOWS: usize = 64;
 
 /// Writes every file's data, the packed inode and long symlink targets;
 /// the chunks of chunk-based files into `blob` when there is one.
@@ -295,24 +280,6 @@ fn same_bytes(
         }
     }
     Ok(same)
-}
-
-/// Cuts `files` into windows of at most [`WINDOW_FILES`] files and about
-/// [`WINDOW_BYTES`] of data.
-fn windows(tree: &Tree, files: &[InodeId]) -> Vec<Range<usize>> {
-    let mut windows = Vec::new();
-    let mut i = 0;
-    while i < files.len() {
-        let mut j = i;
-        let mut bytes = 0;
-        while j < files.len() && j - i < WINDOW_FILES && (j == i || bytes < WINDOW_BYTES) {
-            bytes += tree.inodes[files[j]].data_size();
-            j += 1;
-        }
-        windows.push(i..j);
-        i = j;
-    }
-    windows
 }
 
 /// File `id` has the same bytes as `orig`, stored the same way: `orig`'s
@@ -568,172 +535,4 @@ fn write_flat<'a>(
     }
     f.finish()?;
     Ok((start, chunks))
-}
-
-/// Input bytes of a window's files.
-fn window_bytes(tree: &Tree, window: &[InodeId]) -> u64 {
-    window.iter().map(|&id| tree.inodes[id].data_size()).sum()
-}
-
-/// What the dispatcher tells the writer.
-enum Msg<'a> {
-    /// Window `n` is cut into units (or failed to be).
-    Window(usize, Result<(Arc<WindowUnits<'a>>, Settled)>),
-    /// Unit `i` of window `n` is compressed (or failed).
-    Unit(usize, usize, Result<Option<Vec<Extent>>>),
-}
-
-/// The data pass's dispatcher: prepares windows in order and puts each
-/// unit on the pool as a job of its own, oldest first, at most
-/// [`AHEAD_BYTES`] / [`AHEAD_WINDOWS`] ahead of the writer.
-struct Dispatch<'a, 'b> {
-    tree: &'a Tree,
-    zc: &'b [Option<(u64, usize)>],
-    opts: &'a BuildOptions,
-    frag_mode: bool,
-    base: Option<&'b crate::base::Base>,
-    copies: &'b [Option<InodeId>],
-    interrupted: Option<&'b AtomicBool>,
-}
-
-impl<'a> Dispatch<'a, '_> {
-    fn run(
-        &self,
-        pool: &rayon::ThreadPool,
-        windows: &[Range<usize>],
-        files: &[InodeId],
-        msgs: &Sender<Msg<'a>>,
-        acks: &Receiver<u64>,
-    ) {
-        // Each pool thread's encoders, kept across windows.
-        let encoders: Vec<Mutex<Encoders>> = (0..pool.current_num_threads())
-            .map(|_| Mutex::new(HashMap::new()))
-            .collect();
-        let encoders = &encoders;
-        let (mut ahead_bytes, mut ahead) = (0u64, 0usize);
-        pool.in_place_scope_fifo(|scope| {
-            for (n, r) in windows.iter().enumerate() {
-                while ahead > 0 && (ahead_bytes >= AHEAD_BYTES || ahead >= AHEAD_WINDOWS) {
-                    match acks.recv() {
-                        Ok(b) => {
-                            ahead_bytes -= b;
-                            ahead -= 1;
-                        }
-                        // The writer stopped (an error): so do we.
-                        Err(_) => return,
-                    }
-                }
-                if self.interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
-                    return;
-                }
-                let window = &files[r.clone()];
-                ahead_bytes += window_bytes(self.tree, window);
-                ahead += 1;
-                let prepared = pool.install(|| {
-                    prepare_window(
-                        self.tree,
-                        self.zc,
-                        self.opts,
-                        window,
-                        self.frag_mode,
-                        true,
-                        self.base,
-                        self.copies,
-                    )
-                });
-                let units = match prepared {
-                    Ok((units, settled)) => {
-                        let units = Arc::new(units);
-                        if msgs
-                            .send(Msg::Window(n, Ok((units.clone(), settled))))
-                            .is_err()
-                        {
-                            return;
-                        }
-                        units
-                    }
-                    Err(e) => {
-                        let _ = msgs.send(Msg::Window(n, Err(e)));
-                        return;
-                    }
-                };
-                for i in 0..units.len() {
-                    let (units, msgs) = (units.clone(), msgs.clone());
-                    scope.spawn_fifo(move |_| {
-                        let t = rayon::current_thread_index().unwrap_or(0);
-                        let mut encs = encoders[t % encoders.len()]
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        let r = units.compress(i, &mut encs);
-                        drop(units);
-                        let _ = msgs.send(Msg::Unit(n, i, r));
-                    });
-                }
-            }
-        });
-    }
-}
-
-/// The writer's side: units finished in any order, gathered per window
-/// until the window it needs next is complete.
-#[derive(Default)]
-struct Inbox<'a> {
-    windows: HashMap<usize, Gathering<'a>>,
-}
-
-/// One window's units so far.
-struct Gathering<'a> {
-    units: Arc<WindowUnits<'a>>,
-    settled: Settled,
-    results: Vec<Option<Option<Vec<Extent>>>>,
-    left: usize,
-}
-
-impl<'a> Inbox<'a> {
-    /// Window `n`'s extents per file, waiting for its units.
-    fn take(
-        &mut self,
-        n: usize,
-        rx: &Receiver<Msg<'a>>,
-        ids: &[InodeId],
-        zc: &[Option<(u64, usize)>],
-        base: Option<&crate::base::Base>,
-        output: &std::path::Path,
-    ) -> Result<Vec<Option<Vec<Extent>>>> {
-        loop {
-            if self.windows.get(&n).is_some_and(|g| g.left == 0) {
-                if let Some(g) = self.windows.remove(&n) {
-                    let results = g.results.into_iter().map(Option::flatten).collect();
-                    return Ok(g.units.finish(g.settled, results, ids, zc, base));
-                }
-            }
-            let msg = rx.recv().map_err(|_| BuildError::Interrupted {
-                path: output.to_path_buf(),
-            })?;
-            match msg {
-                Msg::Window(m, prepared) => {
-                    let (units, settled) = prepared?;
-                    let len = units.len();
-                    self.windows.insert(
-                        m,
-                        Gathering {
-                            units,
-                            settled,
-                            results: (0..len).map(|_| None).collect(),
-                            left: len,
-                        },
-                    );
-                }
-                Msg::Unit(m, i, r) => {
-                    let r = r?;
-                    if let Some(g) = self.windows.get_mut(&m) {
-                        if let Some(slot) = g.results.get_mut(i) {
-                            *slot = Some(r);
-                            g.left -= 1;
-                        }
-                    }
-                }
-            }
-        }
-    }
 }

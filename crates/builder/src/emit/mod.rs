@@ -9,6 +9,7 @@
 pub(crate) mod append;
 mod blocklist;
 mod data;
+mod dispatch;
 mod meta;
 mod metabox;
 mod stored;

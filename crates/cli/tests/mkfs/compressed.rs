@@ -51,6 +51,18 @@ fn text(lines: usize, seed: usize) -> Vec<u8> {
         .into_bytes()
 }
 
+/// The kernel's mount of `img` equals `src` strictly, and fsck.erofs
+/// (when installed) accepts the image.
+fn kernel_and_fsck_accept(img: &Path, src: &Path) {
+    let mnt = LoopMount::new(img, &[]).expect("kernel mount");
+    let d = compare::compare_trees(src, mnt.path(), &CompareOptions::strict());
+    assert!(d.is_empty(), "kernel vs source: {d:?}");
+    drop(mnt);
+    if let Some(fsck) = tools::fsck_upstream() {
+        run(Command::new(&fsck.path).arg(img)).unwrap();
+    }
+}
+
 /// Compressible files of sizes around block and pcluster boundaries.
 fn add_text_files(dir: &Path) {
     let t = dir.join("text");
@@ -214,13 +226,7 @@ fn hints_pick_algorithms_and_incompressible_files_stay_flat() {
     let rnd = dump_json(&[&img_s, "--path", "random.bin"]).unwrap();
     let layout = rnd["layout"].as_str().unwrap_or("");
     assert!(layout.starts_with("flat"), "random.bin stored as {layout}");
-    let mnt = LoopMount::new(&img, &[]).expect("kernel mount");
-    let d = compare::compare_trees(&src, mnt.path(), &CompareOptions::strict());
-    assert!(d.is_empty(), "kernel vs source: {d:?}");
-    drop(mnt);
-    if let Some(fsck) = tools::fsck_upstream() {
-        run(Command::new(&fsck.path).arg(&img)).unwrap();
-    }
+    kernel_and_fsck_accept(&img, &src);
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
 
@@ -371,12 +377,6 @@ fn compressed_formats_and_files_without_gain_stay_flat() {
             "{name} stored as {layout}"
         );
     }
-    let mnt = LoopMount::new(&img, &[]).expect("kernel mount");
-    let d = compare::compare_trees(&src, mnt.path(), &CompareOptions::strict());
-    assert!(d.is_empty(), "kernel vs source: {d:?}");
-    drop(mnt);
-    if let Some(fsck) = tools::fsck_upstream() {
-        run(Command::new(&fsck.path).arg(&img)).unwrap();
-    }
+    kernel_and_fsck_accept(&img, &src);
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }

@@ -7,7 +7,11 @@
 #   decompress: compressed pclusters cut out of those images (found with
 #     `ferrofs dump --json`), framed as the target reads them: byte 0 the
 #     algorithm (0 lz4, 1 lzma, 2 deflate, 3 zstd), bytes 1-2 the output
-#     length / 4 (little-endian), then the stream.
+#     length / 4 (little-endian), then the stream;
+#   tar_scan: small archives GNU tar writes of a tree with every file type,
+#     a long name, a hard link, xattrs, a sparse file and whiteouts, in the
+#     gnu, pax, ustar and v7 formats (byte 0 of each seed is the target's
+#     whiteout switch, then the archive).
 # Existing corpus files are kept. FERROFS names the ferrofs binary (default:
 # target/ci/ferrofs, then target/release/ferrofs, then target/debug/ferrofs);
 # without one the decompress seeds are skipped.
@@ -21,6 +25,28 @@ for t in open_and_walk read_every_file path_api; do
   for f in "$root"/testdata/*.erofs; do cp "$f" "$corpus/$t/$(basename "$f")"; done
   for f in "$root"/testdata/v19/*.erofs; do cp "$f" "$corpus/$t/v19-$(basename "$f")"; done
 done
+
+mkdir -p "$corpus/tar_scan"
+tree=$(mktemp -d)
+mkdir -p "$tree/d/sub" "$tree/$(printf 'n%.0s' $(seq 1 120))/$(printf 'm%.0s' $(seq 1 120))"
+printf 'hello\n' >"$tree/d/a.txt"
+ln "$tree/d/a.txt" "$tree/d/hard"
+ln -s a.txt "$tree/d/link"
+mkfifo "$tree/d/fifo"
+: >"$tree/d/.wh.gone"
+: >"$tree/d/sub/.wh..wh..opq"
+truncate -s 64K "$tree/sparse" && printf 'x' | dd of="$tree/sparse" bs=1 seek=30000 conv=notrunc 2>/dev/null
+setfattr -n user.note -v seed "$tree/d/a.txt" 2>/dev/null || true
+mknod "$tree/d/chr" c 1 3 2>/dev/null || true
+for fmt in gnu pax ustar v7; do
+  for sw in 0 1; do
+    case $fmt in gnu) x=-S ;; pax) x="-S --xattrs" ;; *) x= ;; esac
+    # v7 and ustar cannot hold everything: tar complains and skips it.
+    tar --format=$fmt $x -b1 -cf - -C "$tree" . 2>/dev/null >"$tree.tar" || true
+    { printf "\\$sw"; cat "$tree.tar"; } >"$corpus/tar_scan/$fmt-$sw"
+  done
+done
+rm -rf "$tree" "$tree.tar"
 
 ferrofs=${FERROFS:-}
 if [ -z "$ferrofs" ]; then

@@ -5,6 +5,27 @@
 use liblzma_sys as sys;
 use std::ptr;
 
+extern "C" {
+    /// liblzma's `lzma_microlzma_encoder`, built by `build.rs` with the
+    /// output-limit dry run guarded (same output, less work); everything
+    /// it calls besides its own file and `lzma_encoder.c` is liblzma-sys's.
+    fn ferrofs_lzma_microlzma_encoder(
+        strm: *mut sys::lzma_stream,
+        options: *const sys::lzma_options_lzma,
+    ) -> sys::lzma_ret;
+}
+
+/// Which build of the MicroLZMA encoder [`Stream::init_microlzma_encoder`]
+/// sets up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EncoderBuild {
+    /// ferrofs's (see `build.rs`): what the builder uses.
+    Guarded,
+    /// liblzma-sys's unchanged one, for tests that compare the two.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Reference,
+}
+
 /// What one [`Stream::finish`] run did.
 pub(crate) struct Outcome {
     /// The last `lzma_code` return value (`LZMA_OK` means it stalled).
@@ -58,9 +79,15 @@ impl Stream {
         }
     }
 
-    /// `lzma_microlzma_encoder` with `lzma_lzma_preset(preset)` options and
-    /// the dictionary size replaced by `dict_size`.
-    pub fn init_microlzma_encoder(&mut self, preset: u32, dict_size: u32) -> sys::lzma_ret {
+    /// `lzma_microlzma_encoder` (of the `build` given) with
+    /// `lzma_lzma_preset(preset)` options and the dictionary size replaced
+    /// by `dict_size`.
+    pub fn init_microlzma_encoder(
+        &mut self,
+        build: EncoderBuild,
+        preset: u32,
+        dict_size: u32,
+    ) -> sys::lzma_ret {
         // SAFETY: all-zero is a valid `lzma_options_lzma` (integers, integer
         // enums and a null preset_dict pointer); `lzma_lzma_preset` then
         // fills every field it uses.
@@ -71,8 +98,16 @@ impl Stream {
         }
         opts.dict_size = dict_size;
         // SAFETY: as in `init_microlzma_decoder`; `opts` outlives the call and
-        // liblzma copies what it needs (preset_dict is null).
-        unsafe { sys::lzma_microlzma_encoder(&mut *self.raw, &opts) }
+        // liblzma copies what it needs (preset_dict is null). Both encoders
+        // take the same arguments; ferrofs's is compiled from the same
+        // sources, headers and config.h as liblzma-sys's (build.rs), so the
+        // stream and options structs have one layout.
+        unsafe {
+            match build {
+                EncoderBuild::Guarded => ferrofs_lzma_microlzma_encoder(&mut *self.raw, &opts),
+                EncoderBuild::Reference => sys::lzma_microlzma_encoder(&mut *self.raw, &opts),
+            }
+        }
     }
 
     /// Run `lzma_code(LZMA_FINISH)` over `input` and `output` until it

@@ -420,10 +420,33 @@ fn raw_listings(root: &Path) -> Vec<(PathBuf, Vec<String>)> {
     out
 }
 
+/// Inode numbers under `root`, keyed by path: every path's `st_ino`, and
+/// every directory entry's `d_ino` as readdir gives it.
+fn inode_numbers(root: &Path) -> Vec<(PathBuf, u64)> {
+    use std::os::unix::fs::{DirEntryExt, MetadataExt};
+    let mut out = vec![(PathBuf::from("/"), root.metadata().unwrap().ino())];
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for e in fs::read_dir(root.join(&rel)).unwrap() {
+            let e = e.unwrap();
+            let path = rel.join(e.file_name());
+            let meta = e.path().symlink_metadata().unwrap();
+            out.push((Path::new("d_ino").join(&path), e.ino()));
+            out.push((path.clone(), meta.ino()));
+            if meta.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The erofs-utils 1.9.4 reference images (48-bit zstd extents, metabox,
 /// dot-omitted directories, the kitchen sink): `ferrofs mount` shows the
 /// tree the kernel's loop mount shows (contents, modes, owners, ns mtimes,
-/// xattrs, links, nlink), and every directory lists the same names in the
+/// xattrs, links, nlink, inode numbers in `stat` and in readdir's `d_ino`),
+/// and every directory lists the same names in the
 /// same order, `.` and `..` included (the kernel lists a dot-omitted
 /// directory's `.` last).
 #[test]
@@ -485,6 +508,21 @@ fn fuse_mount_of_v19_images_matches_the_kernel() {
                     tail(gn)
                 ));
             }
+        }
+        let (want_ino, got_ino) = (inode_numbers(kernel.path()), inode_numbers(&m.dir));
+        assert!(want_ino.len() > 6, "{name}: {want_ino:?}");
+        if want_ino != got_ino {
+            let diff: Vec<_> = want_ino
+                .iter()
+                .zip(&got_ino)
+                .filter(|(w, g)| w != g)
+                .take(4)
+                .collect();
+            failures.push(format!(
+                "{name}: inode numbers differ (kernel, ferrofs): {diff:?}; {} vs {} paths",
+                want_ino.len(),
+                got_ino.len()
+            ));
         }
         if want.len() != got.len() {
             failures.push(format!(

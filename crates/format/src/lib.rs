@@ -41,6 +41,35 @@ pub const MAX_BLKSZBITS: u8 = 12;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Nid(pub u64);
 
+impl Nid {
+    /// The inode number Linux's EROFS driver reports for this nid (`st_ino`
+    /// and readdir's `d_ino`) in an image with or without the metabox
+    /// feature. Without it, the nid itself. With it, a nid below 2^31 is
+    /// still its own number; above, bits 31..=62 move up by one and the
+    /// metabox flag (bit 63) takes the freed bit 31, so a metabox inode's
+    /// number stays small. One to one; [`Nid::from_kernel_ino`] undoes it.
+    pub fn kernel_ino(self, metabox: bool) -> u64 {
+        if !metabox {
+            return self.0;
+        }
+        let low = self.0 & 0x7fff_ffff;
+        let high = (self.0 << 1) & 0xffff_ffff_0000_0000;
+        let flag = (self.0 >> 63) << 31;
+        high | flag | low
+    }
+
+    /// The nid whose [`Nid::kernel_ino`] is `ino`.
+    pub fn from_kernel_ino(ino: u64, metabox: bool) -> Nid {
+        if !metabox {
+            return Nid(ino);
+        }
+        let low = ino & 0x7fff_ffff;
+        let high = (ino >> 1) & 0x7fff_ffff_8000_0000;
+        let flag = ((ino >> 31) & 1) << 63;
+        Nid(high | flag | low)
+    }
+}
+
 impl std::fmt::Display for Nid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.0)
@@ -110,4 +139,43 @@ pub fn round_up(v: u64, align: u64) -> Option<u64> {
     debug_assert!(align.is_power_of_two());
     let mask = align.checked_sub(1)?;
     Some(v.checked_add(mask)? & !mask)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Nid;
+
+    #[test]
+    fn kernel_ino_matches_the_driver_and_round_trips() {
+        // What a 6.18 loop mount's stat shows: kitchen-sink.erofs's metabox
+        // root (nid 2^63) and its entry at metabox slot 2, e48.erofs's root.
+        assert_eq!(Nid(1 << 63).kernel_ino(true), 2_147_483_648);
+        assert_eq!(Nid((1 << 63) + 2).kernel_ino(true), 2_147_483_650);
+        assert_eq!(Nid(37).kernel_ino(false), 37);
+        // With metabox, bit 31 of a plain nid moves to bit 32.
+        assert_eq!(Nid(1 << 31).kernel_ino(true), 1 << 32);
+        assert_eq!(Nid(1 << 31).kernel_ino(false), 1 << 31);
+        assert_eq!(Nid((1 << 31) - 1).kernel_ino(true), (1 << 31) - 1);
+        for metabox in [false, true] {
+            for n in [
+                0,
+                1,
+                36,
+                (1 << 31) - 1,
+                1 << 31,
+                (1 << 32) + 7,
+                1 << 62,
+                (1 << 63) - 1,
+                1 << 63,
+                (1 << 63) | (1 << 40) | 5,
+                u64::MAX,
+            ] {
+                let ino = Nid(n).kernel_ino(metabox);
+                let back = Nid::from_kernel_ino(ino, metabox);
+                assert_eq!(back, Nid(n), "nid {n:#x} -> {ino:#x} ({metabox})");
+            }
+        }
+        // Distinct nids never share a number.
+        assert_ne!(Nid(1 << 31).kernel_ino(true), Nid(1 << 63).kernel_ino(true));
+    }
 }

@@ -1,7 +1,8 @@
 //! ferrofs-fuse: serve an EROFS image through FUSE, read-only, behind one
 //! call: [`mount`] (checks, detaching, signals, the session; [`spawn`] for
 //! a mount served by threads of the caller). Below it, a thin adapter:
-//! FUSE inode numbers to nids and back, attributes, directory
+//! FUSE node ids to nids and back (the kernel's inode numbers, so `stat`
+//! agrees with a loop mount), attributes, directory
 //! cookies, xattrs (with the size-probe protocol), errno mapping (damage →
 //! EIO, unsupported → EOPNOTSUPP). All data comes from the reader, whose
 //! decoded-pcluster cache (single-flight, byte budget) is shared by the
@@ -84,6 +85,9 @@ struct Handles {
 pub(crate) struct ErofsFuse {
     image: Image,
     root: Nid,
+    /// Whether the image has the metabox feature (it changes the kernel's
+    /// inode numbers).
+    metabox: bool,
     handles: Mutex<Handles>,
     trace: Option<Mutex<Tracer>>,
     /// Pushes the next files of a directory into the page cache.
@@ -98,9 +102,11 @@ const OPEN_FILES: usize = 64;
 impl ErofsFuse {
     pub(crate) fn new(image: Image) -> Self {
         let root = image.root_nid();
+        let metabox = has_metabox(&image);
         Self {
             image,
             root,
+            metabox,
             handles: Mutex::new(Handles::default()),
             trace: None,
             prefetch: None,
@@ -134,19 +140,24 @@ impl ErofsFuse {
             .map(|t| t.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// FUSE ino of a nid: the root is 1, every other nid is shifted by 2
-    /// (so nid 0 and nid 1 stay distinct from the root and from each other).
+    /// FUSE node id of a nid (see [`ino_of`]).
     pub(crate) fn ino(&self, nid: Nid) -> INodeNo {
-        ino_of(self.root, nid)
+        ino_of(self.root, self.metabox, nid)
     }
 
-    /// The nid behind a FUSE ino (the inverse of [`ErofsFuse::ino`]).
-    pub(crate) fn nid(&self, ino: INodeNo) -> Result<Nid, Errno> {
-        match ino.0 {
-            1 => Ok(self.root),
-            n if n >= 2 && Nid(n - 2) != self.root => Ok(Nid(n - 2)),
-            _ => Err(Errno::ENOENT),
+    /// The inode number `stat` and `readdir` show for a nid: the node id,
+    /// but for the root, whose node id FUSE fixes at 1, the kernel's number.
+    fn st_ino(&self, nid: Nid) -> u64 {
+        if nid == self.root {
+            nid.kernel_ino(self.metabox)
+        } else {
+            ino_of(self.root, self.metabox, nid).0
         }
+    }
+
+    /// The nid behind a FUSE node id (the inverse of [`ErofsFuse::ino`]).
+    pub(crate) fn nid(&self, ino: INodeNo) -> Result<Nid, Errno> {
+        nid_of(self.root, self.metabox, ino).ok_or(Errno::ENOENT)
     }
 
     fn inode(&self, ino: INodeNo) -> Result<Inode, Errno> {
@@ -217,7 +228,11 @@ impl ErofsFuse {
 
     /// The attributes the kernel's EROFS driver would report.
     pub(crate) fn attr(&self, i: &Inode) -> FileAttr {
-        convert::attr(i, self.ino(i.nid()), self.image.block_size().bits())
+        convert::attr(
+            i,
+            INodeNo(self.st_ino(i.nid())),
+            self.image.block_size().bits(),
+        )
     }
 }
 
@@ -235,14 +250,42 @@ fn reply_xattr(data: &[u8], size: u32, reply: ReplyXattr) {
     }
 }
 
-/// FUSE ino of `nid` in an image whose root is `root` (see
-/// [`ErofsFuse::ino`]).
-fn ino_of(root: Nid, nid: Nid) -> INodeNo {
+/// Where the node ids of the inodes whose kernel number is 0 or 1 go (FUSE
+/// keeps 0 for "none" and 1 for the root): no inode an image can address
+/// has a kernel number this large (its nid would lie beyond 2^66 bytes).
+const RESERVED_INOS: u64 = 1 << 62;
+
+/// Whether `image` has the metabox feature.
+pub(crate) fn has_metabox(image: &Image) -> bool {
+    image
+        .superblock()
+        .has_incompat(ferrofs::format::superblock::incompat::METABOX)
+}
+
+/// FUSE node id of `nid` in an image whose root is `root`: 1 for the root,
+/// otherwise the number the kernel's driver gives the inode
+/// ([`Nid::kernel_ino`]), so `stat` and `ls -i` agree with a loop mount;
+/// a kernel number of 0 or 1 moves to [`RESERVED_INOS`] + itself.
+fn ino_of(root: Nid, metabox: bool, nid: Nid) -> INodeNo {
     if nid == root {
-        INodeNo(1)
-    } else {
-        // Saturating: a nid this large addresses nothing and fails to load.
-        INodeNo(nid.0.saturating_add(2))
+        return INodeNo(1);
+    }
+    match nid.kernel_ino(metabox) {
+        k @ (0 | 1) => INodeNo(RESERVED_INOS + k),
+        k => INodeNo(k),
+    }
+}
+
+/// The nid behind FUSE node id `ino` (the inverse of [`ino_of`]); none
+/// for 0.
+fn nid_of(root: Nid, metabox: bool, ino: INodeNo) -> Option<Nid> {
+    match ino.0 {
+        0 => None,
+        1 => Some(root),
+        n if n.wrapping_sub(RESERVED_INOS) < 2 => {
+            Some(Nid::from_kernel_ino(n - RESERVED_INOS, metabox))
+        }
+        n => Some(Nid::from_kernel_ino(n, metabox)),
     }
 }
 
@@ -414,7 +457,8 @@ impl Filesystem for ErofsFuse {
         for (k, e) in entries.iter().enumerate().skip(skip) {
             let t = e.file_type().map_or(FileType::RegularFile, kind);
             let cookie = k as u64 + 1;
-            if reply.add(self.ino(e.nid), cookie, t, OsStr::from_bytes(&e.name)) {
+            let ino = INodeNo(self.st_ino(e.nid));
+            if reply.add(ino, cookie, t, OsStr::from_bytes(&e.name)) {
                 break;
             }
         }
@@ -450,6 +494,9 @@ impl Filesystem for ErofsFuse {
             }
             let cookie = k as u64 + 1;
             let name = OsStr::from_bytes(&e.name);
+            // fuser sends `attr.ino` as both the node id and `d_ino`: for
+            // every entry but the root they are one number, and the kernel
+            // links no node for "." and "..", the only names of the root.
             if reply.add(
                 self.ino(e.nid),
                 cookie,
@@ -535,4 +582,39 @@ pub(crate) fn config(threads: usize, allow_other: bool) -> fuser::Config {
     }
     c.n_threads = Some(threads.max(1));
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_ids_are_the_kernels_numbers_and_map_back() {
+        for (root, metabox) in [
+            (Nid(36), false),
+            (Nid(0), false),
+            (Nid(1), false),
+            (Nid(1 << 63), true),
+            (Nid(36), true),
+        ] {
+            assert_eq!(ino_of(root, metabox, root), INodeNo(1));
+            assert_eq!(nid_of(root, metabox, INodeNo(1)), Some(root));
+            assert_eq!(nid_of(root, metabox, INodeNo(0)), None);
+            let mut nids = vec![0, 1, 2, 36, 128, 1 << 31];
+            if metabox {
+                nids.extend([1 << 63, (1 << 63) + 1, (1 << 63) + 2, (1 << 63) + 36]);
+            }
+            let mut seen = std::collections::HashSet::new();
+            for n in nids.into_iter().map(Nid) {
+                let ino = ino_of(root, metabox, n);
+                assert!(ino.0 >= 1, "root {root}: nid {n} -> node id 0");
+                assert!(seen.insert(ino), "root {root}: node id {ino:?} twice");
+                assert_eq!(nid_of(root, metabox, ino), Some(n), "root {root}: nid {n}");
+                let k = n.kernel_ino(metabox);
+                if n != root && k > 1 {
+                    assert_eq!(ino.0, k, "root {root}: nid {n}");
+                }
+            }
+        }
+    }
 }

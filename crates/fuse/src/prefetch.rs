@@ -11,7 +11,7 @@ use ferrofs::format::inode::FileType as Ft;
 use ferrofs::format::Nid;
 use ferrofs::{raw::RawDirEntry as DirEntry, Image};
 
-use crate::ino_of;
+use crate::{has_metabox, ino_of};
 
 /// The kernel's page size (FUSE page cache granularity).
 const PAGE: u64 = 4096;
@@ -174,7 +174,8 @@ fn prefetch_worker(
     cell: &std::sync::OnceLock<fuser::Notifier>,
     budget: u64,
 ) {
-    let ino = |nid: Nid| ino_of(root, nid);
+    let metabox = has_metabox(image);
+    let ino = |nid: Nid| ino_of(root, metabox, nid);
     let mut buf = Vec::new();
     for job in rx {
         let Some(n) = cell.get() else { continue };

@@ -393,11 +393,8 @@ impl io::Seek for File {
 
 /// The inode number Linux reports for `nid` (see [`DirEntry::ino`]).
 fn ino_of(image: &Image, nid: u64) -> u64 {
-    if !image
+    let metabox = image
         .superblock()
-        .has_incompat(ferrofs_format::superblock::incompat::METABOX)
-    {
-        return nid;
-    }
-    ((nid << 1) & 0xffff_ffff_0000_0000) | (nid & 0x7fff_ffff) | ((nid >> 63) << 31)
+        .has_incompat(ferrofs_format::superblock::incompat::METABOX);
+    ferrofs_format::Nid(nid).kernel_ino(metabox)
 }

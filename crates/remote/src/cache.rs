@@ -4,6 +4,12 @@
 //! key covers the URL and its validators, so a changed object never reads
 //! another one's chunks. Only files named like ours are ever counted or
 //! removed. Several sources (an image and its devices) share one cache.
+//!
+//! A chunk file is the chunk's bytes followed by their CRC32C (4 bytes,
+//! little endian). The first read of a chunk in a process reads the whole
+//! file and checks it; a file that fails (torn by a crash, damaged on
+//! disk, written by something else) is removed and the chunk fetched
+//! again. Later reads of a checked chunk read only the bytes they need.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -22,6 +28,8 @@ pub const KEY_LEN: usize = 32;
 const CHUNK_NAME_LEN: usize = 16;
 /// Temporary files older than this are a crashed writer's and are removed.
 const STALE_TMP: Duration = Duration::from_secs(600);
+/// Bytes of the checksum after a chunk's data.
+const TRAILER: u64 = 4;
 
 /// A bounded store of chunks on disk, shared between threads.
 pub struct Cache {
@@ -34,10 +42,20 @@ pub struct Cache {
 
 type ChunkId = (String, u64);
 
+/// What is known of one chunk file.
+struct Entry {
+    /// File size (data and checksum).
+    size: u64,
+    /// Last use.
+    tick: u64,
+    /// Its checksum was checked by this process.
+    checked: bool,
+}
+
 #[derive(Default)]
 struct State {
-    /// Size and last-use tick of every chunk on disk.
-    entries: HashMap<ChunkId, (u64, u64)>,
+    /// Every chunk on disk.
+    entries: HashMap<ChunkId, Entry>,
     /// Chunks by last-use tick, least recent first.
     lru: BTreeMap<u64, ChunkId>,
     tick: u64,
@@ -49,23 +67,37 @@ impl State {
         self.tick += 1;
         let tick = self.tick;
         if let Some(e) = self.entries.get_mut(id) {
-            self.lru.remove(&e.1);
-            e.1 = tick;
+            self.lru.remove(&e.tick);
+            e.tick = tick;
+            e.checked = true;
             self.lru.insert(tick, id.clone());
         }
     }
 
-    fn insert(&mut self, id: ChunkId, size: u64) {
+    fn insert(&mut self, id: ChunkId, size: u64, checked: bool) {
         self.tick += 1;
         self.lru.insert(self.tick, id.clone());
-        self.entries.insert(id, (size, self.tick));
+        let tick = self.tick;
+        self.entries.insert(
+            id,
+            Entry {
+                size,
+                tick,
+                checked,
+            },
+        );
         self.total += size;
     }
 
-    fn forget(&mut self, id: &ChunkId) {
-        if let Some((size, tick)) = self.entries.remove(id) {
-            self.lru.remove(&tick);
-            self.total -= size;
+    /// Drops `id` from the books; whether it was there.
+    fn forget(&mut self, id: &ChunkId) -> bool {
+        match self.entries.remove(id) {
+            Some(e) => {
+                self.lru.remove(&e.tick);
+                self.total -= e.size;
+                true
+            }
+            None => false,
         }
     }
 }
@@ -169,7 +201,7 @@ impl Cache {
         found.sort_by_key(|f| f.0);
         let mut st = self.lock();
         for (_, id, size) in found {
-            st.insert(id, size);
+            st.insert(id, size, false);
         }
         self.evict(&mut st, 0);
         Ok(())
@@ -182,8 +214,8 @@ impl Cache {
                 break;
             };
             let _ = fs::remove_file(self.path(&id));
-            if let Some((size, _)) = st.entries.remove(&id) {
-                st.total -= size;
+            if let Some(e) = st.entries.remove(&id) {
+                st.total -= e.size;
             }
         }
     }
@@ -194,21 +226,30 @@ impl Cache {
     }
 
     /// Fills `dst` from byte `within` of chunk `chunk` of object `key`, if
-    /// that chunk is held and `len` bytes long. A chunk whose file went
-    /// missing or has another length is forgotten (and is a miss).
+    /// that chunk is held, `len` bytes long and (on its first read here)
+    /// matches its checksum. A chunk whose file went missing, has another
+    /// length or fails the check is forgotten and its file removed (a
+    /// miss).
     pub fn read(&self, key: &str, chunk: u64, len: u64, within: u64, dst: &mut [u8]) -> bool {
         let id = (key.to_owned(), chunk);
-        if !self.lock().entries.contains_key(&id) {
+        let Some(checked) = self.lock().entries.get(&id).map(|e| e.checked) else {
             return false;
-        }
-        let ok = fs::File::open(self.path(&id)).is_ok_and(|f| {
-            f.metadata().is_ok_and(|m| m.len() == len) && f.read_exact_at(dst, within).is_ok()
+        };
+        let path = self.path(&id);
+        let ok = fs::File::open(&path).is_ok_and(|f| {
+            f.metadata()
+                .is_ok_and(|m| Some(m.len()) == len.checked_add(TRAILER))
+                && if checked {
+                    f.read_exact_at(dst, within).is_ok()
+                } else {
+                    read_checked(&f, len, within, dst)
+                }
         });
         let mut st = self.lock();
         if ok {
             st.touch(&id);
-        } else {
-            st.forget(&id);
+        } else if st.forget(&id) {
+            let _ = fs::remove_file(&path);
         }
         ok
     }
@@ -217,7 +258,7 @@ impl Cache {
     /// the bound. A chunk larger than the whole bound is not kept; a
     /// failure to write only means the chunk is not kept.
     pub fn store(&self, key: &str, chunk: u64, data: &[u8]) {
-        let size = data.len() as u64;
+        let size = data.len() as u64 + TRAILER;
         if size > self.limit {
             return;
         }
@@ -234,14 +275,48 @@ impl Cache {
             .join(format!(".tmp-{}-{:016x}", std::process::id(), chunk));
         let written = fs::create_dir_all(self.root.join(&id.0))
             .and_then(|()| fs::File::create(&tmp))
-            .and_then(|mut f| f.write_all(data))
+            .and_then(|mut f| {
+                f.write_all(data)?;
+                f.write_all(&crc32c::crc32c(data).to_le_bytes())
+            })
             .and_then(|()| fs::rename(&tmp, &path));
         match written {
-            Ok(()) => st.insert(id, size),
+            Ok(()) => st.insert(id, size, true),
             Err(_) => {
                 let _ = fs::remove_file(&tmp);
             }
         }
+    }
+}
+
+/// Reads the whole chunk file `f` (`len` bytes of data and the checksum),
+/// and, if the checksum matches, copies bytes `within..` of the data into
+/// `dst`.
+fn read_checked(f: &fs::File, len: u64, within: u64, dst: &mut [u8]) -> bool {
+    let Some(total) = len
+        .checked_add(TRAILER)
+        .and_then(|t| usize::try_from(t).ok())
+    else {
+        return false;
+    };
+    let mut all = vec![0u8; total];
+    if f.read_exact_at(&mut all, 0).is_err() {
+        return false;
+    }
+    let (data, sum) = all.split_at(total - TRAILER as usize);
+    if crc32c::crc32c(data).to_le_bytes()[..] != *sum {
+        return false;
+    }
+    let part = usize::try_from(within)
+        .ok()
+        .and_then(|a| Some(a..a.checked_add(dst.len())?))
+        .and_then(|r| data.get(r));
+    match part {
+        Some(p) => {
+            dst.copy_from_slice(p);
+            true
+        }
+        None => false,
     }
 }
 
@@ -269,17 +344,18 @@ mod tests {
 
     #[test]
     fn bound_is_kept_by_evicting_least_recent() {
-        let c = Cache::temporary(3 * 100).unwrap();
+        const FILE: u64 = 100 + TRAILER;
+        let c = Cache::temporary(3 * FILE).unwrap();
         for n in 0..3 {
             c.store(KEY, n, &chunk(n as u8, 100));
         }
-        assert_eq!(c.used(), 300);
+        assert_eq!(c.used(), 3 * FILE);
         let mut b = [0u8; 10];
         // Chunk 0 used again: chunk 1 is now the least recent.
         assert!(c.read(KEY, 0, 100, 5, &mut b));
         assert_eq!(b, [0u8; 10]);
         c.store(KEY, 3, &chunk(3, 100));
-        assert_eq!(c.used(), 300);
+        assert_eq!(c.used(), 3 * FILE);
         assert_eq!(files(c.dir()), 3);
         assert!(!c.read(KEY, 1, 100, 0, &mut b), "chunk 1 was evicted");
         for n in [0u64, 2, 3] {
@@ -287,12 +363,13 @@ mod tests {
             assert_eq!(b, [n as u8; 10]);
         }
         // Larger than the whole bound: not kept, nothing evicted.
-        c.store(KEY, 9, &chunk(9, 301));
-        assert_eq!(c.used(), 300);
-        assert!(!c.read(KEY, 9, 301, 0, &mut b));
+        c.store(KEY, 9, &chunk(9, 3 * FILE as usize - 3));
+        assert_eq!(c.used(), 3 * FILE);
+        assert!(!c.read(KEY, 9, 3 * FILE - 3, 0, &mut b));
         // A wrong expected length is a miss, and the chunk is forgotten.
         assert!(!c.read(KEY, 2, 99, 0, &mut b));
-        assert_eq!(c.used(), 200);
+        assert_eq!(c.used(), 2 * FILE);
+        assert_eq!(files(c.dir()), 2, "its file is removed");
         let dir = c.dir().to_path_buf();
         drop(c);
         assert!(!dir.exists(), "a temporary cache is removed");
@@ -303,7 +380,7 @@ mod tests {
         let base = std::env::temp_dir().join(format!("ferrofs-cache-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&base);
         {
-            let c = Cache::open(&base, 1000).unwrap();
+            let c = Cache::open(&base, 1040).unwrap();
             for n in 0..5 {
                 c.store(KEY, n, &chunk(n as u8, 100));
                 // Distinct modification times, so the reopening sees the order.
@@ -313,14 +390,14 @@ mod tests {
         // Someone else's files are neither counted nor removed.
         fs::write(base.join("notes.txt"), b"mine").unwrap();
         fs::write(base.join(KEY).join("notes"), b"mine").unwrap();
-        let c = Cache::open(&base, 1000).unwrap();
-        assert_eq!(c.used(), 500);
+        let c = Cache::open(&base, 1040).unwrap();
+        assert_eq!(c.used(), 520);
         let mut b = [0u8; 1];
         assert!(c.read(KEY, 4, 100, 0, &mut b) && b == [4]);
         drop(c);
         // A smaller bound: the oldest chunks go.
-        let c = Cache::open(&base, 250).unwrap();
-        assert_eq!(c.used(), 200);
+        let c = Cache::open(&base, 260).unwrap();
+        assert_eq!(c.used(), 208);
         assert!(!c.read(KEY, 0, 100, 0, &mut b));
         assert!(c.read(KEY, 3, 100, 0, &mut b) && b == [3]);
         assert!(c.read(KEY, 4, 100, 0, &mut b) && b == [4]);
@@ -337,5 +414,44 @@ mod tests {
         let mut b = [0u8; 4];
         assert!(!c.read(KEY, 7, 100, 0, &mut b));
         assert_eq!(c.used(), 0);
+    }
+
+    /// A chunk file damaged on disk (one flipped byte, or cut short and
+    /// padded back to length as a crash can leave it), by this process or
+    /// found by a later one, is a miss and is removed; a sound one in the
+    /// same directory still reads.
+    #[test]
+    fn a_damaged_chunk_is_a_miss_and_is_removed() {
+        let base = std::env::temp_dir().join(format!("ferrofs-cache-crc-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let file = |n: u64| base.join(KEY).join(format!("{n:016x}"));
+        let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        {
+            let c = Cache::open(&base, 1 << 20).unwrap();
+            for n in 0..3 {
+                c.store(KEY, n, &data);
+            }
+        }
+        // Chunk 0: one byte flipped, far from the part read.
+        let mut bytes = fs::read(file(0)).unwrap();
+        bytes[3000] ^= 0x20;
+        fs::write(file(0), &bytes).unwrap();
+        // Chunk 1: zeros from byte 1000 on (a torn write), same length.
+        let mut bytes = fs::read(file(1)).unwrap();
+        bytes[1000..].fill(0);
+        fs::write(file(1), &bytes).unwrap();
+        let c = Cache::open(&base, 1 << 20).unwrap();
+        let mut b = [0u8; 16];
+        assert!(!c.read(KEY, 0, 4096, 0, &mut b), "a flipped byte is caught");
+        assert!(!c.read(KEY, 1, 4096, 0, &mut b), "a torn chunk is caught");
+        assert!(!file(0).exists() && !file(1).exists());
+        assert!(c.read(KEY, 2, 4096, 100, &mut b));
+        assert_eq!(b[..], data[100..116]);
+        assert_eq!(c.used(), 4096 + TRAILER);
+        // A removed chunk can be stored again and read.
+        c.store(KEY, 0, &data);
+        assert!(c.read(KEY, 0, 4096, 8, &mut b) && b[..] == data[8..24]);
+        drop(c);
+        fs::remove_dir_all(&base).unwrap();
     }
 }

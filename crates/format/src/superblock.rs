@@ -300,6 +300,17 @@ impl Superblock {
         self.feature_incompat & bit != 0
     }
 
+    /// The inode number Linux's driver reports for `nid` in this image
+    /// (see [`Nid::kernel_ino`]; it depends on the metabox feature).
+    pub fn kernel_ino(&self, nid: Nid) -> u64 {
+        nid.kernel_ino(self.has_incompat(incompat::METABOX))
+    }
+
+    /// The nid whose [`Superblock::kernel_ino`] is `ino`.
+    pub fn nid_of_kernel_ino(&self, ino: u64) -> Nid {
+        Nid::from_kernel_ino(ino, self.has_incompat(incompat::METABOX))
+    }
+
     /// The root directory's nid.
     pub fn root_nid(&self) -> Nid {
         if self.has_incompat(incompat::BIT48) && self.root_nid_64 != 0 {

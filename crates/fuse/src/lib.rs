@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 mod convert;
+mod ids;
 mod mount;
 mod mountinfo;
 mod prefetch;
@@ -50,6 +51,7 @@ use fuser::{
     INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyXattr, Request,
 };
+use ids::NodeIds;
 use prefetch::{Prefetch, STORE_READS_UNDER};
 use trace::Tracer;
 
@@ -84,10 +86,7 @@ struct Handles {
 /// The FUSE file system over one image.
 pub(crate) struct ErofsFuse {
     image: Image,
-    root: Nid,
-    /// Whether the image has the metabox feature (it changes the kernel's
-    /// inode numbers).
-    metabox: bool,
+    ids: NodeIds,
     handles: Mutex<Handles>,
     trace: Option<Mutex<Tracer>>,
     /// Pushes the next files of a directory into the page cache.
@@ -101,12 +100,10 @@ pub(crate) struct ErofsFuse {
 const OPEN_FILES: usize = 64;
 impl ErofsFuse {
     pub(crate) fn new(image: Image) -> Self {
-        let root = image.root_nid();
-        let metabox = has_metabox(&image);
+        let ids = NodeIds::new(image.superblock());
         Self {
             image,
-            root,
-            metabox,
+            ids,
             handles: Mutex::new(Handles::default()),
             trace: None,
             prefetch: None,
@@ -118,7 +115,7 @@ impl ErofsFuse {
     /// `budget` bytes per directory. Notifications go out once
     /// [`ErofsFuse::notifier_cell`] holds the session's notifier.
     pub(crate) fn with_prefetch(mut self, budget: u64) -> Self {
-        self.prefetch = Prefetch::start(&self.image, self.root, budget);
+        self.prefetch = Prefetch::start(&self.image, &self.ids, budget);
         self
     }
 
@@ -140,24 +137,14 @@ impl ErofsFuse {
             .map(|t| t.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// FUSE node id of a nid (see [`ino_of`]).
+    /// FUSE node id of a nid (see [`NodeIds::node`]).
     pub(crate) fn ino(&self, nid: Nid) -> INodeNo {
-        ino_of(self.root, self.metabox, nid)
-    }
-
-    /// The inode number `stat` and `readdir` show for a nid: the node id,
-    /// but for the root, whose node id FUSE fixes at 1, the kernel's number.
-    fn st_ino(&self, nid: Nid) -> u64 {
-        if nid == self.root {
-            nid.kernel_ino(self.metabox)
-        } else {
-            ino_of(self.root, self.metabox, nid).0
-        }
+        self.ids.node(nid)
     }
 
     /// The nid behind a FUSE node id (the inverse of [`ErofsFuse::ino`]).
     pub(crate) fn nid(&self, ino: INodeNo) -> Result<Nid, Errno> {
-        nid_of(self.root, self.metabox, ino).ok_or(Errno::ENOENT)
+        self.ids.nid(ino).ok_or(Errno::ENOENT)
     }
 
     fn inode(&self, ino: INodeNo) -> Result<Inode, Errno> {
@@ -230,7 +217,7 @@ impl ErofsFuse {
     pub(crate) fn attr(&self, i: &Inode) -> FileAttr {
         convert::attr(
             i,
-            INodeNo(self.st_ino(i.nid())),
+            INodeNo(self.ids.st_ino(i.nid())),
             self.image.block_size().bits(),
         )
     }
@@ -247,45 +234,6 @@ fn reply_xattr(data: &[u8], size: u32, reply: ReplyXattr) {
         reply.data(data);
     } else {
         reply.error(Errno::ERANGE);
-    }
-}
-
-/// Where the node ids of the inodes whose kernel number is 0 or 1 go (FUSE
-/// keeps 0 for "none" and 1 for the root): no inode an image can address
-/// has a kernel number this large (its nid would lie beyond 2^66 bytes).
-const RESERVED_INOS: u64 = 1 << 62;
-
-/// Whether `image` has the metabox feature.
-pub(crate) fn has_metabox(image: &Image) -> bool {
-    image
-        .superblock()
-        .has_incompat(ferrofs::format::superblock::incompat::METABOX)
-}
-
-/// FUSE node id of `nid` in an image whose root is `root`: 1 for the root,
-/// otherwise the number the kernel's driver gives the inode
-/// ([`Nid::kernel_ino`]), so `stat` and `ls -i` agree with a loop mount;
-/// a kernel number of 0 or 1 moves to [`RESERVED_INOS`] + itself.
-fn ino_of(root: Nid, metabox: bool, nid: Nid) -> INodeNo {
-    if nid == root {
-        return INodeNo(1);
-    }
-    match nid.kernel_ino(metabox) {
-        k @ (0 | 1) => INodeNo(RESERVED_INOS + k),
-        k => INodeNo(k),
-    }
-}
-
-/// The nid behind FUSE node id `ino` (the inverse of [`ino_of`]); none
-/// for 0.
-fn nid_of(root: Nid, metabox: bool, ino: INodeNo) -> Option<Nid> {
-    match ino.0 {
-        0 => None,
-        1 => Some(root),
-        n if n.wrapping_sub(RESERVED_INOS) < 2 => {
-            Some(Nid::from_kernel_ino(n - RESERVED_INOS, metabox))
-        }
-        n => Some(Nid::from_kernel_ino(n, metabox)),
     }
 }
 
@@ -397,7 +345,7 @@ impl Filesystem for ErofsFuse {
             match f.read_at(&mut buf[..want], offset) {
                 Ok(n) => {
                     if let Some(mut t) = self.tracer() {
-                        let path = t.path(self.root, f.inode().nid());
+                        let path = t.path(self.ids.root(), f.inode().nid());
                         t.read(&path, offset, n as u64);
                     }
                     reply.data(&buf[..n])
@@ -457,7 +405,7 @@ impl Filesystem for ErofsFuse {
         for (k, e) in entries.iter().enumerate().skip(skip) {
             let t = e.file_type().map_or(FileType::RegularFile, kind);
             let cookie = k as u64 + 1;
-            let ino = INodeNo(self.st_ino(e.nid));
+            let ino = INodeNo(self.ids.st_ino(e.nid));
             if reply.add(ino, cookie, t, OsStr::from_bytes(&e.name)) {
                 break;
             }
@@ -582,39 +530,4 @@ pub(crate) fn config(threads: usize, allow_other: bool) -> fuser::Config {
     }
     c.n_threads = Some(threads.max(1));
     c
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn node_ids_are_the_kernels_numbers_and_map_back() {
-        for (root, metabox) in [
-            (Nid(36), false),
-            (Nid(0), false),
-            (Nid(1), false),
-            (Nid(1 << 63), true),
-            (Nid(36), true),
-        ] {
-            assert_eq!(ino_of(root, metabox, root), INodeNo(1));
-            assert_eq!(nid_of(root, metabox, INodeNo(1)), Some(root));
-            assert_eq!(nid_of(root, metabox, INodeNo(0)), None);
-            let mut nids = vec![0, 1, 2, 36, 128, 1 << 31];
-            if metabox {
-                nids.extend([1 << 63, (1 << 63) + 1, (1 << 63) + 2, (1 << 63) + 36]);
-            }
-            let mut seen = std::collections::HashSet::new();
-            for n in nids.into_iter().map(Nid) {
-                let ino = ino_of(root, metabox, n);
-                assert!(ino.0 >= 1, "root {root}: nid {n} -> node id 0");
-                assert!(seen.insert(ino), "root {root}: node id {ino:?} twice");
-                assert_eq!(nid_of(root, metabox, ino), Some(n), "root {root}: nid {n}");
-                let k = n.kernel_ino(metabox);
-                if n != root && k > 1 {
-                    assert_eq!(ino.0, k, "root {root}: nid {n}");
-                }
-            }
-        }
-    }
 }

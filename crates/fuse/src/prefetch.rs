@@ -11,7 +11,7 @@ use ferrofs::format::inode::FileType as Ft;
 use ferrofs::format::Nid;
 use ferrofs::{raw::RawDirEntry as DirEntry, Image};
 
-use crate::{has_metabox, ino_of};
+use crate::ids::NodeIds;
 
 /// The kernel's page size (FUSE page cache granularity).
 const PAGE: u64 = 4096;
@@ -71,15 +71,15 @@ enum Job {
 
 impl Prefetch {
     /// Starts the two prefetch threads (`None` if a thread cannot start).
-    pub(crate) fn start(image: &Image, root: Nid, budget: u64) -> Option<Self> {
+    pub(crate) fn start(image: &Image, ids: &NodeIds, budget: u64) -> Option<Self> {
         let notifier: Arc<std::sync::OnceLock<fuser::Notifier>> = Arc::default();
         let mut senders = Vec::new();
         for name in ["prefetch-dirs", "prefetch-stores"] {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(4);
-            let (image, cell) = (image.clone(), notifier.clone());
+            let (image, cell, ids) = (image.clone(), notifier.clone(), ids.clone());
             let spawned = std::thread::Builder::new()
                 .name(name.into())
-                .spawn(move || prefetch_worker(rx, &image, root, &cell, budget));
+                .spawn(move || prefetch_worker(rx, &image, &ids, &cell, budget));
             if spawned.is_err() {
                 return None;
             }
@@ -170,12 +170,11 @@ impl Prefetch {
 fn prefetch_worker(
     rx: std::sync::mpsc::Receiver<Job>,
     image: &Image,
-    root: Nid,
+    ids: &NodeIds,
     cell: &std::sync::OnceLock<fuser::Notifier>,
     budget: u64,
 ) {
-    let metabox = has_metabox(image);
-    let ino = |nid: Nid| ino_of(root, metabox, nid);
+    let ino = |nid: Nid| ids.node(nid);
     let mut buf = Vec::new();
     for job in rx {
         let Some(n) = cell.get() else { continue };

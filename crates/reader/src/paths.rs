@@ -393,8 +393,5 @@ impl io::Seek for File {
 
 /// The inode number Linux reports for `nid` (see [`DirEntry::ino`]).
 fn ino_of(image: &Image, nid: u64) -> u64 {
-    let metabox = image
-        .superblock()
-        .has_incompat(ferrofs_format::superblock::incompat::METABOX);
-    ferrofs_format::Nid(nid).kernel_ino(metabox)
+    image.superblock().kernel_ino(ferrofs_format::Nid(nid))
 }

@@ -3,6 +3,12 @@
 //! devices and fifos. Every name is checked so nothing lands outside the
 //! target, and nothing existing is ever followed or overwritten.
 //!
+//! Three passes: the walk creates the tree (directories, empty files,
+//! links, devices) and plans every file's data; the data pass
+//! ([`ferrofs::bulk`]) reads each stored cluster once, in physical order
+//! on all cores, and writes its pieces into the files; then the files'
+//! and directories' metadata is set, so times come after contents.
+//!
 //! An xattr or owner the target refuses (Linux allows no `user.*` xattrs
 //! on a symlink; a filesystem holds only so many xattr bytes per inode;
 //! an unprivileged or id-mapped chown) does not stop the extraction: it is
@@ -12,14 +18,16 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{symlink, OpenOptionsExt};
+use std::os::unix::fs::{symlink, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
+use ferrofs::bulk::{Delivery, FileId, ReadPlan, RunOptions};
 use ferrofs::format::inode::FileType;
 use ferrofs::format::Nid;
-use ferrofs::map::ExtentKind;
 use ferrofs::{raw::Inode, Image};
 use rustix::fs::{AtFlags, FileType as RxType, Mode, Timespec, Timestamps, CWD};
 use thiserror::Error;
@@ -45,6 +53,15 @@ pub enum ExtractError {
         #[source]
         source: io::Error,
     },
+    #[error("interrupted: {files_done} of {files} files with data complete, {bytes} bytes written; the target holds a partial tree")]
+    Interrupted {
+        /// Files whose every byte was written.
+        files_done: u64,
+        /// Files with data in the image (as far as the walk got).
+        files: u64,
+        /// Bytes of file data written.
+        bytes: u64,
+    },
 }
 
 /// What was written.
@@ -56,6 +73,15 @@ pub struct Summary {
     pub hardlinks: u64,
     pub special: u64,
     pub bytes: u64,
+    /// Distinct compressed pclusters the files' data lies in.
+    pub pclusters: u64,
+    /// Compressed pclusters decoded (each at most once).
+    pub pclusters_decoded: u64,
+    /// Bytes those decodes produced.
+    pub bytes_decoded: u64,
+    /// Compressed pclusters found decoded in the image's cache (by an
+    /// earlier read, like the long xattr prefixes at open).
+    pub pclusters_cached: u64,
     /// Extended attributes set.
     pub xattrs: u64,
     /// What the target refused, in extraction order.
@@ -93,7 +119,7 @@ impl std::fmt::Display for Attribute {
 }
 
 /// Extraction options.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Restore owners (needs root; default: when running as root).
     pub owners: bool,
@@ -101,15 +127,27 @@ pub struct Options {
     pub devices: bool,
     /// Restore extended attributes.
     pub xattrs: bool,
+    /// Threads reading, decoding and writing file data (default: every
+    /// core). The result is the same for any number.
+    pub jobs: usize,
+    /// Most bytes of file data in memory at once (default 256 MiB).
+    pub memory: u64,
+    /// Set (by a signal handler) to stop: the extraction ends with
+    /// [`ExtractError::Interrupted`], saying what it finished.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         let root = rustix::process::geteuid().is_root();
+        let run = RunOptions::default();
         Self {
             owners: root,
             devices: root,
             xattrs: true,
+            jobs: run.jobs,
+            memory: run.memory,
+            cancel: None,
         }
     }
 }
@@ -128,6 +166,15 @@ fn rx_err(path: &Path) -> impl FnOnce(rustix::io::Errno) -> ExtractError + '_ {
     }
 }
 
+/// A regular file created by the walk, written by the data pass.
+struct Regular {
+    /// Path in the image (`a/b`, no leading slash).
+    rel: Vec<u8>,
+    /// Where it was created.
+    path: PathBuf,
+    inode: Inode,
+}
+
 struct Extractor<'a> {
     image: &'a Image,
     target: PathBuf,
@@ -136,10 +183,13 @@ struct Extractor<'a> {
     first_path: HashMap<Nid, PathBuf>,
     /// Directories whose metadata is applied at the end, deepest last.
     dirs: Vec<(PathBuf, Inode)>,
+    /// Regular files with data, by plan id (their metadata comes after
+    /// the data pass).
+    files: Vec<Regular>,
+    /// Regular files without data, in walk order.
+    empty: Vec<(PathBuf, Inode)>,
+    plan: ReadPlan,
     error: Option<ExtractError>,
-    progress: Option<&'a dyn Fn(u64)>,
-    buf: Vec<u8>,
-    sparse_pending: bool,
 }
 
 fn valid_name(name: &[u8]) -> bool {
@@ -180,14 +230,13 @@ impl Extractor<'_> {
                 return Ok(());
             }
             FileType::Regular => {
-                self.write_file(&path, inode).map_err(|e| match e {
+                self.create_file(rel, path, inode).map_err(|e| match e {
                     WriteError::Image(source) => img_err(source),
-                    WriteError::Io(source) => ExtractError::Io {
-                        path: path.clone(),
-                        source,
-                    },
+                    WriteError::Io(path, source) => ExtractError::Io { path, source },
                 })?;
                 self.summary.files += 1;
+                // Metadata after the data pass.
+                return Ok(());
             }
             FileType::Symlink => {
                 let target = self.image.raw().read_link(inode).map_err(img_err)?;
@@ -214,64 +263,41 @@ impl Extractor<'_> {
         self.metadata(&path, inode)
     }
 
-    fn write_file(&mut self, path: &Path, inode: &Inode) -> Result<(), WriteError> {
-        let file = self
-            .image
-            .raw()
-            .open(inode.clone())
-            .map_err(WriteError::Image)?;
-        let mut out = fs::OpenOptions::new()
+    /// Creates a regular file (empty, or at its length if it has holes)
+    /// and plans its data.
+    fn create_file(&mut self, rel: &[u8], path: PathBuf, inode: &Inode) -> Result<(), WriteError> {
+        // The map first: a damaged file fails before anything is created.
+        let added = if inode.size() > 0 {
+            let file = self
+                .image
+                .raw()
+                .open(inode.clone())
+                .map_err(WriteError::Image)?;
+            Some(self.plan.add(&file).map_err(WriteError::Image)?)
+        } else {
+            None
+        };
+        let out = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .custom_flags(libc::O_NOFOLLOW)
             .mode(0o600)
-            .open(path)
-            .map_err(WriteError::Io)?;
-        // One buffer for the whole extraction, grown only when needed.
-        let mut buf = std::mem::take(&mut self.buf);
-        let want = (inode.size().min(1 << 20)) as usize;
-        if buf.len() < want {
-            buf.resize(want, 0);
+            .open(&path)
+            .map_err(|e| WriteError::Io(path.clone(), e))?;
+        let Some(added) = added else {
+            self.empty.push((path, inode.clone()));
+            return Ok(());
+        };
+        if added.sparse {
+            out.set_len(inode.size())
+                .map_err(|e| WriteError::Io(path.clone(), e))?;
         }
-        let res = self.copy_extents(&file, &out, &mut buf);
-        self.buf = buf;
-        res?;
-        if self.sparse_pending {
-            out.set_len(inode.size()).map_err(WriteError::Io)?;
-        }
-        out.flush().map_err(WriteError::Io)?;
-        Ok(())
-    }
-
-    fn copy_extents(
-        &mut self,
-        file: &ferrofs::raw::InodeFile,
-        out: &fs::File,
-        buf: &mut [u8],
-    ) -> Result<(), WriteError> {
-        self.sparse_pending = false;
-        let mut sparse = false;
-        for ext in file.extents() {
-            let ext = ext.map_err(WriteError::Image)?;
-            if ext.kind == ExtentKind::Hole {
-                sparse = true;
-                continue;
-            }
-            let mut pos = ext.logical;
-            while pos < ext.end() {
-                let n = (ext.end() - pos).min(buf.len() as u64) as usize;
-                file.read_at(&mut buf[..n], pos)
-                    .map_err(WriteError::Image)?;
-                std::os::unix::fs::FileExt::write_all_at(out, &buf[..n], pos)
-                    .map_err(WriteError::Io)?;
-                pos += n as u64;
-                self.summary.bytes += n as u64;
-            }
-            if let Some(p) = self.progress {
-                p(self.summary.bytes);
-            }
-        }
-        self.sparse_pending = sparse;
+        debug_assert_eq!(added.id.index(), self.files.len());
+        self.files.push(Regular {
+            rel: rel.to_vec(),
+            path,
+            inode: inode.clone(),
+        });
         Ok(())
     }
 
@@ -349,19 +375,139 @@ impl Extractor<'_> {
         .map_err(rx_err(path))?;
         Ok(())
     }
+
+    /// The data pass: every planned byte into its file.
+    fn write_data(&mut self, progress: Option<&(dyn Fn(u64) + Sync)>) -> Result<(), ExtractError> {
+        let jobs = self.opts.jobs.max(1);
+        let outputs: Vec<Mutex<Outputs>> = (0..jobs).map(|_| Mutex::default()).collect();
+        let left: Vec<AtomicU64> = self
+            .files
+            .iter()
+            .map(|f| AtomicU64::new(f.inode.size()))
+            .collect();
+        let written = AtomicU64::new(0);
+        let files = &self.files;
+        let sink = |d: Delivery<'_>| -> Result<(), ExtractError> {
+            match d {
+                Delivery::Bytes {
+                    file,
+                    offset,
+                    data,
+                    worker,
+                } => {
+                    let f = files.get(file.index()).ok_or_else(|| internal(file))?;
+                    let slot = outputs.get(worker).ok_or_else(|| internal(file))?;
+                    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+                    let out = slot.open(file, &f.path)?;
+                    out.write_all_at(data, offset).map_err(io_err(&f.path))?;
+                    let n = data.len() as u64;
+                    if let Some(l) = left.get(file.index()) {
+                        l.fetch_sub(n.min(l.load(Ordering::Relaxed)), Ordering::Relaxed);
+                    }
+                    let total = written.fetch_add(n, Ordering::Relaxed) + n;
+                    if let Some(p) = progress {
+                        p(total);
+                    }
+                    Ok(())
+                }
+                Delivery::Failed { file, error, .. } => {
+                    let path = file
+                        .and_then(|f| files.get(f.index()))
+                        .map_or_else(|| "<packed inode>".into(), |f| show(&f.rel));
+                    Err(ExtractError::Image {
+                        path,
+                        source: error.clone_lossy(),
+                    })
+                }
+            }
+        };
+        let run = RunOptions {
+            jobs,
+            memory: self.opts.memory,
+            cancel: self.opts.cancel.clone(),
+        };
+        let stats = self.plan.run(&run, &sink)?;
+        drop(outputs);
+        self.summary.bytes = written.load(Ordering::Relaxed);
+        self.summary.pclusters = self.plan.pclusters() as u64;
+        self.summary.pclusters_decoded = stats.pclusters_decoded;
+        self.summary.bytes_decoded = stats.bytes_decoded;
+        self.summary.pclusters_cached = stats.pclusters_cached;
+        if stats.interrupted {
+            let done = left
+                .iter()
+                .filter(|l| l.load(Ordering::Relaxed) == 0)
+                .count();
+            return Err(ExtractError::Interrupted {
+                files_done: done as u64,
+                files: self.files.len() as u64,
+                bytes: self.summary.bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn internal(file: FileId) -> ExtractError {
+    ExtractError::Io {
+        path: PathBuf::from(format!("<file {}>", file.index())),
+        source: io::Error::other("internal: a piece for a file the plan does not have"),
+    }
+}
+
+/// `/a/b` for the image path `a/b`.
+fn show(rel: &[u8]) -> String {
+    format!("/{}", String::from_utf8_lossy(rel))
+}
+
+/// Output files a worker holds open, the most recent last: a run of one
+/// file's clusters is written through one descriptor.
+#[derive(Default)]
+struct Outputs {
+    open: Vec<(FileId, fs::File)>,
+}
+
+/// Output files one worker keeps open.
+const OPEN_OUTPUTS: usize = 16;
+
+impl Outputs {
+    fn open(&mut self, id: FileId, path: &Path) -> Result<&fs::File, ExtractError> {
+        if let Some(i) = self.open.iter().position(|(f, _)| *f == id) {
+            let e = self.open.remove(i);
+            self.open.push(e);
+        } else {
+            // Created by the walk: opened again for writing, never
+            // following a link put in its place.
+            let f = fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)
+                .map_err(io_err(path))?;
+            if self.open.len() >= OPEN_OUTPUTS {
+                self.open.remove(0);
+            }
+            self.open.push((id, f));
+        }
+        match self.open.last() {
+            Some((_, f)) => Ok(f),
+            None => Err(internal(id)),
+        }
+    }
 }
 
 enum WriteError {
     Image(ferrofs::Error),
-    Io(io::Error),
+    Io(PathBuf, io::Error),
 }
 
 /// Extracts the whole image into `target`, which must be empty or absent.
+/// `progress(bytes)` is called as file data is written (from several
+/// threads).
 pub fn extract(
     image: &Image,
     target: &Path,
     opts: Options,
-    progress: Option<&dyn Fn(u64)>,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
 ) -> Result<Summary, ExtractError> {
     match fs::read_dir(target) {
         Ok(mut it) => {
@@ -378,6 +524,7 @@ pub fn extract(
         path: "/".into(),
         source,
     })?;
+    let cancel = opts.cancel.clone();
     let mut x = Extractor {
         image,
         target: target.to_path_buf(),
@@ -385,13 +532,22 @@ pub fn extract(
         summary: Summary::default(),
         first_path: HashMap::new(),
         dirs: vec![(target.to_path_buf(), root)],
+        files: Vec::new(),
+        empty: Vec::new(),
+        plan: ReadPlan::new(image),
         error: None,
-        progress,
-        buf: Vec::new(),
-        sparse_pending: false,
     };
+    // 1. The tree, and the plan of every file's data.
     walk(image, |v| {
         if x.error.is_some() {
+            return;
+        }
+        if cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            x.error = Some(ExtractError::Interrupted {
+                files_done: 0,
+                files: x.files.len() as u64,
+                bytes: 0,
+            });
             return;
         }
         match v {
@@ -412,8 +568,20 @@ pub fn extract(
     if let Some(e) = x.error.take() {
         return Err(e);
     }
-    // Directory metadata last, deepest first, so writing entries does not
-    // disturb times and read-only modes do not block creation.
+    // 2. The data, each stored cluster read once, in physical order.
+    x.write_data(progress)?;
+    // 3. Files' metadata after their contents; directories' last, deepest
+    // first, so writing entries does not disturb times and read-only modes
+    // do not block creation.
+    let files = std::mem::take(&mut x.files);
+    let empty = std::mem::take(&mut x.empty);
+    for (path, inode) in empty
+        .iter()
+        .map(|(p, i)| (p, i))
+        .chain(files.iter().map(|f| (&f.path, &f.inode)))
+    {
+        x.metadata(path, inode)?;
+    }
     let dirs = std::mem::take(&mut x.dirs);
     for (path, inode) in dirs.iter().rev() {
         x.metadata(path, inode)?;

@@ -1,12 +1,19 @@
 //! fsck: walk every directory and inode, check the invariants the kernel
 //! and mkfs rely on, and decode every byte of every file. Problems are
 //! collected (by path and nid), never fatal to the walk.
+//!
+//! The walk checks metadata and plans the files' data; the data pass
+//! ([`ferrofs::bulk`]) then decodes every pcluster once (the packed
+//! inode's included), in physical order on all cores.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
+use ferrofs::bulk::{Delivery, ReadPlan, RunOptions};
 use ferrofs::format::inode::FileType;
 use ferrofs::format::Nid;
-use ferrofs::map::ExtentKind;
+use ferrofs::map::{ExtentKind, PclusterFormat};
 use ferrofs::{raw::Inode, raw::InodeFile as File, Error, Image};
 use serde::Serialize;
 
@@ -30,7 +37,18 @@ pub struct Report {
     pub special: u64,
     pub data_bytes: u64,
     pub extents: u64,
+    /// Distinct compressed pclusters in the image (files, directories and
+    /// the packed inode).
+    pub pclusters: u64,
+    /// Compressed pclusters decoded by the check (each once: with
+    /// `pclusters_cached`, equal to `pclusters` when nothing is damaged).
     pub pclusters_decoded: u64,
+    /// Bytes those decodes produced.
+    pub bytes_decoded: u64,
+    /// Compressed pclusters the data pass found decoded in the image's
+    /// cache (by an earlier read, like the long xattr prefixes at open),
+    /// checked without decoding them again.
+    pub pclusters_cached: u64,
     /// Damage: what makes the kernel return wrong data or errors.
     pub problems: Vec<Problem>,
     /// Oddities the kernel reads the image through unharmed (a link count
@@ -50,11 +68,21 @@ impl Report {
 pub struct Options {
     /// Decode and read every byte of every file (the default).
     pub read_data: bool,
+    /// Threads decoding file data (default: every core). The report is
+    /// the same for any number.
+    pub jobs: usize,
+    /// Most bytes of decoded data in memory at once (default 256 MiB).
+    pub memory: u64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { read_data: true }
+        let run = RunOptions::default();
+        Self {
+            read_data: true,
+            jobs: run.jobs,
+            memory: run.memory,
+        }
     }
 }
 
@@ -73,8 +101,14 @@ struct Checker<'a> {
     /// nid -> (links seen, nlink on disk, first path)
     links: HashMap<Nid, (u32, u32, Vec<u8>)>,
     subdirs: HashMap<Nid, (u32, u32, Vec<u8>)>,
-    checked: std::collections::HashSet<Nid>,
-    progress: Option<&'a dyn Fn(u64, u64)>,
+    checked: HashSet<Nid>,
+    progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+    /// Every file's data, read after the walk.
+    plan: ReadPlan,
+    /// The planned files (path, nid), by plan id.
+    planned: Vec<(Vec<u8>, Nid)>,
+    /// Compressed pclusters of directories and symlinks (read by the walk).
+    meta_pclusters: HashSet<(u64, u64)>,
 }
 
 impl Checker<'_> {
@@ -220,7 +254,7 @@ impl Checker<'_> {
                 self.problem(path, Some(inode.nid()), format!("symlink: {e}"));
             }
         }
-        if let Err(e) = self.data(inode) {
+        if let Err(e) = self.data(path, inode) {
             self.problem(path, Some(inode.nid()), format!("data: {e}"));
         }
         if let Some(p) = self.progress {
@@ -243,12 +277,19 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn data(&mut self, inode: &Inode) -> Result<(), Error> {
+    fn data(&mut self, path: &[u8], inode: &Inode) -> Result<(), Error> {
         let file = self.image.raw().open(inode.clone())?;
         if !self.opts.read_data {
             return Ok(());
         }
-        read_every_extent(&file, &mut self.report)?;
+        if inode.is_reg() {
+            // Read after the walk, with every other file's data.
+            let added = self.plan.add(&file)?;
+            self.report.extents += added.extents;
+            self.planned.push((path.to_vec(), inode.nid()));
+        } else {
+            read_every_extent(&file, &mut self.report, Some(&mut self.meta_pclusters))?;
+        }
         let sb = self.image.superblock();
         if inode.is_reg() && sb.has_compat(ferrofs::format::superblock::compat::ISHARE_XATTRS) {
             if let Some(why) = crate::digest::check(self.image, inode)? {
@@ -260,11 +301,78 @@ impl Checker<'_> {
         }
         Ok(())
     }
+
+    /// The data pass: every planned file's bytes and every pcluster of
+    /// the packed inode, each pcluster decoded once. A damaged cluster is
+    /// one problem for each file it serves.
+    fn run_plan(&mut self) {
+        if let Err(e) = self.plan.add_packed_inode() {
+            let nid = self.image.raw().packed_file().map(|f| f.inode().nid());
+            self.problem(b"<packed inode>", nid, e.to_string());
+        }
+        // Per file, the error of the lowest failing cluster: the same
+        // report for any thread count.
+        let failed: Mutex<HashMap<Option<usize>, (usize, String)>> = Mutex::default();
+        let bytes = AtomicU64::new(self.report.data_bytes);
+        let inodes = self.report.inodes;
+        let progress = self.progress;
+        let sink = |d: Delivery<'_>| -> Result<(), std::convert::Infallible> {
+            match d {
+                Delivery::Bytes { data, .. } => {
+                    let n = bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+                    if let Some(p) = progress {
+                        p(inodes, n + data.len() as u64);
+                    }
+                }
+                Delivery::Failed {
+                    file, error, unit, ..
+                } => {
+                    let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
+                    let e = f
+                        .entry(file.map(|f| f.index()))
+                        .or_insert((usize::MAX, String::new()));
+                    if unit < e.0 {
+                        *e = (unit, error.to_string());
+                    }
+                }
+            }
+            Ok(())
+        };
+        let run = RunOptions {
+            jobs: self.opts.jobs,
+            memory: self.opts.memory,
+            cancel: None,
+        };
+        let Ok(stats) = self.plan.run(&run, &sink);
+        self.report.pclusters_cached = stats.pclusters_cached;
+        self.report.data_bytes = bytes.into_inner();
+        self.report.pclusters = (self.plan.pclusters() + self.meta_pclusters.len()) as u64;
+        let mut failed: Vec<_> = failed
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .into_iter()
+            .collect();
+        failed.sort();
+        for (file, (_, msg)) in failed {
+            match file.and_then(|i| self.planned.get(i)).cloned() {
+                Some((path, nid)) => self.problem(&path, Some(nid), format!("data: {msg}")),
+                None => {
+                    let nid = self.image.raw().packed_file().map(|f| f.inode().nid());
+                    self.problem(b"<packed inode>", nid, msg)
+                }
+            }
+        }
+    }
 }
 
 /// Reads every extent of a file whole (so every pcluster is decoded in
-/// full and checked for its exact length).
-pub fn read_every_extent(file: &File, report: &mut Report) -> Result<(), Error> {
+/// full and checked for its exact length); the compressed pclusters seen
+/// go into `pclusters` by (position, length).
+pub fn read_every_extent(
+    file: &File,
+    report: &mut Report,
+    mut pclusters: Option<&mut HashSet<(u64, u64)>>,
+) -> Result<(), Error> {
     let mut buf = Vec::new();
     for ext in file.extents() {
         let ext = ext?;
@@ -272,8 +380,10 @@ pub fn read_every_extent(file: &File, report: &mut Report) -> Result<(), Error> 
         if ext.kind == ExtentKind::Hole {
             continue; // nothing stored, nothing to verify
         }
-        if matches!(ext.kind, ExtentKind::Pcluster(_)) {
-            report.pclusters_decoded += 1;
+        if let (ExtentKind::Pcluster(pc), Some(set)) = (ext.kind, pclusters.as_deref_mut()) {
+            if matches!(pc.format, PclusterFormat::Codec(_)) {
+                set.insert((pc.at.bits(), pc.len));
+            }
         }
         // Extents are at most 12 MiB (compressed) or a chunk / the whole
         // flat file; read big ones in 1 MiB steps.
@@ -299,8 +409,10 @@ pub fn read_every_extent(file: &File, report: &mut Report) -> Result<(), Error> 
     Ok(())
 }
 
-/// Checks a whole image. `progress(inodes, bytes)` is called as it goes.
-pub fn check(image: &Image, opts: Options, progress: Option<&dyn Fn(u64, u64)>) -> Report {
+/// Checks a whole image. `progress(inodes, bytes)` is called as it goes
+/// (from several threads during the data pass).
+pub fn check(image: &Image, opts: Options, progress: Option<&(dyn Fn(u64, u64) + Sync)>) -> Report {
+    let before = image.cache_stats();
     let mut c = Checker {
         image,
         opts,
@@ -309,6 +421,9 @@ pub fn check(image: &Image, opts: Options, progress: Option<&dyn Fn(u64, u64)>) 
         subdirs: HashMap::new(),
         checked: Default::default(),
         progress,
+        plan: ReadPlan::new(image),
+        planned: Vec::new(),
+        meta_pclusters: HashSet::new(),
     };
     walk(image, |v| match v {
         Visit::Dir {
@@ -341,11 +456,19 @@ pub fn check(image: &Image, opts: Options, progress: Option<&dyn Fn(u64, u64)>) 
             );
         }
     }
-    if let Some(packed) = image.raw().packed_file() {
-        if let Err(e) = read_every_extent(&packed, &mut c.report) {
-            c.problem(b"<packed inode>", Some(packed.inode().nid()), e.to_string());
+    if opts.read_data {
+        // The metabox (inodes of metabox images) was read piecemeal by the
+        // walk: every byte of it now (its pclusters come from the cache).
+        if let Some(mb) = image.raw().metabox_file() {
+            if let Err(e) = read_every_extent(&mb, &mut c.report, Some(&mut c.meta_pclusters)) {
+                c.problem(b"<metabox>", Some(mb.inode().nid()), e.to_string());
+            }
         }
+        c.run_plan();
     }
+    let after = image.cache_stats();
+    c.report.pclusters_decoded = after.decodes - before.decodes;
+    c.report.bytes_decoded = after.decoded_bytes - before.decoded_bytes;
     c.report.problems.sort_by(|a, b| a.path.cmp(&b.path));
     c.report.warnings.sort_by(|a, b| a.path.cmp(&b.path));
     c.report

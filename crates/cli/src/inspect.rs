@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use ferrofs::format::inode::FileType;
 use ferrofs::format::Nid;
 use ferrofs::Image;
@@ -15,9 +15,35 @@ use serde_json::Value;
 
 use crate::{hotrecord, open, out, progress, ImageArgs};
 
+/// How the commands that read every file's data run their data pass.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct DataArgs {
+    /// Threads reading and decoding file data (default: every core).
+    /// Output and exit status are the same for any number.
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    jobs: Option<usize>,
+    /// Most bytes of file data held in memory at once (each stored cluster
+    /// is read and decoded once, in the order the image stores them).
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::mount::parse_size)]
+    memory: usize,
+}
+
+impl DataArgs {
+    fn jobs(&self) -> usize {
+        self.jobs
+            .filter(|&j| j > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+}
+
 /// `ferrofs fsck`: checks every inode (and with data, every byte); exit 1
 /// when a problem was found.
-pub(crate) fn fsck(img: &ImageArgs, no_data: bool, json: bool) -> Result<ExitCode> {
+pub(crate) fn fsck(
+    img: &ImageArgs,
+    no_data: bool,
+    data: &DataArgs,
+    json: bool,
+) -> Result<ExitCode> {
     let image = open(img)?;
     let pb = progress(None);
     let tick = |inodes: u64, bytes: u64| {
@@ -28,10 +54,18 @@ pub(crate) fn fsck(img: &ImageArgs, no_data: bool, json: bool) -> Result<ExitCod
         &image,
         ferrofs_check::fsck::Options {
             read_data: !no_data,
+            jobs: data.jobs(),
+            memory: data.memory as u64,
         },
         Some(&tick),
     );
     pb.finish_and_clear();
+    let mut report = report;
+    // The image was opened for this command: every decode since is its own
+    // (the long xattr prefixes and the metabox's first blocks at open too).
+    let st = image.cache_stats();
+    report.pclusters_decoded = st.decodes;
+    report.bytes_decoded = st.decoded_bytes;
     let mut out = out::stdout();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
@@ -45,7 +79,7 @@ pub(crate) fn fsck(img: &ImageArgs, no_data: bool, json: bool) -> Result<ExitCod
         }
         writeln!(
             out,
-            "{}: {} inodes ({} dirs, {} files, {} symlinks, {} special), {} bytes read, {} pclusters decoded, {} problems, {} warnings",
+            "{}: {} inodes ({} dirs, {} files, {} symlinks, {} special), {} bytes read, {} of {} pclusters decoded ({} cached), {} problems, {} warnings",
             img.image.display(),
             report.inodes,
             report.directories,
@@ -54,6 +88,8 @@ pub(crate) fn fsck(img: &ImageArgs, no_data: bool, json: bool) -> Result<ExitCod
             report.special,
             report.data_bytes,
             report.pclusters_decoded,
+            report.pclusters,
+            report.pclusters_cached,
             report.problems.len(),
             report.warnings.len()
         )?;
@@ -73,17 +109,33 @@ pub(crate) fn extract(
     dir: &Path,
     (owners, no_owners): (bool, bool),
     no_xattrs: bool,
+    data: &DataArgs,
     json: bool,
 ) -> Result<ExitCode> {
     let image = open(img)?;
     let mut opts = ferrofs_check::extract::Options::default();
     opts.owners = (opts.owners || owners) && !no_owners;
     opts.xattrs = !no_xattrs;
+    opts.jobs = data.jobs();
+    opts.memory = data.memory as u64;
+    // An interrupted extraction stops between clusters and says what it
+    // finished (the second signal kills as usual).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
+            .context("installing signal handlers")?;
+    }
+    opts.cancel = Some(stop);
     let pb = progress(None);
     let tick = |bytes: u64| pb.set_position(bytes);
     let res = ferrofs_check::extract::extract(&image, dir, opts, Some(&tick));
     pb.finish_and_clear();
-    let s = res?;
+    let mut s = res?;
+    // As for fsck: every decode since the image was opened.
+    let st = image.cache_stats();
+    s.pclusters_decoded = st.decodes;
+    s.bytes_decoded = st.decoded_bytes;
     if json {
         let mut out = out::stdout();
         writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?;

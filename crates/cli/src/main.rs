@@ -64,6 +64,8 @@ enum Command {
         /// Check metadata only; do not decode file data.
         #[arg(long)]
         no_data: bool,
+        #[command(flatten)]
+        data: inspect::DataArgs,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -90,6 +92,8 @@ enum Command {
         /// Restore extended attributes (the default).
         #[arg(long, overrides_with = "no_xattrs")]
         xattrs: bool,
+        #[command(flatten)]
+        data: inspect::DataArgs,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -200,7 +204,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Mkfs(a) => mkfs::mkfs(&a),
         Command::Diff { old, new, json } => diff::run(&old, &new, json),
         Command::Mount(a) => mount::run(&a),
-        Command::Fsck { img, no_data, json } => inspect::fsck(&img, no_data, json),
+        Command::Fsck {
+            img,
+            no_data,
+            data,
+            json,
+        } => inspect::fsck(&img, no_data, &data, json),
         Command::Extract {
             img,
             dir,
@@ -208,8 +217,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             owners,
             no_xattrs,
             xattrs: _,
+            data,
             json,
-        } => inspect::extract(&img, &dir, (owners, no_owners), no_xattrs, json),
+        } => inspect::extract(&img, &dir, (owners, no_owners), no_xattrs, &data, json),
         Command::Ls { img, path, long } => inspect::ls(&img, path, long),
         Command::Cat { img, path } => inspect::cat(&img, &path),
         Command::Dump {

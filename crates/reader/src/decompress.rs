@@ -132,7 +132,7 @@ pub(crate) fn decode_into(
 }
 
 /// Decodes the first `out.len()` bytes of an extent of `llen` bytes.
-fn decode_with(
+pub(crate) fn decode_with(
     image: &Image,
     pc: &Pcluster,
     alg: Algorithm,

@@ -162,6 +162,54 @@ pub enum Error {
 }
 
 impl Error {
+    /// An owned copy of the error, for reporting one failure in several
+    /// places (every file a damaged cluster serves). An I/O error keeps
+    /// its kind and message but not its inner source.
+    pub fn clone_lossy(&self) -> Self {
+        match self {
+            Error::Io {
+                offset,
+                len,
+                source,
+            } => Error::Io {
+                offset: *offset,
+                len: *len,
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Format { at, source } => Error::Format {
+                at: *at,
+                source: source.clone(),
+            },
+            Error::Corrupt { at, what } => Error::Corrupt {
+                at: *at,
+                what: what.clone(),
+            },
+            Error::Unsupported { at, what } => Error::Unsupported {
+                at: *at,
+                what: what.clone(),
+            },
+            Error::Codec { at, source } => Error::Codec {
+                at: *at,
+                source: source.clone(),
+            },
+            Error::NotFound { path } => Error::NotFound { path: path.clone() },
+            Error::NotADirectory { path } => Error::NotADirectory { path: path.clone() },
+            Error::IsADirectory { path } => Error::IsADirectory { path: path.clone() },
+            Error::NotASymlink { path } => Error::NotASymlink { path: path.clone() },
+            Error::NotUtf8 { path } => Error::NotUtf8 { path: path.clone() },
+            Error::TooManySymlinks { path } => Error::TooManySymlinks { path: path.clone() },
+            Error::MissingDevice { at, device, tag } => Error::MissingDevice {
+                at: *at,
+                device: *device,
+                tag: tag.clone(),
+            },
+            Error::WrongType { nid, expected } => Error::WrongType {
+                nid: *nid,
+                expected,
+            },
+        }
+    }
+
     pub(crate) fn corrupt(at: Location, what: impl Into<Cow<'static, str>>) -> Self {
         Error::Corrupt {
             at,

@@ -145,6 +145,21 @@ pub(crate) fn read_data(
     buf: &mut [u8],
     offset: u64,
 ) -> Result<usize> {
+    // A directory is read block by block, all of it: decode its extents
+    // whole at the first touch rather than a prefix now and all later.
+    read_span(image, data, buf, offset, data.inode.is_dir())
+}
+
+/// Reads up to `buf.len()` bytes at `offset`. `whole`: a compressed
+/// extent touched is decoded (and cached) whole, because other reads will
+/// want the rest of it (the packed inode, the metabox, directories).
+pub(crate) fn read_span(
+    image: &Image,
+    data: &FileData,
+    buf: &mut [u8],
+    offset: u64,
+    whole: bool,
+) -> Result<usize> {
     let Some(left) = data.inode.size.checked_sub(offset).filter(|&l| l > 0) else {
         return Ok(0);
     };
@@ -161,7 +176,7 @@ pub(crate) fn read_data(
             .filter(|&n| n > 0)
             .or_corrupt(at, "extent does not hold the byte asked for")?;
         let now = take_front(&mut rest, clamp_len(span, usize::MAX));
-        fill(image, data, &ext, pos, now)?;
+        fill(image, data, &ext, pos, now, whole)?;
         pos = pos
             .checked_add(now.len() as u64)
             .or_corrupt(at, "file offset overflows")?;
@@ -169,8 +184,50 @@ pub(crate) fn read_data(
     Ok(total)
 }
 
-fn fill(image: &Image, data: &FileData, ext: &Extent, pos: u64, out: &mut [u8]) -> Result<()> {
+fn fill(
+    image: &Image,
+    data: &FileData,
+    ext: &Extent,
+    pos: u64,
+    out: &mut [u8],
+    whole: bool,
+) -> Result<()> {
     let at = data.inode.loc().with_offset(pos);
+    if let ExtentKind::Fragment { offset } = ext.kind {
+        let rel = pos
+            .checked_sub(ext.logical)
+            .or_corrupt(at, "extent starts after the byte asked for")?;
+        let packed = image
+            .inner
+            .packed
+            .as_ref()
+            .ok_or_else(|| Error::corrupt(at, "fragment without a packed inode"))?;
+        let src = offset
+            .checked_add(rel)
+            .ok_or_else(|| Error::corrupt(at, "fragment offset overflows"))?;
+        // The packed inode's pclusters hold many files' fragments, read in
+        // any order: decode each whole once.
+        let n = read_span(image, packed, out, src, true)?;
+        if n != out.len() {
+            return Err(Error::corrupt(at, "fragment runs past the packed inode"));
+        }
+        return Ok(());
+    }
+    fill_direct(image, data.inode.loc(), ext, pos, out, whole)
+}
+
+/// Fills `out` with the bytes of `ext` from file offset `pos` on, for every
+/// kind but a fragment (`base`: the inode, for error locations). `whole`:
+/// see [`read_span`].
+pub(crate) fn fill_direct(
+    image: &Image,
+    base: Location,
+    ext: &Extent,
+    pos: u64,
+    out: &mut [u8],
+    whole: bool,
+) -> Result<()> {
+    let at = base.with_offset(pos);
     let rel = pos
         .checked_sub(ext.logical)
         .or_corrupt(at, "extent starts after the byte asked for")?;
@@ -200,22 +257,10 @@ fn fill(image: &Image, data: &FileData, ext: &Extent, pos: u64, out: &mut [u8]) 
                 .or_corrupt(at, "inline address overflows")?;
             image.read_raw(out, p).map_err(eof)
         }
-        ExtentKind::Fragment { offset } => {
-            let packed = image
-                .inner
-                .packed
-                .as_ref()
-                .ok_or_else(|| Error::corrupt(at, "fragment without a packed inode"))?;
-            let src = offset
-                .checked_add(rel)
-                .ok_or_else(|| Error::corrupt(at, "fragment offset overflows"))?;
-            let n = read_data(image, packed, out, src)?;
-            if n != out.len() {
-                return Err(Error::corrupt(at, "fragment runs past the packed inode"));
-            }
-            Ok(())
+        ExtentKind::Fragment { .. } => Err(Error::corrupt(at, "a fragment inside a fragment")),
+        ExtentKind::Pcluster(pc) => {
+            fill_pcluster(image, ext, &pc, rel, out, at, whole).map_err(eof)
         }
-        ExtentKind::Pcluster(pc) => fill_pcluster(image, ext, &pc, rel, out, at).map_err(eof),
     }
 }
 
@@ -226,6 +271,7 @@ fn fill_pcluster(
     rel: u64,
     out: &mut [u8],
     at: Location,
+    whole: bool,
 ) -> Result<()> {
     let read = |buf: &mut [u8], off: u64| -> Result<()> {
         let p = pc
@@ -284,7 +330,8 @@ fn fill_pcluster(
             let want = rel
                 .checked_add(out.len() as u64)
                 .or_corrupt(at, "read past 2^64")?;
-            let streaming = image.inner.whole_extents || out.len() >= decompress::STREAMING_READ;
+            let streaming =
+                whole || image.inner.whole_extents || out.len() >= decompress::STREAMING_READ;
             let dec = decompress::decoded(image, pc, ext.len, want, streaming, at)?;
             let range = usize::try_from(rel).ok().zip(usize::try_from(want).ok());
             let src = range

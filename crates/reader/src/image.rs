@@ -331,7 +331,9 @@ impl Image {
                     // Saturating: a block past the metabox's end holds nothing.
                     let len = bs.at_most(data.inode.size.saturating_sub(start));
                     let mut v = vec![0u8; len];
-                    let n = crate::file::read_data(self, data, &mut v, start)?;
+                    // Inodes are loaded in any order: decode the metabox's
+                    // extents whole, once.
+                    let n = crate::file::read_span(self, data, &mut v, start, true)?;
                     v.truncate(n);
                     let b: Arc<[u8]> = v.into();
                     self.inner.blocks.insert(key, b.clone());

@@ -49,6 +49,7 @@
 
 mod addr;
 mod bounds;
+pub mod bulk;
 mod cache;
 mod decompress;
 mod dir;

@@ -9,7 +9,7 @@ use ferrofs_format::xattr::{
 
 use crate::addr::MetaAddr;
 use crate::error::{Error, Location, OrCorrupt, Result};
-use crate::file::read_data;
+use crate::file::read_span;
 use crate::image::Image;
 use crate::inode::Inode;
 
@@ -39,7 +39,9 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
     let read = |buf: &mut [u8], off: u64| -> Result<()> {
         match (&image.inner.packed, in_packed) {
             (Some(p), true) => {
-                let n = read_data(image, p, buf, off)?;
+                // Whole extents: the packed inode's pclusters also hold
+                // fragments, read later.
+                let n = read_span(image, p, buf, off, true)?;
                 if n != buf.len() {
                     return Err(Error::corrupt(
                         Location::at(off),

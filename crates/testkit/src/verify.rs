@@ -70,6 +70,7 @@ pub fn image_reads_as_source(
     work: &Path,
 ) -> Vec<String> {
     let mut f = Vec::new();
+    let mut extract_json = None;
     match LoopMount::new(img, &[]) {
         Ok(mnt) => {
             for d in compare_trees(src, mnt.path(), &CompareOptions::strict()) {
@@ -87,20 +88,37 @@ pub fn image_reads_as_source(
                 Err(e) => f.push(format!("{name}: ls -a: {e}")),
             }
             let out = work.join(format!("{name}-out"));
-            match run_ok(Command::new(ferrofs).arg("extract").arg(img).arg(&out)) {
-                Ok(_) => {
+            let cmd = Command::new(ferrofs)
+                .arg("extract")
+                .arg("--json")
+                .arg(img)
+                .arg(&out)
+                .output();
+            match cmd {
+                Ok(o) if o.status.success() => {
                     for d in compare_trees(mnt.path(), &out, &CompareOptions::strict()) {
                         f.push(format!("{name}: extract vs kernel: {d}"));
                     }
+                    extract_json = Some(o.stdout);
                 }
+                Ok(o) => f.push(format!(
+                    "{name}: extract: {}: {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
                 Err(e) => f.push(format!("{name}: extract: {e}")),
             }
             let _ = crate::tmp::remove_tree(&out);
         }
         Err(e) => f.push(format!("{name}: kernel mount failed: {e}")),
     }
-    if let Err(e) = run_ok(Command::new(ferrofs).arg("fsck").arg(img)) {
-        f.push(format!("{name}: ferrofs fsck: {e}"));
+    match run_ok(Command::new(ferrofs).args(["fsck", "--json"]).arg(img)) {
+        Ok(fsck) => f.extend(
+            decoded_once(ferrofs, img, &fsck, extract_json.as_deref())
+                .into_iter()
+                .map(|e| format!("{name}: {e}")),
+        ),
+        Err(e) => f.push(format!("{name}: ferrofs fsck: {e}")),
     }
     // fsck.erofs 1.8.6 for images in the format it knows; 1.9.x (fsck, and
     // dump's statistics walk) for every image.
@@ -117,6 +135,74 @@ pub fn image_reads_as_source(
     if let Some(dump) = tools::dump_next() {
         if let Err(e) = run_ok(Command::new(&dump.path).arg("-S").arg(img)) {
             f.push(format!("{name}: dump.erofs {} -S: {e}", dump.version));
+        }
+    }
+    f
+}
+
+/// Checks that `ferrofs fsck` (its `--json` report `fsck`) decoded every
+/// compressed pcluster of the image exactly once, counting them as
+/// `ferrofs dump`'s statistics walk does (the tree's pclusters and the
+/// packed inode's), and that `ferrofs extract` (its `--json` summary, when
+/// given) decoded each pcluster it needed once. Returns the failures.
+pub fn decoded_once(
+    ferrofs: &Path,
+    img: &Path,
+    fsck: &[u8],
+    extract: Option<&[u8]>,
+) -> Vec<String> {
+    let mut f = Vec::new();
+    let parse = |what: &str, b: &[u8]| {
+        serde_json::from_slice::<serde_json::Value>(b).map_err(|e| format!("{what} --json: {e}"))
+    };
+    let num = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or(u64::MAX);
+    let stats = run_ok(Command::new(ferrofs).args(["dump", "--json"]).arg(img))
+        .and_then(|b| parse("dump", &b));
+    let (fsck, stats) = match (parse("fsck", fsck), stats) {
+        (Ok(a), Ok(b)) => (a, b["statistics"].clone()),
+        (Err(e), _) | (_, Err(e)) => return vec![e],
+    };
+    // Compressed pclusters only ("plain" and "interlaced" are stored raw).
+    let tree: u64 = stats["pclusters"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "plain" | "interlaced"))
+                .map(|(_, v)| v["pclusters"].as_u64().unwrap_or(0))
+                .sum()
+        })
+        .unwrap_or(0);
+    let special = |k: &str| stats[k]["compressed_pclusters"].as_u64().unwrap_or(0);
+    let image = tree + special("packed_inode") + special("metabox_inode");
+    let (n, dec, cached) = (
+        num(&fsck, "pclusters"),
+        num(&fsck, "pclusters_decoded"),
+        num(&fsck, "pclusters_cached"),
+    );
+    // The command decoded each exactly once (its count includes the
+    // decodes at open: long xattr prefixes, the metabox's first inodes).
+    if n != image || dec != image {
+        f.push(format!(
+            "fsck: {dec} pclusters decoded + {cached} cached of {n}, but the image has {image}"
+        ));
+    }
+    if let Some(x) = extract {
+        match parse("extract", x) {
+            Ok(x) => {
+                let (n, dec, cached) = (
+                    num(&x, "pclusters"),
+                    num(&x, "pclusters_decoded"),
+                    num(&x, "pclusters_cached"),
+                );
+                // At most once each (directories of --zD images included),
+                // and every pcluster the files need was read.
+                if n > image || dec > image || dec.saturating_add(cached) < n {
+                    f.push(format!(
+                        "extract: {dec} pclusters decoded + {cached} cached of {n} needed (the image has {image})"
+                    ));
+                }
+            }
+            Err(e) => f.push(e),
         }
     }
     f

@@ -440,6 +440,28 @@ pub fn statistics(image: &Image) -> Value {
             visit_inode(inode);
         }
     });
+    // The packed inode (fragments) and the metabox are no entries of the
+    // tree: their pclusters are counted on their own.
+    let mut special_file = |f: Option<ferrofs::raw::InodeFile>| {
+        let (mut n, mut physical, mut logical) = (0u64, 0u64, 0u64);
+        let mut seen = HashSet::new();
+        for e in f.iter().flat_map(|f| f.extents()) {
+            let Ok(e) = e else {
+                errors += 1;
+                break;
+            };
+            logical += e.len;
+            if let ExtentKind::Pcluster(p) = e.kind {
+                if matches!(p.format, PclusterFormat::Codec(_)) && seen.insert(p.at) {
+                    n += 1;
+                    physical += p.len;
+                }
+            }
+        }
+        json!({"logical_bytes": logical, "compressed_pclusters": n, "physical_bytes": physical})
+    };
+    let packed = special_file(image.raw().packed_file());
+    let metabox = special_file(image.raw().metabox_file());
     let algs: BTreeMap<&str, Value> = pclusters
         .into_iter()
         .map(|(k, (n, p, l))| {
@@ -467,6 +489,8 @@ pub fn statistics(image: &Image) -> Value {
         "fragment_bytes": fragment_bytes,
         "hole_bytes": hole_bytes,
         "pclusters": algs,
+        "packed_inode": packed,
+        "metabox_inode": metabox,
         "in_place": {
             "rule": "kernel LZ4 in-place margin: page_align(oend) - oend >= csize/256 + 32",
             "pclusters": inplace_total,

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Reading dense images (issue #30): `ferrofs extract` and `ferrofs fsck`
+# against `fsck.erofs 1.9.4 --extract` and `unsquashfs 4.7.5`, cold page
+# cache, extracting into a tmpfs, tools alternating run by run.
+# Usage: [RUNS=3] [PRESETS="dense-lz4hc dense-zstd dense-lzma plain-lz4hc"]
+#        bench/read-bench.sh TREE...      (root: drops caches, mounts a tmpfs)
+# For each tree and preset it builds (once, kept in $OUT) the ferrofs image,
+# the mkfs.erofs 1.9.4 image with the same options and the mksquashfs 4.7.5
+# image with the same codec and block size, then times:
+#   ferrofs extract  ferrofs's image           (F)
+#   ferrofs extract  mkfs.erofs 1.9.4's image  (ferrofs reading upstream's)
+#   ferrofs fsck     ferrofs's image
+#   fsck.erofs 1.9.4 --extract  ferrofs's image
+#   unsquashfs 4.7.5 the squashfs image
+# and prints one Markdown row per (tree, preset, command): median wall and
+# CPU seconds, cores used (CPU / wall), median peak RSS, and the ratio of
+# wall time to unsquashfs's. The first run's ferrofs extraction is compared
+# with unsquashfs's (`diff -r`), so a fast wrong answer cannot pass.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${UPSTREAM_NEXT_BIN:-$(bash "$here/../shared/tools/upstream-tools" --next | tail -1)}
+ferrofs=${FERROFS:-$here/target/release/ferrofs}
+[[ -x $ferrofs ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
+runs=${RUNS:-3}
+out=${OUT:-/tmp/read-bench}; mkdir -p "$out"
+tmp=$out/tmpfs; mkdir -p "$tmp"
+mountpoint -q "$tmp" || mount -t tmpfs -o size=12g tmpfs "$tmp"
+read -r -a presets <<<"${PRESETS:-dense-lz4hc dense-zstd dense-lzma plain-lz4hc}"
+
+# The options of a preset: erofs (ferrofs and mkfs.erofs) | mksquashfs.
+erofs_opts() {
+  case $1 in
+    dense-lz4hc) echo "-zlz4hc,12 -C131072 -Efragments,dedupe,ztailpacking" ;;
+    dense-zstd) echo "-zzstd,15 -C131072 -Efragments,dedupe,ztailpacking" ;;
+    dense-lzma) echo "-zlzma,6 -C131072 -Efragments,dedupe,ztailpacking" ;;
+    plain-lz4hc) echo "-zlz4hc,12 -C65536" ;;
+  esac
+}
+sqfs_opts() {
+  case $1 in
+    dense-lz4hc) echo "-comp lz4 -Xhc -b 128K" ;;
+    dense-zstd) echo "-comp zstd -Xcompression-level 15 -b 128K" ;;
+    dense-lzma) echo "-comp xz -b 128K" ;;
+    plain-lz4hc) echo "-comp lz4 -Xhc -b 64K" ;;
+  esac
+}
+
+cold() { rm -rf "${tmp:?}"/*; sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# timed NAME CMD...: one cold run, "wall cpu rss_kb" appended to $out/NAME.
+timed() {
+  local name=$1; shift
+  cold
+  /usr/bin/time -o "$out/time" -f "%e %U %S %M" "$@" >/dev/null 2>"$out/stderr" || {
+    echo "failed: $*" >&2; cat "$out/stderr" >&2; exit 1; }
+  read -r w u s m <"$out/time"
+  echo "$w $(echo "$u + $s" | bc) $m" >>"$out/$name"
+}
+
+echo "| tree | preset | command | image bytes | wall s | CPU s | cores | peak RSS MiB | wall / unsquashfs |"
+echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
+for tree in "$@"; do
+  t=$(basename "$tree")
+  for p in "${presets[@]}"; do
+    f=$out/$t-$p.ferrofs.erofs u=$out/$t-$p.upstream.erofs q=$out/$t-$p.sqfs
+    # shellcheck disable=SC2046 # the options are lists
+    {
+      [[ -s $f ]] || "$ferrofs" mkfs --quiet $(erofs_opts "$p") "$f" "$tree"
+      [[ -s $u ]] || "$bin/mkfs.erofs" --quiet $(erofs_opts "$p") "$u" "$tree" >/dev/null
+      [[ -s $q ]] || "$bin/mksquashfs" "$tree" "$q" $(sqfs_opts "$p") -noappend -quiet -no-progress >/dev/null
+    }
+    ((runs > 0)) || continue # RUNS=0: build the images only
+    names=(extract extract-upstream fsck fsck.erofs unsquashfs)
+    for n in "${names[@]}"; do : >"$out/$n"; done
+    for ((r = 0; r < runs; r++)); do
+      timed extract "$ferrofs" extract "$f" "$tmp/x"
+      if ((r == 0)); then
+        mv "$tmp/x" "$out/check-x"
+        cold; "$bin/unsquashfs" -q -n -d "$tmp/q" "$q" >/dev/null
+        diff -r --no-dereference -q "$out/check-x" "$tmp/q" >/dev/null 2>&1 ||
+          diff -r --no-dereference "$out/check-x" "$tmp/q" | grep -v "character special" | head -5 |
+          { if read -r l; then echo "MISMATCH: $t $p: $l" >&2; exit 1; fi; }
+        rm -rf "$out/check-x"
+      fi
+      timed extract-upstream "$ferrofs" extract "$u" "$tmp/x"
+      timed fsck "$ferrofs" fsck "$f"
+      timed fsck.erofs "$bin/fsck.erofs" --extract="$tmp/x" "$f"
+      timed unsquashfs "$bin/unsquashfs" -q -n -d "$tmp/x" "$q"
+    done
+    python3 - "$out" "$t" "$p" "$(stat -c %s "$f")" "$(stat -c %s "$u")" "$(stat -c %s "$q")" <<'EOF'
+import statistics, sys
+out, tree, preset, fsize, usize, qsize = sys.argv[1:]
+rows = {}
+for n in ["extract", "extract-upstream", "fsck", "fsck.erofs", "unsquashfs"]:
+    runs = [list(map(float, l.split())) for l in open(f"{out}/{n}") if l.strip()]
+    rows[n] = [statistics.median(r[i] for r in runs) for i in range(3)]
+label = {
+    "extract": ("ferrofs extract", fsize),
+    "extract-upstream": ("ferrofs extract of mkfs.erofs's image", usize),
+    "fsck": ("ferrofs fsck", fsize),
+    "fsck.erofs": ("fsck.erofs 1.9.4 --extract", fsize),
+    "unsquashfs": ("unsquashfs 4.7.5", qsize),
+}
+base = rows["unsquashfs"][0]
+for n, (w, c, m) in rows.items():
+    name, size = label[n]
+    print(f"| {tree} | {preset} | {name} | {int(size):,} | {w:.2f} | {c:.2f} | {c / w:.2f} | {m / 1024:.0f} | {w / base:.2f} |")
+EOF
+  done
+done

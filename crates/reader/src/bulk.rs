@@ -1,0 +1,908 @@
+//! Reading many files at once, in the order their data lies in the image:
+//! a [`ReadPlan`] gathers the extents of every file a tool wants (and,
+//! for a check, every pcluster of the packed inode), groups the pieces by
+//! the physical cluster that holds them, and [`ReadPlan::run`] reads each
+//! cluster once, in physical order, on several threads, handing every
+//! piece to a sink. A pcluster shared by many files (the packed inode's
+//! fragments, deduplicated extents) is decoded once and serves them all;
+//! memory stays within a byte budget whatever the image.
+//!
+//! ```
+//! use std::sync::Mutex;
+//! use ferrofs::bulk::{Delivery, ReadPlan, RunOptions};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let image = ferrofs::Image::open_path("../../testdata/lz4hc-big.erofs")?;
+//! let mut plan = ReadPlan::new(&image);
+//! let mut names = Vec::new();
+//! for entry in image.read_dir("/")? {
+//!     let entry = entry?;
+//!     if entry.file_type()?.is_file() {
+//!         let file = image.raw().open_path(entry.file_name().as_encoded_bytes())?;
+//!         plan.add(&file)?;
+//!         names.push(entry.file_name());
+//!     }
+//! }
+//! // Every file's bytes, assembled from pieces that arrive in physical order.
+//! let sizes: Vec<u64> = names
+//!     .iter()
+//!     .map(|n| image.metadata(std::path::Path::new("/").join(n)).map(|m| m.len()))
+//!     .collect::<Result<_, _>>()?;
+//! let files: Vec<Mutex<Vec<u8>>> = sizes.iter().map(|&s| Mutex::new(vec![0; s as usize])).collect();
+//! let stats = plan.run(&RunOptions::default(), &|d: Delivery<'_>| {
+//!     match d {
+//!         Delivery::Bytes { file, offset, data, .. } => {
+//!             let mut f = files[file.index()].lock().unwrap();
+//!             f[offset as usize..offset as usize + data.len()].copy_from_slice(data);
+//!             Ok(())
+//!         }
+//!         Delivery::Failed { error, .. } => Err(error.to_string()),
+//!     }
+//! })?;
+//! assert!(stats.pclusters_decoded <= plan.pclusters() as u64);
+//! for (name, f) in names.iter().zip(&files) {
+//!     let path = std::path::Path::new("/").join(name);
+//!     assert_eq!(*f.lock().unwrap(), image.read(&path)?);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::bounds::clamp_len;
+use crate::cache::Key;
+use crate::decompress;
+use crate::error::{Error, Location, OrCorrupt, Result};
+use crate::file::{fill_direct, InodeFile};
+use crate::image::Image;
+use crate::map::{Extent, ExtentKind, Pcluster, PclusterAt, PclusterFormat};
+
+/// A file added to a plan: the index of the [`ReadPlan::add`] call that
+/// returned it (0, 1, 2, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId(u32);
+
+impl FileId {
+    /// The position of the file in the order it was added.
+    pub fn index(self) -> usize {
+        // u32 -> usize is lossless on every platform this crate builds on.
+        self.0 as usize
+    }
+}
+
+/// What [`ReadPlan::add`] found out about a file.
+#[derive(Clone, Copy, Debug)]
+pub struct Added {
+    /// The file's handle in deliveries.
+    pub id: FileId,
+    /// The file has holes (ranges stored as nothing, read as zeros): a
+    /// writer must set the file's length itself.
+    pub sparse: bool,
+    /// Extents the file's map has (holes included).
+    pub extents: u64,
+}
+
+/// Stored bytes read without a codec: raw blocks, inline data, an
+/// uncompressed pcluster. At most [`DIRECT_STEP`] bytes a unit.
+#[derive(Clone, Copy, Debug)]
+struct Direct {
+    /// The extent and the inode it belongs to (for errors).
+    ext: Extent,
+    base: Location,
+    /// The file (or packed-inode) offset the unit starts at, and its length.
+    pos: u64,
+    len: u64,
+}
+
+/// A compressed pcluster, decoded once for every piece it holds.
+#[derive(Clone, Copy, Debug)]
+struct Decode {
+    pc: Pcluster,
+    /// Bytes to decode: the longest extent that uses the pcluster.
+    llen: u64,
+    /// That longest extent uses all of the pcluster's output, so the
+    /// decode must end exactly there (as a whole-extent read checks it).
+    exact: bool,
+    at: Location,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    Direct(Direct),
+    Decode(Decode),
+}
+
+/// One piece of a file: `len` bytes at file offset `offset` are the
+/// unit's bytes from `src`.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    file: FileId,
+    offset: u64,
+    src: u64,
+    len: u64,
+}
+
+#[derive(Debug)]
+struct Unit {
+    /// Where the stored bytes are: (space, device, byte position).
+    order: (u8, u16, u64),
+    source: Source,
+    pieces: Vec<Piece>,
+}
+
+impl Unit {
+    /// Bytes this unit holds in memory while it is read.
+    fn bytes(&self) -> u64 {
+        match self.source {
+            Source::Direct(d) => d.len,
+            Source::Decode(d) => d.llen,
+        }
+    }
+}
+
+/// Raw extents are read in steps of at most this many bytes.
+const DIRECT_STEP: u64 = 1 << 20;
+
+/// The packed inode's extents, read once for the first fragment.
+enum Packed {
+    Unread,
+    Extents(Location, Vec<Extent>),
+    Broken(String),
+}
+
+/// A plan to read many files' data, each stored cluster once (see the
+/// module documentation).
+pub struct ReadPlan {
+    image: Image,
+    units: Vec<Unit>,
+    /// Compressed pclusters already in `units`.
+    decodes: HashMap<Key, usize>,
+    /// The packed inode's raw extents already in `units` (by their
+    /// logical start), so fragments that share one read it once.
+    packed_direct: HashMap<u64, usize>,
+    packed: Packed,
+    files: u32,
+}
+
+impl std::fmt::Debug for ReadPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadPlan")
+            .field("files", &self.files)
+            .field("units", &self.units.len())
+            .field("pclusters", &self.decodes.len())
+            .finish()
+    }
+}
+
+/// How a plan runs.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Threads reading and decoding (at least 1; default: every core).
+    pub jobs: usize,
+    /// Most bytes of read or decoded data held at once (a unit larger
+    /// than this still runs, alone). Default 256 MiB.
+    pub memory: u64,
+    /// Set from elsewhere (a signal handler) to stop early: units not yet
+    /// started are skipped and [`RunStats::interrupted`] is set.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory: 256 << 20,
+            cancel: None,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Compressed pclusters decoded by this run.
+    pub pclusters_decoded: u64,
+    /// Bytes those decodes produced.
+    pub bytes_decoded: u64,
+    /// Compressed pclusters served from the image's cache instead.
+    pub pclusters_cached: u64,
+    /// Stored bytes read without a codec (raw blocks, inline data).
+    pub bytes_direct: u64,
+    /// Bytes delivered to the sink.
+    pub bytes_delivered: u64,
+    /// Units (clusters or raw steps) read.
+    pub units: u64,
+    /// The run stopped early on [`RunOptions::cancel`].
+    pub interrupted: bool,
+}
+
+/// What a run hands to its sink.
+#[derive(Debug)]
+pub enum Delivery<'a> {
+    /// `data` is the file's bytes at `offset`.
+    Bytes {
+        /// The file.
+        file: FileId,
+        /// Offset in the file.
+        offset: u64,
+        /// The bytes.
+        data: &'a [u8],
+        /// The thread delivering (below [`RunOptions::jobs`]), for sinks
+        /// that keep per-thread state.
+        worker: usize,
+    },
+    /// A cluster holding bytes of `file` could not be read: the file's
+    /// bytes in it are not delivered. `file` is `None` for a cluster of
+    /// the packed inode that no added file uses.
+    Failed {
+        /// The file, once for every file the cluster serves.
+        file: Option<FileId>,
+        /// Why.
+        error: &'a Error,
+        /// The unit's position in the physical order: sinks that keep one
+        /// error per file keep the lowest, the same for any thread count.
+        unit: usize,
+        /// As in [`Delivery::Bytes`].
+        worker: usize,
+    },
+}
+
+/// Sort key of stored bytes: inline (metadata) data first, then the block
+/// space, by device and position.
+fn order_of(at: PclusterAt) -> (u8, u16, u64) {
+    match at {
+        PclusterAt::Inline(a) => (0, 0, a.bits()),
+        PclusterAt::Blocks(p) => (1, 0, p),
+    }
+}
+
+fn direct_order(ext: &Extent, rel: u64) -> (u8, u16, u64) {
+    match ext.kind {
+        ExtentKind::Raw { device, pos } => (1, device, pos.saturating_add(rel)),
+        ExtentKind::Inline { pos } => (0, 0, pos.bits().saturating_add(rel)),
+        ExtentKind::Pcluster(pc) => {
+            let (s, d, p) = order_of(pc.at);
+            (s, d, p.saturating_add(rel))
+        }
+        ExtentKind::Hole | ExtentKind::Fragment { .. } => (2, 0, 0),
+    }
+}
+
+/// One change to a plan, worked out (and checked) before any is made.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// A raw range read for one file.
+    Direct {
+        direct: Direct,
+        order: (u8, u16, u64),
+        file_off: u64,
+    },
+    /// `len` bytes from `rel` of a raw extent of the packed inode, read
+    /// once for every fragment in it.
+    SharedDirect {
+        direct: Direct,
+        rel: u64,
+        len: u64,
+        file_off: u64,
+    },
+    /// `len` bytes from `rel` of a compressed pcluster.
+    Decode {
+        decode: Decode,
+        rel: u64,
+        len: u64,
+        file_off: u64,
+    },
+}
+
+/// The steps for `len` bytes of extent `ext` from its offset `pos`, for a
+/// file at `file_off`.
+fn extent_steps(
+    steps: &mut Vec<Step>,
+    ext: &Extent,
+    pos: u64,
+    len: u64,
+    file_off: u64,
+    base: Location,
+) -> Result<()> {
+    let at = base.with_offset(pos);
+    let rel = pos
+        .checked_sub(ext.logical)
+        .or_corrupt(at, "extent starts after its byte")?;
+    match ext.kind {
+        ExtentKind::Pcluster(pc) if matches!(pc.format, PclusterFormat::Codec(_)) => {
+            steps.push(Step::Decode {
+                decode: Decode {
+                    pc,
+                    llen: ext.len,
+                    exact: !pc.partial,
+                    at: base.with_offset(ext.logical),
+                },
+                rel,
+                len,
+                file_off,
+            });
+            Ok(())
+        }
+        ExtentKind::Fragment { .. } => Err(Error::corrupt(at, "a fragment inside a fragment")),
+        _ => {
+            // Raw bytes (or zeros), read in steps.
+            let mut done = 0u64;
+            while done < len {
+                let n = len.saturating_sub(done).min(DIRECT_STEP);
+                let p = pos.checked_add(done).or_corrupt(at, "offset overflows")?;
+                let off = file_off
+                    .checked_add(done)
+                    .or_corrupt(at, "offset overflows")?;
+                let r = rel.checked_add(done).or_corrupt(at, "offset overflows")?;
+                steps.push(Step::Direct {
+                    direct: Direct {
+                        ext: *ext,
+                        base,
+                        pos: p,
+                        len: n,
+                    },
+                    order: direct_order(ext, r),
+                    file_off: off,
+                });
+                done = done.saturating_add(n);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The steps for `len` bytes of packed extent `pe` from packed offset
+/// `pos`, for a file at `file_off`: a small raw extent is read once for
+/// every fragment in it.
+fn packed_steps(
+    steps: &mut Vec<Step>,
+    pe: &Extent,
+    pos: u64,
+    len: u64,
+    base: Location,
+    file_off: u64,
+) -> Result<()> {
+    let raw = matches!(pe.kind, ExtentKind::Raw { .. } | ExtentKind::Inline { .. })
+        || matches!(pe.kind, ExtentKind::Pcluster(pc) if !matches!(pc.format, PclusterFormat::Codec(_)));
+    if raw && pe.len <= DIRECT_STEP {
+        let at = base.with_offset(pos);
+        let rel = pos
+            .checked_sub(pe.logical)
+            .or_corrupt(at, "packed extent starts after its byte")?;
+        steps.push(Step::SharedDirect {
+            direct: Direct {
+                ext: *pe,
+                base,
+                pos: pe.logical,
+                len: pe.len,
+            },
+            rel,
+            len,
+            file_off,
+        });
+        return Ok(());
+    }
+    extent_steps(steps, pe, pos, len, file_off, base)
+}
+
+impl ReadPlan {
+    /// An empty plan over `image`.
+    pub fn new(image: &Image) -> Self {
+        Self {
+            image: image.clone(),
+            units: Vec::new(),
+            decodes: HashMap::new(),
+            packed_direct: HashMap::new(),
+            packed: Packed::Unread,
+            files: 0,
+        }
+    }
+
+    /// Files added so far.
+    pub fn files(&self) -> usize {
+        self.files as usize
+    }
+
+    /// Distinct compressed pclusters the plan reads.
+    pub fn pclusters(&self) -> usize {
+        self.decodes.len()
+    }
+
+    /// Bytes those pclusters decode to (the longest extent of each).
+    pub fn decoded_bytes(&self) -> u64 {
+        self.units
+            .iter()
+            .filter_map(|u| match u.source {
+                Source::Decode(d) => Some(d.llen),
+                Source::Direct(_) => None,
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// Adds every byte of `file` (holes excepted) to the plan. On an error
+    /// (a damaged map) nothing of the file is added and no id is used.
+    pub fn add(&mut self, file: &InodeFile) -> Result<Added> {
+        let base = file.inode().loc();
+        if !Arc::ptr_eq(&file.image().inner, &self.image.inner) {
+            return Err(Error::unsupported(
+                base,
+                "the file belongs to another image than the plan's",
+            ));
+        }
+        let id = FileId(self.files);
+        let next = self
+            .files
+            .checked_add(1)
+            .ok_or_else(|| Error::unsupported(base, "more than 2^32 files in one plan"))?;
+        let mut steps = Vec::new();
+        let mut sparse = false;
+        let mut extents = 0u64;
+        for ext in file.extents() {
+            let ext = ext?;
+            extents = extents.saturating_add(1);
+            match ext.kind {
+                ExtentKind::Hole => sparse = true,
+                ExtentKind::Fragment { offset } => {
+                    self.packed_extents()?;
+                    self.fragment_steps(&mut steps, &ext, offset, base)?;
+                }
+                _ => extent_steps(&mut steps, &ext, ext.logical, ext.len, ext.logical, base)?,
+            }
+        }
+        // Every extent mapped: only now does the plan change.
+        for step in steps {
+            self.apply(Some(id), step);
+        }
+        self.files = next;
+        Ok(Added {
+            id,
+            sparse,
+            extents,
+        })
+    }
+
+    /// Adds every pcluster of the packed inode, used by a file or not (a
+    /// check reads them all).
+    pub fn add_packed_inode(&mut self) -> Result<()> {
+        if self.image.raw().packed_file().is_none() {
+            return Ok(());
+        }
+        self.packed_extents()?;
+        let mut steps = Vec::new();
+        if let Packed::Extents(base, exts) = &self.packed {
+            for ext in exts {
+                packed_steps(&mut steps, ext, ext.logical, ext.len, *base, 0)?;
+            }
+        }
+        for step in steps {
+            self.apply(None, step);
+        }
+        Ok(())
+    }
+
+    /// Loads the packed inode's extent list (once).
+    fn packed_extents(&mut self) -> Result<()> {
+        if let Packed::Unread = self.packed {
+            self.packed = match self.image.raw().packed_file() {
+                None => Packed::Broken("fragment without a packed inode".into()),
+                Some(f) => match f.extents().collect::<Result<Vec<_>>>() {
+                    Ok(v) => Packed::Extents(f.inode().loc(), v),
+                    Err(e) => Packed::Broken(format!("the packed inode: {e}")),
+                },
+            };
+        }
+        match &self.packed {
+            Packed::Broken(why) => Err(Error::corrupt(Location::default(), why.clone())),
+            _ => Ok(()),
+        }
+    }
+
+    /// The steps of a file's fragment: its bytes are the packed inode's
+    /// from `offset`.
+    fn fragment_steps(
+        &self,
+        steps: &mut Vec<Step>,
+        ext: &Extent,
+        offset: u64,
+        at: Location,
+    ) -> Result<()> {
+        let Packed::Extents(base, exts) = &self.packed else {
+            return Err(Error::corrupt(at, "fragment without a packed inode"));
+        };
+        let at = at.with_offset(ext.logical);
+        let end = offset
+            .checked_add(ext.len)
+            .or_corrupt(at, "fragment offset overflows")?;
+        // The first packed extent that ends after `offset`.
+        let mut i = exts.partition_point(|e| e.end() <= offset);
+        let mut pos = offset;
+        while pos < end {
+            let pe = exts
+                .get(i)
+                .filter(|e| e.logical <= pos)
+                .ok_or_else(|| Error::corrupt(at, "fragment runs past the packed inode"))?;
+            let n = pe.end().min(end).saturating_sub(pos);
+            // pos - offset < ext.len, so the file offset stays in the file.
+            let file_off = ext
+                .logical
+                .checked_add(pos.saturating_sub(offset))
+                .or_corrupt(at, "fragment offset overflows")?;
+            packed_steps(steps, pe, pos, n, *base, file_off)?;
+            pos = pos.saturating_add(n);
+            i = i.saturating_add(1);
+        }
+        Ok(())
+    }
+
+    /// Puts one step into the plan, for `file` (or for nobody).
+    fn apply(&mut self, file: Option<FileId>, step: Step) {
+        let piece = |src: u64, offset: u64, len: u64| {
+            file.map(|file| Piece {
+                file,
+                offset,
+                src,
+                len,
+            })
+        };
+        match step {
+            Step::Direct {
+                direct,
+                order,
+                file_off,
+            } => self.units.push(Unit {
+                order,
+                source: Source::Direct(direct),
+                pieces: piece(0, file_off, direct.len).into_iter().collect(),
+            }),
+            Step::SharedDirect {
+                direct,
+                rel,
+                len,
+                file_off,
+            } => {
+                let idx = match self.packed_direct.get(&direct.pos) {
+                    Some(&i) => i,
+                    None => {
+                        let i = self.units.len();
+                        self.units.push(Unit {
+                            order: direct_order(&direct.ext, 0),
+                            source: Source::Direct(direct),
+                            pieces: Vec::new(),
+                        });
+                        self.packed_direct.insert(direct.pos, i);
+                        i
+                    }
+                };
+                if let (Some(p), Some(unit)) = (piece(rel, file_off, len), self.units.get_mut(idx))
+                {
+                    unit.pieces.push(p);
+                }
+            }
+            Step::Decode {
+                decode,
+                rel,
+                len,
+                file_off,
+            } => {
+                let key = Key::of(&decode.pc);
+                let idx = match self.decodes.get(&key) {
+                    Some(&i) => i,
+                    None => {
+                        let i = self.units.len();
+                        self.units.push(Unit {
+                            order: order_of(decode.pc.at),
+                            source: Source::Decode(decode),
+                            pieces: Vec::new(),
+                        });
+                        self.decodes.insert(key, i);
+                        i
+                    }
+                };
+                let Some(unit) = self.units.get_mut(idx) else {
+                    return;
+                };
+                if let Source::Decode(d) = &mut unit.source {
+                    // The longest extent decides the decode; an exact end
+                    // is checked when that extent uses the whole output.
+                    if decode.llen > d.llen {
+                        d.llen = decode.llen;
+                        d.exact = decode.exact;
+                    } else if decode.llen == d.llen {
+                        d.exact |= decode.exact;
+                    }
+                }
+                if let Some(p) = piece(rel, file_off, len) {
+                    unit.pieces.push(p);
+                }
+            }
+        }
+    }
+
+    /// Reads every unit, in physical order on `opts.jobs` threads, and
+    /// hands each piece to `sink`. A sink error stops the run: units after
+    /// the failing one are skipped, and the error of the lowest failing
+    /// unit is returned (the same one for any thread count).
+    pub fn run<E: Send>(
+        &mut self,
+        opts: &RunOptions,
+        sink: &(dyn Fn(Delivery<'_>) -> std::result::Result<(), E> + Sync),
+    ) -> std::result::Result<RunStats, E> {
+        self.units.sort_by_key(|u| u.order);
+        // Pieces in file order inside a unit (deterministic delivery).
+        for u in &mut self.units {
+            u.pieces.sort_by_key(|p| (p.file, p.offset));
+        }
+        let run = Run {
+            image: &self.image,
+            units: &self.units,
+            next: AtomicUsize::new(0),
+            stop: AtomicUsize::new(usize::MAX),
+            failure: Mutex::new(None),
+            budget: Budget::new(opts.memory),
+            cancel: opts.cancel.clone(),
+            stats: Counters::default(),
+        };
+        let jobs = opts.jobs.clamp(1, 256);
+        std::thread::scope(|s| {
+            for worker in 0..jobs {
+                let run = &run;
+                s.spawn(move || run.worker(worker, sink));
+            }
+        });
+        let failure = run.failure.into_inner().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, e)) = failure {
+            return Err(e);
+        }
+        let c = &run.stats;
+        Ok(RunStats {
+            pclusters_decoded: c.decoded.load(Ordering::Relaxed),
+            bytes_decoded: c.decoded_bytes.load(Ordering::Relaxed),
+            pclusters_cached: c.cached.load(Ordering::Relaxed),
+            bytes_direct: c.direct_bytes.load(Ordering::Relaxed),
+            bytes_delivered: c.delivered.load(Ordering::Relaxed),
+            units: c.units.load(Ordering::Relaxed),
+            interrupted: c.interrupted.load(Ordering::Relaxed),
+        })
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    decoded: AtomicU64,
+    decoded_bytes: AtomicU64,
+    cached: AtomicU64,
+    direct_bytes: AtomicU64,
+    delivered: AtomicU64,
+    units: AtomicU64,
+    interrupted: AtomicBool,
+}
+
+/// Bytes of data in memory at once, shared by the workers.
+struct Budget {
+    limit: u64,
+    used: Mutex<u64>,
+    freed: Condvar,
+}
+
+impl Budget {
+    fn new(limit: u64) -> Self {
+        Self {
+            limit: limit.max(1),
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Waits until `n` more bytes fit (or nothing else is held).
+    fn take(&self, n: u64) {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        while *used > 0 && used.saturating_add(n) > self.limit {
+            used = self.freed.wait(used).unwrap_or_else(|p| p.into_inner());
+        }
+        *used = used.saturating_add(n);
+    }
+
+    fn give(&self, n: u64) {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        *used = used.saturating_sub(n);
+        self.freed.notify_all();
+    }
+}
+
+/// Units a worker takes at a time: neighbours stay on one thread (one
+/// sequential stream of reads, one open output file for a run of a big
+/// file's clusters).
+const BATCH: usize = 4;
+
+struct Run<'a, E> {
+    image: &'a Image,
+    units: &'a [Unit],
+    next: AtomicUsize,
+    /// Units from this index on are skipped (a sink failed there).
+    stop: AtomicUsize,
+    failure: Mutex<Option<(usize, E)>>,
+    budget: Budget,
+    cancel: Option<Arc<AtomicBool>>,
+    stats: Counters,
+}
+
+impl<E> Run<'_, E> {
+    fn worker(
+        &self,
+        worker: usize,
+        sink: &(dyn Fn(Delivery<'_>) -> std::result::Result<(), E> + Sync),
+    ) {
+        let mut buf: Vec<u8> = Vec::new();
+        loop {
+            let first = self.next.fetch_add(BATCH, Ordering::Relaxed);
+            if first >= self.units.len() {
+                return;
+            }
+            for i in first..first.saturating_add(BATCH).min(self.units.len()) {
+                if i >= self.stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                if self
+                    .cancel
+                    .as_ref()
+                    .is_some_and(|c| c.load(Ordering::Relaxed))
+                {
+                    self.stats.interrupted.store(true, Ordering::Relaxed);
+                    return;
+                }
+                let Some(unit) = self.units.get(i) else {
+                    return;
+                };
+                if let Err(e) = self.unit(i, unit, worker, &mut buf, sink) {
+                    let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+                    if f.as_ref().is_none_or(|(at, _)| i < *at) {
+                        *f = Some((i, e));
+                    }
+                    self.stop.fetch_min(i, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn unit(
+        &self,
+        i: usize,
+        unit: &Unit,
+        worker: usize,
+        buf: &mut Vec<u8>,
+        sink: &(dyn Fn(Delivery<'_>) -> std::result::Result<(), E> + Sync),
+    ) -> std::result::Result<(), E> {
+        let bytes = unit.bytes();
+        self.budget.take(bytes);
+        let read = self.read(unit, buf);
+        let res = match read {
+            Ok(data) => unit.pieces.iter().try_for_each(|p| {
+                let data = usize::try_from(p.src)
+                    .ok()
+                    .zip(usize::try_from(p.src.saturating_add(p.len)).ok())
+                    .and_then(|(a, b)| data.get(a..b));
+                match data {
+                    Some(data) => {
+                        self.stats.delivered.fetch_add(p.len, Ordering::Relaxed);
+                        sink(Delivery::Bytes {
+                            file: p.file,
+                            offset: p.offset,
+                            data,
+                            worker,
+                        })
+                    }
+                    None => {
+                        let error = Error::corrupt(
+                            unit_location(unit),
+                            "decoded pcluster shorter than an extent that uses it",
+                        );
+                        sink(Delivery::Failed {
+                            file: Some(p.file),
+                            error: &error,
+                            unit: i,
+                            worker,
+                        })
+                    }
+                }
+            }),
+            Err(error) => {
+                let mut last = None;
+                let mut r = Ok(());
+                for p in &unit.pieces {
+                    if last == Some(p.file) {
+                        continue;
+                    }
+                    last = Some(p.file);
+                    r = sink(Delivery::Failed {
+                        file: Some(p.file),
+                        error: &error,
+                        unit: i,
+                        worker,
+                    });
+                    if r.is_err() {
+                        break;
+                    }
+                }
+                if unit.pieces.is_empty() {
+                    r = sink(Delivery::Failed {
+                        file: None,
+                        error: &error,
+                        unit: i,
+                        worker,
+                    });
+                }
+                r
+            }
+        };
+        self.budget.give(bytes);
+        self.stats.units.fetch_add(1, Ordering::Relaxed);
+        res
+    }
+
+    /// The unit's bytes: read raw, or decoded (or taken from the cache).
+    fn read<'b>(&self, unit: &Unit, buf: &'b mut Vec<u8>) -> Result<UnitData<'b>> {
+        match unit.source {
+            Source::Direct(d) => {
+                let n = clamp_len(d.len, usize::MAX);
+                buf.clear();
+                buf.resize(n, 0);
+                if d.ext.kind != ExtentKind::Hole {
+                    fill_direct(self.image, d.base, &d.ext, d.pos, buf, true)?;
+                }
+                self.stats.direct_bytes.fetch_add(d.len, Ordering::Relaxed);
+                Ok(UnitData::Buf(buf.as_slice()))
+            }
+            Source::Decode(d) => {
+                let PclusterFormat::Codec(alg) = d.pc.format else {
+                    return Err(Error::corrupt(d.at, "raw pcluster sent to the decoder"));
+                };
+                let n = usize::try_from(d.llen)
+                    .map_err(|_| Error::corrupt(d.at, "extent too large"))?;
+                let key = Key::of(&d.pc);
+                if let Some(hit) = self.image.inner.cache.peek(&key).filter(|h| h.len() >= n) {
+                    self.stats.cached.fetch_add(1, Ordering::Relaxed);
+                    return Ok(UnitData::Cached(hit));
+                }
+                buf.clear();
+                buf.resize(n, 0);
+                let pc = Pcluster {
+                    partial: !d.exact,
+                    ..d.pc
+                };
+                decompress::decode_with(self.image, &pc, alg, n, buf, d.at)?;
+                self.image.inner.cache.count_decode(n);
+                self.stats.decoded.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .decoded_bytes
+                    .fetch_add(d.llen, Ordering::Relaxed);
+                Ok(UnitData::Buf(buf.as_slice()))
+            }
+        }
+    }
+}
+
+/// A unit's bytes: the worker's buffer or a cached decode.
+enum UnitData<'b> {
+    Buf(&'b [u8]),
+    Cached(Arc<Vec<u8>>),
+}
+
+impl UnitData<'_> {
+    fn get(&self, r: std::ops::Range<usize>) -> Option<&[u8]> {
+        match self {
+            UnitData::Buf(b) => b.get(r),
+            UnitData::Cached(c) => c.get(r),
+        }
+    }
+}
+
+fn unit_location(unit: &Unit) -> Location {
+    match unit.source {
+        Source::Direct(d) => d.base.with_offset(d.pos),
+        Source::Decode(d) => d.at,
+    }
+}

@@ -173,6 +173,9 @@ struct Regular {
     /// Where it was created.
     path: PathBuf,
     inode: Inode,
+    /// The descriptor the walk created it with, kept while descriptors
+    /// last (else it is opened again by path, never following a link).
+    file: Option<fs::File>,
 }
 
 struct Extractor<'a> {
@@ -187,8 +190,10 @@ struct Extractor<'a> {
     /// the data pass).
     files: Vec<Regular>,
     /// Regular files without data, in walk order.
-    empty: Vec<(PathBuf, Inode)>,
+    empty: Vec<Regular>,
     plan: ReadPlan,
+    /// Descriptors of created files that may still be kept open.
+    fds_left: usize,
     error: Option<ExtractError>,
 }
 
@@ -284,95 +289,101 @@ impl Extractor<'_> {
             .mode(0o600)
             .open(&path)
             .map_err(|e| WriteError::Io(path.clone(), e))?;
-        let Some(added) = added else {
-            self.empty.push((path, inode.clone()));
-            return Ok(());
-        };
-        if added.sparse {
+        if let Some(added) = added.filter(|a| a.sparse) {
             out.set_len(inode.size())
                 .map_err(|e| WriteError::Io(path.clone(), e))?;
         }
-        debug_assert_eq!(added.id.index(), self.files.len());
-        self.files.push(Regular {
+        let file = if self.fds_left > 0 {
+            self.fds_left -= 1;
+            Some(out)
+        } else {
+            None
+        };
+        let regular = Regular {
             rel: rel.to_vec(),
             path,
             inode: inode.clone(),
-        });
+            file,
+        };
+        match added {
+            Some(added) => {
+                debug_assert_eq!(added.id.index(), self.files.len());
+                self.files.push(regular);
+            }
+            None => self.empty.push(regular),
+        }
         Ok(())
     }
 
-    /// Records an attribute the target refused for the entry at `path`.
-    fn not_restored(&mut self, path: &Path, what: Attribute, e: rustix::io::Errno) {
-        let rel = path.strip_prefix(&self.target).unwrap_or(path);
-        self.summary.not_restored.push(NotRestored {
-            path: format!("/{}", rel.display()),
-            what,
-            reason: io::Error::from(e).to_string(),
-        });
+    /// Sets an entry's metadata (by path) and records what the target
+    /// refused.
+    fn metadata(&mut self, path: &Path, inode: &Inode) -> Result<(), ExtractError> {
+        let mut out = MetaOut::default();
+        let r = set_metadata(
+            self.image,
+            &self.opts,
+            &self.target,
+            path,
+            inode,
+            None,
+            &mut out,
+        );
+        self.summary.xattrs += out.xattrs;
+        self.summary.not_restored.extend(out.not_restored);
+        r
     }
 
-    fn metadata(&mut self, path: &Path, inode: &Inode) -> Result<(), ExtractError> {
-        let is_link = inode.is_symlink();
-        // Order matters: chown clears security.capability and setuid bits,
-        // so owners first, then xattrs, then the mode, then times.
-        if self.opts.owners {
-            if let Err(e) = rustix::fs::chownat(
-                CWD,
-                path,
-                Some(rustix::fs::Uid::from_raw(inode.uid())),
-                Some(rustix::fs::Gid::from_raw(inode.gid())),
-                AtFlags::SYMLINK_NOFOLLOW,
-            ) {
-                let what = Attribute::Owner {
-                    uid: inode.uid(),
-                    gid: inode.gid(),
-                };
-                self.not_restored(path, what, e);
-            }
+    /// The regular files' metadata, through their descriptors, on the data
+    /// pass's threads; what the target refused is recorded in file order
+    /// whatever the thread count, and the first error in that order wins.
+    fn files_metadata(&mut self, files: Vec<Regular>) -> Result<(), ExtractError> {
+        let jobs = self.opts.jobs.clamp(1, 256);
+        let chunk = files.len().div_ceil(jobs).max(1);
+        let (image, opts, target) = (self.image, &self.opts, &self.target);
+        let results: Vec<(MetaOut, Result<(), ExtractError>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = files
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        let mut out = MetaOut::default();
+                        for f in part {
+                            let r = set_metadata(
+                                image,
+                                opts,
+                                target,
+                                &f.path,
+                                &f.inode,
+                                f.file.as_ref(),
+                                &mut out,
+                            );
+                            if r.is_err() {
+                                return (out, r);
+                            }
+                        }
+                        (out, Ok(()))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            MetaOut::default(),
+                            Err(ExtractError::Io {
+                                path: target.to_path_buf(),
+                                source: io::Error::other("internal: a metadata thread panicked"),
+                            }),
+                        )
+                    })
+                })
+                .collect()
+        });
+        for (out, r) in results {
+            self.summary.xattrs += out.xattrs;
+            self.summary.not_restored.extend(out.not_restored);
+            r?;
         }
-        if self.opts.xattrs {
-            let xs = self
-                .image
-                .raw()
-                .xattrs(inode)
-                .map_err(|source| ExtractError::Image {
-                    path: path.display().to_string(),
-                    source,
-                })?;
-            for x in xs {
-                match rustix::fs::lsetxattr(
-                    path,
-                    x.name.as_slice(),
-                    &x.value,
-                    rustix::fs::XattrFlags::empty(),
-                ) {
-                    Ok(()) => self.summary.xattrs += 1,
-                    Err(e) => {
-                        let name = String::from_utf8_lossy(&x.name).into_owned();
-                        self.not_restored(path, Attribute::Xattr(name), e);
-                    }
-                }
-            }
-        }
-        if !is_link {
-            // After chown, which clears setuid/setgid.
-            rustix::fs::chmod(path, Mode::from_raw_mode(u32::from(inode.permissions())))
-                .map_err(rx_err(path))?;
-        }
-        let t = Timespec {
-            tv_sec: inode.mtime(),
-            tv_nsec: i64::from(inode.mtime_nsec()).min(999_999_999) as _,
-        };
-        rustix::fs::utimensat(
-            CWD,
-            path,
-            &Timestamps {
-                last_access: t,
-                last_modification: t,
-            },
-            AtFlags::SYMLINK_NOFOLLOW,
-        )
-        .map_err(rx_err(path))?;
         Ok(())
     }
 
@@ -396,10 +407,14 @@ impl Extractor<'_> {
                     worker,
                 } => {
                     let f = files.get(file.index()).ok_or_else(|| internal(file))?;
-                    let slot = outputs.get(worker).ok_or_else(|| internal(file))?;
-                    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-                    let out = slot.open(file, &f.path)?;
-                    out.write_all_at(data, offset).map_err(io_err(&f.path))?;
+                    if let Some(out) = &f.file {
+                        out.write_all_at(data, offset).map_err(io_err(&f.path))?;
+                    } else {
+                        let slot = outputs.get(worker).ok_or_else(|| internal(file))?;
+                        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+                        let out = slot.open(file, &f.path)?;
+                        out.write_all_at(data, offset).map_err(io_err(&f.path))?;
+                    }
                     let n = data.len() as u64;
                     if let Some(l) = left.get(file.index()) {
                         l.fetch_sub(n.min(l.load(Ordering::Relaxed)), Ordering::Relaxed);
@@ -445,6 +460,124 @@ impl Extractor<'_> {
             });
         }
         Ok(())
+    }
+}
+
+/// What setting one entry's metadata did besides succeeding.
+#[derive(Default)]
+struct MetaOut {
+    xattrs: u64,
+    not_restored: Vec<NotRestored>,
+}
+
+/// Records an attribute the target refused for the entry at `path`.
+fn refused(out: &mut MetaOut, target: &Path, path: &Path, what: Attribute, e: rustix::io::Errno) {
+    let rel = path.strip_prefix(target).unwrap_or(path);
+    out.not_restored.push(NotRestored {
+        path: format!("/{}", rel.display()),
+        what,
+        reason: io::Error::from(e).to_string(),
+    });
+}
+
+/// Sets owner, xattrs, mode and times of the entry at `path`, through its
+/// open descriptor `fd` when there is one (a regular file the walk
+/// created), else by path without following a symlink.
+fn set_metadata(
+    image: &Image,
+    opts: &Options,
+    target: &Path,
+    path: &Path,
+    inode: &Inode,
+    fd: Option<&fs::File>,
+    out: &mut MetaOut,
+) -> Result<(), ExtractError> {
+    let is_link = inode.is_symlink();
+    // Order matters: chown clears security.capability and setuid bits,
+    // so owners first, then xattrs, then the mode, then times.
+    if opts.owners {
+        let (uid, gid) = (
+            Some(rustix::fs::Uid::from_raw(inode.uid())),
+            Some(rustix::fs::Gid::from_raw(inode.gid())),
+        );
+        let r = match fd {
+            Some(fd) => rustix::fs::fchown(fd, uid, gid),
+            None => rustix::fs::chownat(CWD, path, uid, gid, AtFlags::SYMLINK_NOFOLLOW),
+        };
+        if let Err(e) = r {
+            let what = Attribute::Owner {
+                uid: inode.uid(),
+                gid: inode.gid(),
+            };
+            refused(out, target, path, what, e);
+        }
+    }
+    if opts.xattrs {
+        let xs = image
+            .raw()
+            .xattrs(inode)
+            .map_err(|source| ExtractError::Image {
+                path: path.display().to_string(),
+                source,
+            })?;
+        for x in xs {
+            let flags = rustix::fs::XattrFlags::empty();
+            let r = match fd {
+                Some(fd) => rustix::fs::fsetxattr(fd, x.name.as_slice(), &x.value, flags),
+                None => rustix::fs::lsetxattr(path, x.name.as_slice(), &x.value, flags),
+            };
+            match r {
+                Ok(()) => out.xattrs += 1,
+                Err(e) => {
+                    let name = String::from_utf8_lossy(&x.name).into_owned();
+                    refused(out, target, path, Attribute::Xattr(name), e);
+                }
+            }
+        }
+    }
+    if !is_link {
+        // After chown, which clears setuid/setgid.
+        let mode = Mode::from_raw_mode(u32::from(inode.permissions()));
+        match fd {
+            Some(fd) => rustix::fs::fchmod(fd, mode),
+            None => rustix::fs::chmod(path, mode),
+        }
+        .map_err(rx_err(path))?;
+    }
+    let t = Timespec {
+        tv_sec: inode.mtime(),
+        tv_nsec: i64::from(inode.mtime_nsec()).min(999_999_999) as _,
+    };
+    let times = Timestamps {
+        last_access: t,
+        last_modification: t,
+    };
+    match fd {
+        Some(fd) => rustix::fs::futimens(fd, &times),
+        None => rustix::fs::utimensat(CWD, path, &times, AtFlags::SYMLINK_NOFOLLOW),
+    }
+    .map_err(rx_err(path))?;
+    Ok(())
+}
+
+/// Descriptors of created files that may be kept open at once: the
+/// process's limit less a reserve for everything else.
+fn fd_budget() -> usize {
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let soft = lim.current.unwrap_or(1 << 20).min(1 << 20);
+    usize::try_from(soft.saturating_sub(256)).unwrap_or(0)
+}
+
+/// Raises this process's soft limit of open files to its hard limit (at
+/// most 2^20), so an extraction can keep every file it creates open until
+/// its data and metadata are written. For programs (the CLI) to call once.
+pub fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    let want = lim.maximum.unwrap_or(1 << 20).min(1 << 20);
+    if lim.current.is_some_and(|c| c < want) {
+        lim.current = Some(want);
+        let _ = setrlimit(Resource::Nofile, lim);
     }
 }
 
@@ -535,6 +668,7 @@ pub fn extract(
         files: Vec::new(),
         empty: Vec::new(),
         plan: ReadPlan::new(image),
+        fds_left: fd_budget(),
         error: None,
     };
     // 1. The tree, and the plan of every file's data.
@@ -573,15 +707,9 @@ pub fn extract(
     // 3. Files' metadata after their contents; directories' last, deepest
     // first, so writing entries does not disturb times and read-only modes
     // do not block creation.
-    let files = std::mem::take(&mut x.files);
-    let empty = std::mem::take(&mut x.empty);
-    for (path, inode) in empty
-        .iter()
-        .map(|(p, i)| (p, i))
-        .chain(files.iter().map(|f| (&f.path, &f.inode)))
-    {
-        x.metadata(path, inode)?;
-    }
+    let mut files = std::mem::take(&mut x.empty);
+    files.append(&mut x.files);
+    x.files_metadata(files)?;
     let dirs = std::mem::take(&mut x.dirs);
     for (path, inode) in dirs.iter().rev() {
         x.metadata(path, inode)?;

@@ -3,7 +3,7 @@
 //! Errors are expected; a panic, a hang or a slow case is a bug.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ferrofs::{Image, OpenOptions};
@@ -52,7 +52,7 @@ fn fixtures() -> Vec<(String, Vec<u8>)> {
 
 /// Opens, checks, dumps, extracts-to-nowhere and reads an image; returns
 /// whether it was accepted as clean.
-fn exercise(bytes: Vec<u8>, verify_checksum: bool) -> bool {
+fn exercise(bytes: Vec<u8>, verify_checksum: bool, extract_to: Option<&Path>) -> bool {
     let opts = OpenOptions {
         verify_checksum,
         cache_bytes: 1 << 20,
@@ -62,6 +62,12 @@ fn exercise(bytes: Vec<u8>, verify_checksum: bool) -> bool {
         return false;
     };
     let report = ferrofs_check::fsck::check(&image, Default::default(), None);
+    // The parallel data pass of extract as well: any error is fine, a
+    // panic or a hang is not.
+    if let Some(dir) = extract_to {
+        let _ = ferrofs_check::extract::extract(&image, dir, Default::default(), None);
+        let _ = std::fs::remove_dir_all(dir);
+    }
     let _ = ferrofs_check::dump::superblock(&image);
     let _ = ferrofs_check::dump::statistics(&image);
     // The per-inode dump too: extent tables (v19 big.txt) and chunk tables.
@@ -94,7 +100,7 @@ const CASE_LIMIT: Duration = Duration::from_secs(5);
 fn pristine_fixtures_are_clean() {
     for (name, bytes) in fixtures() {
         assert!(
-            exercise(bytes, true),
+            exercise(bytes, true, None),
             "{name}: fsck found problems in a pristine image"
         );
     }
@@ -107,6 +113,14 @@ fn corrupted_images_never_panic_or_hang() {
     let mut cases = 0u32;
     let mut rejected = 0u32;
     let started = Instant::now();
+    // On a tmpfs where there is one: hundreds of small extractions.
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let scratch = base.join(format!("ferrofs-corruption-{}", std::process::id()));
     for (name, pristine) in fixtures() {
         let len = pristine.len() as u64;
         for case in 0..320u32 {
@@ -166,7 +180,11 @@ fn corrupted_images_never_panic_or_hang() {
             cases += 1;
             let verify = case % 2 == 0;
             let t = Instant::now();
-            let r = catch_unwind(AssertUnwindSafe(|| exercise(img, verify)));
+            // Every fourth case is also extracted.
+            let target = (case % 4 == 3).then(|| scratch.join(format!("{cases}")));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                exercise(img, verify, target.as_deref())
+            }));
             let took = t.elapsed();
             match r {
                 Err(_) => failures.push(format!("{name}: PANIC after {what}")),
@@ -177,6 +195,7 @@ fn corrupted_images_never_panic_or_hang() {
             }
         }
     }
+    let _ = std::fs::remove_dir_all(&scratch);
     eprintln!(
         "corruption sweep: {cases} cases, {rejected} reported as damaged, {:?}",
         started.elapsed()

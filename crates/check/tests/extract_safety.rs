@@ -62,3 +62,44 @@ fn a_non_empty_target_is_refused() {
     assert_eq!(std::fs::read(base.join("keep")).unwrap(), b"x");
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+/// An extraction stopped by its cancel flag (a signal, in the CLI) ends at
+/// the next cluster with an error that says what it finished.
+#[test]
+fn an_interrupted_extraction_says_what_it_finished() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let image = Image::open(
+        std::fs::read(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../testdata/v19/e48-libdeflate.erofs"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let base = tempdir("interrupt");
+    let stop = Arc::new(AtomicBool::new(false));
+    let opts = ferrofs_check::extract::Options {
+        jobs: 1,
+        cancel: Some(stop.clone()),
+        ..Default::default()
+    };
+    // The first bytes written raise the flag.
+    let tick = |_: u64| stop.store(true, Ordering::Relaxed);
+    let err = ferrofs_check::extract::extract(&image, &base.join("out"), opts, Some(&tick))
+        .expect_err("interrupted");
+    match err {
+        ferrofs_check::extract::ExtractError::Interrupted {
+            files_done,
+            files,
+            bytes,
+        } => {
+            assert!(
+                bytes > 0 && files_done < files,
+                "{files_done}/{files}, {bytes}"
+            );
+        }
+        e => panic!("not an interruption: {e}"),
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}

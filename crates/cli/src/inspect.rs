@@ -127,6 +127,7 @@ pub(crate) fn extract(
             .context("installing signal handlers")?;
     }
     opts.cancel = Some(stop);
+    ferrofs_check::extract::raise_open_file_limit();
     let pb = progress(None);
     let tick = |bytes: u64| pb.set_position(bytes);
     let res = ferrofs_check::extract::extract(&image, dir, opts, Some(&tick));

@@ -645,13 +645,19 @@ impl ReadPlan {
             cancel: opts.cancel.clone(),
             stats: Counters::default(),
         };
-        let jobs = opts.jobs.clamp(1, 256);
-        std::thread::scope(|s| {
-            for worker in 0..jobs {
-                let run = &run;
-                s.spawn(move || run.worker(worker, sink));
-            }
-        });
+        // No more threads than batches of work; one runs on this thread.
+        let batches = self.units.len().div_ceil(BATCH).max(1);
+        let jobs = opts.jobs.clamp(1, 256).min(batches);
+        if jobs == 1 {
+            run.worker(0, sink);
+        } else {
+            std::thread::scope(|s| {
+                for worker in 0..jobs {
+                    let run = &run;
+                    s.spawn(move || run.worker(worker, sink));
+                }
+            });
+        }
         let failure = run.failure.into_inner().unwrap_or_else(|p| p.into_inner());
         if let Some((_, e)) = failure {
             return Err(e);

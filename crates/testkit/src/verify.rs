@@ -140,6 +140,56 @@ pub fn image_reads_as_source(
     f
 }
 
+/// Checks that `ferrofs extract` and `ferrofs fsck` give the same result
+/// on one thread and on three: the same `--json` summary and report, and
+/// extracted trees equal in contents and metadata. Returns the failures,
+/// prefixed with `name`.
+pub fn same_for_any_thread_count(
+    ferrofs: &Path,
+    name: &str,
+    img: &Path,
+    work: &Path,
+) -> Vec<String> {
+    let mut f = Vec::new();
+    let mut runs = Vec::new();
+    for j in ["1", "3"] {
+        let out = work.join(format!("{name}-j{j}"));
+        let x = run_ok(
+            Command::new(ferrofs)
+                .args(["extract", "--json", "-j", j])
+                .arg(img)
+                .arg(&out),
+        );
+        let c = run_ok(
+            Command::new(ferrofs)
+                .args(["fsck", "--json", "-j", j])
+                .arg(img),
+        );
+        match (x, c) {
+            (Ok(x), Ok(c)) => runs.push((out, x, c)),
+            (Err(e), _) => f.push(format!("{name}: extract -j{j}: {e}")),
+            (_, Err(e)) => f.push(format!("{name}: fsck -j{j}: {e}")),
+        }
+    }
+    if let [(a, xa, ca), (b, xb, cb)] = &runs[..] {
+        if xa != xb {
+            f.push(format!(
+                "{name}: extract --json differs between -j1 and -j3"
+            ));
+        }
+        if ca != cb {
+            f.push(format!("{name}: fsck --json differs between -j1 and -j3"));
+        }
+        for d in compare_trees(a, b, &CompareOptions::strict()) {
+            f.push(format!("{name}: extract -j1 vs -j3: {d}"));
+        }
+    }
+    for (out, _, _) in &runs {
+        let _ = crate::tmp::remove_tree(out);
+    }
+    f
+}
+
 /// Checks that `ferrofs fsck` (its `--json` report `fsck`) decoded every
 /// compressed pcluster of the image exactly once, counting them as
 /// `ferrofs dump`'s statistics walk does (the tree's pclusters and the

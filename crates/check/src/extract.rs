@@ -289,7 +289,7 @@ impl Extractor<'_> {
             .mode(0o600)
             .open(&path)
             .map_err(|e| WriteError::Io(path.clone(), e))?;
-        if let Some(added) = added.filter(|a| a.sparse) {
+        if added.is_some_and(|a| a.sparse) {
             out.set_len(inode.size())
                 .map_err(|e| WriteError::Io(path.clone(), e))?;
         }

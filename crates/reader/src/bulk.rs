@@ -718,10 +718,9 @@ impl Budget {
     }
 }
 
-/// Units a worker takes at a time: neighbours stay on one thread (one
-/// sequential stream of reads, one open output file for a run of a big
-/// file's clusters).
-const BATCH: usize = 4;
+/// Units a worker takes at a time. One: the last units of a run do not
+/// wait behind a neighbour's on one thread while the others idle.
+const BATCH: usize = 1;
 
 struct Run<'a, E> {
     image: &'a Image,
@@ -853,14 +852,11 @@ impl<E> Run<'_, E> {
     fn read<'b>(&self, unit: &Unit, buf: &'b mut Vec<u8>) -> Result<UnitData<'b>> {
         match unit.source {
             Source::Direct(d) => {
-                let n = clamp_len(d.len, usize::MAX);
-                buf.clear();
-                buf.resize(n, 0);
-                if d.ext.kind != ExtentKind::Hole {
-                    fill_direct(self.image, d.base, &d.ext, d.pos, buf, true)?;
-                }
+                let out = room(buf, clamp_len(d.len, usize::MAX));
+                // Every byte is written (zeros for a hole) or it fails.
+                fill_direct(self.image, d.base, &d.ext, d.pos, out, true)?;
                 self.stats.direct_bytes.fetch_add(d.len, Ordering::Relaxed);
-                Ok(UnitData::Buf(buf.as_slice()))
+                Ok(UnitData::Buf(out))
             }
             Source::Decode(d) => {
                 let PclusterFormat::Codec(alg) = d.pc.format else {
@@ -873,22 +869,32 @@ impl<E> Run<'_, E> {
                     self.stats.cached.fetch_add(1, Ordering::Relaxed);
                     return Ok(UnitData::Cached(hit));
                 }
-                buf.clear();
-                buf.resize(n, 0);
+                let out = room(buf, n);
                 let pc = Pcluster {
                     partial: !d.exact,
                     ..d.pc
                 };
-                decompress::decode_with(self.image, &pc, alg, n, buf, d.at)?;
+                // The decoder fills all of `out` or fails.
+                decompress::decode_with(self.image, &pc, alg, n, out, d.at)?;
                 self.image.inner.cache.count_decode(n);
                 self.stats.decoded.fetch_add(1, Ordering::Relaxed);
                 self.stats
                     .decoded_bytes
                     .fetch_add(d.llen, Ordering::Relaxed);
-                Ok(UnitData::Buf(buf.as_slice()))
+                Ok(UnitData::Buf(out))
             }
         }
     }
+}
+
+/// The first `n` bytes of the worker's buffer, grown (and only the growth
+/// zeroed) when it is shorter: every unit overwrites all the bytes it
+/// uses, so they need no clearing between units.
+fn room(buf: &mut Vec<u8>, n: usize) -> &mut [u8] {
+    if buf.len() < n {
+        buf.resize(n, 0);
+    }
+    buf.get_mut(..n).unwrap_or_default()
 }
 
 /// A unit's bytes: the worker's buffer or a cached decode.

@@ -22,7 +22,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ferrofs::bulk::{Delivery, FileId, ReadPlan, RunOptions};
@@ -166,6 +166,125 @@ fn rx_err(path: &Path) -> impl FnOnce(rustix::io::Errno) -> ExtractError + '_ {
     }
 }
 
+/// What an entry of the walk becomes.
+enum Pending {
+    File,
+    Symlink(Vec<u8>),
+    Special(RxType),
+}
+
+/// An entry queued by the walk for the creation pass.
+struct Entry {
+    rel: Vec<u8>,
+    path: PathBuf,
+    inode: Inode,
+    what: Pending,
+}
+
+/// What one thread of the creation pass made, in walk order, and the
+/// error it stopped at.
+#[derive(Default)]
+struct Created {
+    /// Regular files, with their data's part of the plan (none: empty).
+    files: Vec<(Regular, Option<ferrofs::bulk::Prepared>)>,
+    symlinks: u64,
+    special: u64,
+    meta: MetaOut,
+    error: Option<ExtractError>,
+}
+
+/// What the creation pass's threads share.
+struct Create<'a> {
+    image: &'a Image,
+    opts: &'a Options,
+    target: &'a Path,
+    plan: &'a ReadPlan,
+    fds_left: &'a AtomicUsize,
+}
+
+impl Create<'_> {
+    /// Creates a run of entries; stops at the first error.
+    fn run(&self, part: &[Entry]) -> Created {
+        let mut c = Created::default();
+        for e in part {
+            if let Err(err) = self.one(e, &mut c) {
+                c.error = Some(err);
+                break;
+            }
+        }
+        c
+    }
+
+    fn one(&self, e: &Entry, c: &mut Created) -> Result<(), ExtractError> {
+        let path = &e.path;
+        match &e.what {
+            Pending::File => {
+                let img_err = |source| ExtractError::Image {
+                    path: String::from_utf8_lossy(&e.rel).into_owned(),
+                    source,
+                };
+                // The map first: a damaged file fails before it is created.
+                let prepared = if e.inode.size() > 0 {
+                    let file = self.image.raw().open(e.inode.clone()).map_err(img_err)?;
+                    Some(self.plan.prepare(&file).map_err(img_err)?)
+                } else {
+                    None
+                };
+                let out = fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(io_err(path))?;
+                if prepared.as_ref().is_some_and(|p| p.sparse()) {
+                    out.set_len(e.inode.size()).map_err(io_err(path))?;
+                }
+                let keep = self
+                    .fds_left
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                    .is_ok();
+                let regular = Regular {
+                    rel: e.rel.clone(),
+                    path: path.clone(),
+                    inode: e.inode.clone(),
+                    file: keep.then_some(out),
+                };
+                c.files.push((regular, prepared));
+                Ok(())
+            }
+            Pending::Symlink(target) => {
+                symlink(OsStr::from_bytes(target), path).map_err(io_err(path))?;
+                c.symlinks += 1;
+                set_metadata(
+                    self.image,
+                    self.opts,
+                    self.target,
+                    path,
+                    &e.inode,
+                    None,
+                    &mut c.meta,
+                )
+            }
+            Pending::Special(kind) => {
+                let dev = rustix::fs::makedev(e.inode.rdev().0, e.inode.rdev().1);
+                rustix::fs::mknodat(CWD, path, *kind, Mode::from_raw_mode(0o600), dev)
+                    .map_err(rx_err(path))?;
+                c.special += 1;
+                set_metadata(
+                    self.image,
+                    self.opts,
+                    self.target,
+                    path,
+                    &e.inode,
+                    None,
+                    &mut c.meta,
+                )
+            }
+        }
+    }
+}
+
 /// A regular file created by the walk, written by the data pass.
 struct Regular {
     /// Path in the image (`a/b`, no leading slash).
@@ -191,6 +310,10 @@ struct Extractor<'a> {
     files: Vec<Regular>,
     /// Regular files without data, in walk order.
     empty: Vec<Regular>,
+    /// Entries the walk queued for the creation pass.
+    pending: Vec<Entry>,
+    /// Hard links (to the first path, at this path), made last.
+    links: Vec<(PathBuf, PathBuf)>,
     plan: ReadPlan,
     /// Descriptors of created files that may still be kept open.
     fds_left: usize,
@@ -206,6 +329,9 @@ impl Extractor<'_> {
         self.target.join(OsStr::from_bytes(rel))
     }
 
+    /// One entry of the walk: directories are made now (parents come
+    /// first), hard links to a file seen before are noted, everything else
+    /// is queued for the parallel creation pass.
     fn entry(&mut self, rel: &[u8], name: &[u8], inode: &Inode) -> Result<(), ExtractError> {
         if !valid_name(name) {
             return Err(ExtractError::BadName {
@@ -216,8 +342,7 @@ impl Extractor<'_> {
         let path = self.out_path(rel);
         if !inode.is_dir() && inode.nlink() > 1 {
             if let Some(first) = self.first_path.get(&inode.nid()) {
-                fs::hard_link(first, &path).map_err(io_err(&path))?;
-                self.summary.hardlinks += 1;
+                self.links.push((first.clone(), path));
                 return Ok(());
             }
             self.first_path.insert(inode.nid(), path.clone());
@@ -226,7 +351,7 @@ impl Extractor<'_> {
             path: String::from_utf8_lossy(rel).into_owned(),
             source,
         };
-        match inode.file_type() {
+        let what = match inode.file_type() {
             FileType::Directory => {
                 fs::create_dir(&path).map_err(io_err(&path))?;
                 rustix::fs::chmod(&path, Mode::from_raw_mode(0o700)).map_err(rx_err(&path))?;
@@ -234,19 +359,9 @@ impl Extractor<'_> {
                 self.dirs.push((path, inode.clone()));
                 return Ok(());
             }
-            FileType::Regular => {
-                self.create_file(rel, path, inode).map_err(|e| match e {
-                    WriteError::Image(source) => img_err(source),
-                    WriteError::Io(path, source) => ExtractError::Io { path, source },
-                })?;
-                self.summary.files += 1;
-                // Metadata after the data pass.
-                return Ok(());
-            }
+            FileType::Regular => Pending::File,
             FileType::Symlink => {
-                let target = self.image.raw().read_link(inode).map_err(img_err)?;
-                symlink(OsStr::from_bytes(&target), &path).map_err(io_err(&path))?;
-                self.summary.symlinks += 1;
+                Pending::Symlink(self.image.raw().read_link(inode).map_err(img_err)?)
             }
             FileType::CharDevice | FileType::BlockDevice | FileType::Fifo | FileType::Socket => {
                 let kind = match inode.file_type() {
@@ -259,58 +374,82 @@ impl Extractor<'_> {
                 if is_dev && !self.opts.devices {
                     return Ok(());
                 }
-                let dev = rustix::fs::makedev(inode.rdev().0, inode.rdev().1);
-                rustix::fs::mknodat(CWD, &path, kind, Mode::from_raw_mode(0o600), dev)
-                    .map_err(rx_err(&path))?;
-                self.summary.special += 1;
+                Pending::Special(kind)
             }
-        }
-        self.metadata(&path, inode)
-    }
-
-    /// Creates a regular file (empty, or at its length if it has holes)
-    /// and plans its data.
-    fn create_file(&mut self, rel: &[u8], path: PathBuf, inode: &Inode) -> Result<(), WriteError> {
-        // The map first: a damaged file fails before anything is created.
-        let added = if inode.size() > 0 {
-            let file = self
-                .image
-                .raw()
-                .open(inode.clone())
-                .map_err(WriteError::Image)?;
-            Some(self.plan.add(&file).map_err(WriteError::Image)?)
-        } else {
-            None
         };
-        let out = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| WriteError::Io(path.clone(), e))?;
-        if added.is_some_and(|a| a.sparse) {
-            out.set_len(inode.size())
-                .map_err(|e| WriteError::Io(path.clone(), e))?;
-        }
-        let file = if self.fds_left > 0 {
-            self.fds_left -= 1;
-            Some(out)
-        } else {
-            None
-        };
-        let regular = Regular {
+        self.pending.push(Entry {
             rel: rel.to_vec(),
             path,
             inode: inode.clone(),
-            file,
+            what,
+        });
+        Ok(())
+    }
+
+    /// Creates the queued entries on the data pass's threads, in runs of
+    /// the walk order: regular files (their data mapped and planned),
+    /// symlinks and special files with their metadata; then the hard links.
+    /// The first error in walk order wins, whatever the thread count.
+    fn create_entries(&mut self) -> Result<(), ExtractError> {
+        let pending = std::mem::take(&mut self.pending);
+        let jobs = self.opts.jobs.clamp(1, 256);
+        let chunk = pending.len().div_ceil(jobs).max(1);
+        let fds_left = AtomicUsize::new(self.fds_left);
+        let ctx = Create {
+            image: self.image,
+            opts: &self.opts,
+            target: &self.target,
+            plan: &self.plan,
+            fds_left: &fds_left,
         };
-        match added {
-            Some(added) => {
-                debug_assert_eq!(added.id.index(), self.files.len());
-                self.files.push(regular);
+        let results: Vec<Created> = std::thread::scope(|s| {
+            let handles: Vec<_> = pending
+                .chunks(chunk)
+                .map(|part| {
+                    let ctx = &ctx;
+                    s.spawn(move || ctx.run(part))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| Created {
+                        error: Some(ExtractError::Io {
+                            path: self.target.clone(),
+                            source: io::Error::other("internal: a creating thread panicked"),
+                        }),
+                        ..Created::default()
+                    })
+                })
+                .collect()
+        });
+        self.fds_left = fds_left.into_inner();
+        for c in results {
+            self.summary.symlinks += c.symlinks;
+            self.summary.special += c.special;
+            self.summary.xattrs += c.meta.xattrs;
+            self.summary.not_restored.extend(c.meta.not_restored);
+            for (regular, prepared) in c.files {
+                self.summary.files += 1;
+                match prepared {
+                    Some(p) => {
+                        let added = self.plan.commit(p).map_err(|source| ExtractError::Image {
+                            path: show(&regular.rel),
+                            source,
+                        })?;
+                        debug_assert_eq!(added.id.index(), self.files.len());
+                        self.files.push(regular);
+                    }
+                    None => self.empty.push(regular),
+                }
             }
-            None => self.empty.push(regular),
+            if let Some(e) = c.error {
+                return Err(e);
+            }
+        }
+        for (first, path) in std::mem::take(&mut self.links) {
+            fs::hard_link(&first, &path).map_err(io_err(&path))?;
+            self.summary.hardlinks += 1;
         }
         Ok(())
     }
@@ -628,11 +767,6 @@ impl Outputs {
     }
 }
 
-enum WriteError {
-    Image(ferrofs::Error),
-    Io(PathBuf, io::Error),
-}
-
 /// Extracts the whole image into `target`, which must be empty or absent.
 /// `progress(bytes)` is called as file data is written (from several
 /// threads).
@@ -667,6 +801,8 @@ pub fn extract(
         dirs: vec![(target.to_path_buf(), root)],
         files: Vec::new(),
         empty: Vec::new(),
+        pending: Vec::new(),
+        links: Vec::new(),
         plan: ReadPlan::new(image),
         fds_left: fd_budget(),
         error: None,
@@ -702,6 +838,7 @@ pub fn extract(
     if let Some(e) = x.error.take() {
         return Err(e);
     }
+    x.create_entries()?;
     // 2. The data, each stored cluster read once, in physical order.
     x.write_data(progress)?;
     // 3. Files' metadata after their contents; directories' last, deepest

@@ -73,6 +73,22 @@ impl FileId {
     }
 }
 
+/// A file's part of a plan, worked out by [`ReadPlan::prepare`].
+#[derive(Debug)]
+pub struct Prepared {
+    steps: Vec<Step>,
+    sparse: bool,
+    extents: u64,
+    base: Location,
+}
+
+impl Prepared {
+    /// The file has holes (see [`Added::sparse`]).
+    pub fn sparse(&self) -> bool {
+        self.sparse
+    }
+}
+
 /// What [`ReadPlan::add`] found out about a file.
 #[derive(Clone, Copy, Debug)]
 pub struct Added {
@@ -146,10 +162,10 @@ impl Unit {
 /// Raw extents are read in steps of at most this many bytes.
 const DIRECT_STEP: u64 = 1 << 20;
 
-/// The packed inode's extents, read once for the first fragment.
+/// The packed inode's extents, read when the plan is made.
 enum Packed {
-    Unread,
     Extents(Location, Vec<Extent>),
+    /// No packed inode, or one whose map is damaged: why.
     Broken(String),
 }
 
@@ -391,12 +407,20 @@ fn packed_steps(
 impl ReadPlan {
     /// An empty plan over `image`.
     pub fn new(image: &Image) -> Self {
+        // The packed inode's extents, once for every fragment to come.
+        let packed = match image.raw().packed_file() {
+            None => Packed::Broken("fragment without a packed inode".into()),
+            Some(f) => match f.extents().collect::<Result<Vec<_>>>() {
+                Ok(v) => Packed::Extents(f.inode().loc(), v),
+                Err(e) => Packed::Broken(format!("the packed inode: {e}")),
+            },
+        };
         Self {
             image: image.clone(),
             units: Vec::new(),
             decodes: HashMap::new(),
             packed_direct: HashMap::new(),
-            packed: Packed::Unread,
+            packed,
             files: 0,
         }
     }
@@ -425,6 +449,15 @@ impl ReadPlan {
     /// Adds every byte of `file` (holes excepted) to the plan. On an error
     /// (a damaged map) nothing of the file is added and no id is used.
     pub fn add(&mut self, file: &InodeFile) -> Result<Added> {
+        let prepared = self.prepare(file)?;
+        self.commit(prepared)
+    }
+
+    /// Works out what [`ReadPlan::add`] would add for `file` without
+    /// changing the plan: the slow part (mapping every extent), which
+    /// threads can run side by side on a shared plan. [`ReadPlan::commit`]
+    /// then adds it; ids follow the order of the commits.
+    pub fn prepare(&self, file: &InodeFile) -> Result<Prepared> {
         let base = file.inode().loc();
         if !Arc::ptr_eq(&file.image().inner, &self.image.inner) {
             return Err(Error::unsupported(
@@ -432,11 +465,6 @@ impl ReadPlan {
                 "the file belongs to another image than the plan's",
             ));
         }
-        let id = FileId(self.files);
-        let next = self
-            .files
-            .checked_add(1)
-            .ok_or_else(|| Error::unsupported(base, "more than 2^32 files in one plan"))?;
         let mut steps = Vec::new();
         let mut sparse = false;
         let mut extents = 0u64;
@@ -446,21 +474,34 @@ impl ReadPlan {
             match ext.kind {
                 ExtentKind::Hole => sparse = true,
                 ExtentKind::Fragment { offset } => {
-                    self.packed_extents()?;
                     self.fragment_steps(&mut steps, &ext, offset, base)?;
                 }
                 _ => extent_steps(&mut steps, &ext, ext.logical, ext.len, ext.logical, base)?,
             }
         }
-        // Every extent mapped: only now does the plan change.
-        for step in steps {
+        Ok(Prepared {
+            steps,
+            sparse,
+            extents,
+            base,
+        })
+    }
+
+    /// Adds a file [`ReadPlan::prepare`] worked out (on this plan).
+    pub fn commit(&mut self, prepared: Prepared) -> Result<Added> {
+        let id = FileId(self.files);
+        let next = self
+            .files
+            .checked_add(1)
+            .ok_or_else(|| Error::unsupported(prepared.base, "more than 2^32 files in one plan"))?;
+        for step in prepared.steps {
             self.apply(Some(id), step);
         }
         self.files = next;
         Ok(Added {
             id,
-            sparse,
-            extents,
+            sparse: prepared.sparse,
+            extents: prepared.extents,
         })
     }
 
@@ -483,17 +524,8 @@ impl ReadPlan {
         Ok(())
     }
 
-    /// Loads the packed inode's extent list (once).
-    fn packed_extents(&mut self) -> Result<()> {
-        if let Packed::Unread = self.packed {
-            self.packed = match self.image.raw().packed_file() {
-                None => Packed::Broken("fragment without a packed inode".into()),
-                Some(f) => match f.extents().collect::<Result<Vec<_>>>() {
-                    Ok(v) => Packed::Extents(f.inode().loc(), v),
-                    Err(e) => Packed::Broken(format!("the packed inode: {e}")),
-                },
-            };
-        }
+    /// Whether the packed inode's extents could be read.
+    fn packed_extents(&self) -> Result<()> {
         match &self.packed {
             Packed::Broken(why) => Err(Error::corrupt(Location::default(), why.clone())),
             _ => Ok(()),
@@ -509,8 +541,9 @@ impl ReadPlan {
         offset: u64,
         at: Location,
     ) -> Result<()> {
-        let Packed::Extents(base, exts) = &self.packed else {
-            return Err(Error::corrupt(at, "fragment without a packed inode"));
+        let (base, exts) = match &self.packed {
+            Packed::Extents(base, exts) => (base, exts),
+            Packed::Broken(why) => return Err(Error::corrupt(at, why.clone())),
         };
         let at = at.with_offset(ext.logical);
         let end = offset

@@ -11,14 +11,12 @@
 # wall and CPU seconds, cores used (CPU / wall), median peak RSS, and
 # ferrofs's wall and CPU over mkfs.erofs's.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${UPSTREAM_NEXT_BIN:-$(bash "$here/../shared/tools/upstream-tools" --next | tail -1)}
-ferrofs=${FERROFS:-$here/target/release/ferrofs}
-[[ -x $ferrofs ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+bench_setup
 runs=${RUNS:-3}
 out=${OUT:-/tmp/build-speed}; mkdir -p "$out"
 IFS=';' read -r -a sets <<<"${OPTS:--zlz4hc,12 -C65536;-zlz4hc,12 -C131072 -Efragments,dedupe;-zzstd,15 -C131072;-zlzma,6 -C131072}"
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "| tree | options | tool | image bytes | wall s | CPU s | cores | peak RSS MiB | wall ratio | CPU ratio |"
 echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
 for tree in "$@"; do

@@ -17,32 +17,28 @@
 # wall time to unsquashfs's. The first run's ferrofs extraction is compared
 # with unsquashfs's (`diff -r`), so a fast wrong answer cannot pass.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${UPSTREAM_NEXT_BIN:-$(bash "$here/../shared/tools/upstream-tools" --next | tail -1)}
-ferrofs=${FERROFS:-$here/target/release/ferrofs}
-[[ -x $ferrofs ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+bench_setup
 runs=${RUNS:-3}
 out=${OUT:-/tmp/read-bench}; mkdir -p "$out"
 tmp=$out/tmpfs; mkdir -p "$tmp"
 mountpoint -q "$tmp" || mount -t tmpfs -o size=12g tmpfs "$tmp"
 read -r -a presets <<<"${PRESETS:-dense-lz4hc dense-zstd dense-lzma plain-lz4hc}"
 
-# The options of a preset: erofs (ferrofs and mkfs.erofs) | mksquashfs.
-erofs_opts() {
+# The options of a preset: for the erofs builders (ferrofs and mkfs.erofs)
+# with `erofs`, for mksquashfs (same codec and block size) with `sqfs`.
+preset_opts() {
+  local e s
   case $1 in
-    dense-lz4hc) echo "-zlz4hc,12 -C131072 -Efragments,dedupe,ztailpacking" ;;
-    dense-zstd) echo "-zzstd,15 -C131072 -Efragments,dedupe,ztailpacking" ;;
-    dense-lzma) echo "-zlzma,6 -C131072 -Efragments,dedupe,ztailpacking" ;;
-    plain-lz4hc) echo "-zlz4hc,12 -C65536" ;;
+    dense-lz4hc) e="-zlz4hc,12 -C131072" s="-comp lz4 -Xhc -b 128K" ;;
+    dense-zstd) e="-zzstd,15 -C131072" s="-comp zstd -Xcompression-level 15 -b 128K" ;;
+    dense-lzma) e="-zlzma,6 -C131072" s="-comp xz -b 128K" ;;
+    plain-lz4hc) e="-zlz4hc,12 -C65536" s="-comp lz4 -Xhc -b 64K" ;;
+    *) echo "unknown preset $1" >&2; exit 2 ;;
   esac
-}
-sqfs_opts() {
-  case $1 in
-    dense-lz4hc) echo "-comp lz4 -Xhc -b 128K" ;;
-    dense-zstd) echo "-comp zstd -Xcompression-level 15 -b 128K" ;;
-    dense-lzma) echo "-comp xz -b 128K" ;;
-    plain-lz4hc) echo "-comp lz4 -Xhc -b 64K" ;;
-  esac
+  [[ $1 == dense-* ]] && e="$e -Efragments,dedupe,ztailpacking"
+  if [[ $2 == erofs ]]; then echo "$e"; else echo "$s"; fi
 }
 
 cold() { rm -rf "${tmp:?}"/*; sync; echo 3 >/proc/sys/vm/drop_caches; }
@@ -65,9 +61,9 @@ for tree in "$@"; do
     f=$out/$t-$p.ferrofs.erofs u=$out/$t-$p.upstream.erofs q=$out/$t-$p.sqfs
     # shellcheck disable=SC2046 # the options are lists
     {
-      [[ -s $f ]] || "$ferrofs" mkfs --quiet $(erofs_opts "$p") "$f" "$tree"
-      [[ -s $u ]] || "$bin/mkfs.erofs" --quiet $(erofs_opts "$p") "$u" "$tree" >/dev/null
-      [[ -s $q ]] || "$bin/mksquashfs" "$tree" "$q" $(sqfs_opts "$p") -noappend -quiet -no-progress >/dev/null
+      [[ -s $f ]] || "$ferrofs" mkfs --quiet $(preset_opts "$p" erofs) "$f" "$tree"
+      [[ -s $u ]] || "$bin/mkfs.erofs" --quiet $(preset_opts "$p" erofs) "$u" "$tree" >/dev/null
+      [[ -s $q ]] || "$bin/mksquashfs" "$tree" "$q" $(preset_opts "$p" sqfs) -noappend -quiet -no-progress >/dev/null
     }
     ((runs > 0)) || continue # RUNS=0: build the images only
     names=(extract extract-upstream fsck fsck.erofs unsquashfs)

@@ -251,37 +251,22 @@ impl Create<'_> {
                     file: keep.then_some(out),
                 };
                 c.files.push((regular, prepared));
-                Ok(())
+                return Ok(());
             }
             Pending::Symlink(target) => {
                 symlink(OsStr::from_bytes(target), path).map_err(io_err(path))?;
                 c.symlinks += 1;
-                set_metadata(
-                    self.image,
-                    self.opts,
-                    self.target,
-                    path,
-                    &e.inode,
-                    None,
-                    &mut c.meta,
-                )
             }
             Pending::Special(kind) => {
                 let dev = rustix::fs::makedev(e.inode.rdev().0, e.inode.rdev().1);
                 rustix::fs::mknodat(CWD, path, *kind, Mode::from_raw_mode(0o600), dev)
                     .map_err(rx_err(path))?;
                 c.special += 1;
-                set_metadata(
-                    self.image,
-                    self.opts,
-                    self.target,
-                    path,
-                    &e.inode,
-                    None,
-                    &mut c.meta,
-                )
             }
         }
+        // Symlinks and special files have no data: their metadata now.
+        let (image, opts, target) = (self.image, self.opts, self.target);
+        set_metadata(image, opts, target, path, &e.inode, None, &mut c.meta)
     }
 }
 

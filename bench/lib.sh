@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Helpers the benchmark scripts share; `source` it from bench/*.sh.
+#   bench_setup   sets here (the checkout), bin (the erofs-utils 1.9.4 /
+#                 squashfs-tools 4.7.5 folder: UPSTREAM_NEXT_BIN, else
+#                 ../shared/tools/upstream-tools --next) and ferrofs (FERROFS,
+#                 else target/release/ferrofs, built if missing)
+#   median        the median of the numbers on standard input, one a line
+#                 (the mean of the middle two for an even count)
+
+bench_setup() {
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  bin=${UPSTREAM_NEXT_BIN:-$(bash "$here/../shared/tools/upstream-tools" --next | tail -1)}
+  ferrofs=${FERROFS:-$here/target/release/ferrofs}
+  [[ -x $ferrofs ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }

@@ -9,7 +9,14 @@ fuzz_target!(|data: &[u8]| {
         ..Default::default()
     };
     if let Ok(image) = ferrofs::Image::open_with(Box::new(data.to_vec()), opts) {
-        let _ = ferrofs_check::fsck::check(&image, ferrofs_check::fsck::Options { read_data: false }, None);
+        let _ = ferrofs_check::fsck::check(
+            &image,
+            ferrofs_check::fsck::Options {
+                read_data: false,
+                ..Default::default()
+            },
+            None,
+        );
         let _ = ferrofs_check::dump::superblock(&image);
     }
 });

@@ -1,4 +1,5 @@
-//! Open an arbitrary image and read (decode) every byte of every file.
+//! Open an arbitrary image and read (decode) every byte of every file:
+//! fsck's walk and its physical-order data pass on two threads.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,7 +11,11 @@ fuzz_target!(|data: &[u8]| {
         ..Default::default()
     };
     if let Ok(image) = ferrofs::Image::open_with(Box::new(data.to_vec()), opts) {
-        let _ = ferrofs_check::fsck::check(&image, Default::default(), None);
+        let opts = ferrofs_check::fsck::Options {
+            jobs: 2,
+            ..Default::default()
+        };
+        let _ = ferrofs_check::fsck::check(&image, opts, None);
         let _ = ferrofs_check::dump::statistics(&image);
     }
 });

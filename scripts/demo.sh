@@ -9,8 +9,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 command -v cargo >/dev/null || { echo "demo: cargo (Rust) is required: https://rustup.rs" >&2; exit 1; }
-cargo build --release --quiet -p ferrofs-cli
-bin=$root/target/release/ferrofs
+# The test suite's profile (optimized, with overflow checks), so that
+# ./scripts/test.sh afterwards reuses this build.
+echo "== building ferrofs: cargo build --profile ci -p ferrofs-cli (a first build takes several minutes)"
+cargo build --profile ci -p ferrofs-cli
+bin=$root/target/ci/ferrofs
 work=$(mktemp -d)
 trap 'mountpoint -q "$work/mnt" 2>/dev/null && umount "$work/mnt"; rm -rf "$work"' EXIT
 img=$work/example.erofs

@@ -5,23 +5,23 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use ferrofs::Image;
+use crate::source::RemoteArgs;
 
 /// Decoded-cluster cache of each image compared.
 const DIFF_CACHE: usize = 256 << 20;
 
-/// Compares the images at `old` and `new` and prints the report.
-pub(crate) fn run(old: &Path, new: &Path, json: bool) -> Result<ExitCode> {
+/// Compares the images at `old` and `new` (files or URLs) and prints the
+/// report.
+pub(crate) fn run(old: &Path, new: &Path, json: bool, remote: &RemoteArgs) -> Result<ExitCode> {
     // Files are hashed in directory order: a cache that holds the packed
     // inode's pclusters (decoded whole at the first fragment read) keeps
     // each from being decoded again for the next file in it.
     let open = |p: &Path| {
-        let file = std::fs::File::open(p).with_context(|| format!("{}", p.display()))?;
         let opts = ferrofs::OpenOptions {
             cache_bytes: DIFF_CACHE,
             ..Default::default()
         };
-        Image::open_with(Box::new(file), opts).with_context(|| format!("{}", p.display()))
+        crate::source::open_image(p, &[], 0, remote, opts)
     };
     let (a, b) = (open(old)?, open(new)?);
     let r = ferrofs_check::diff::diff(&a, &b, old, new)

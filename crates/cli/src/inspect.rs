@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use ferrofs::format::inode::FileType;
 use ferrofs::format::Nid;
-use ferrofs::Image;
 use serde_json::Value;
 
 use crate::{hotrecord, open, out, progress, ImageArgs};
@@ -24,7 +22,7 @@ pub(crate) struct DataArgs {
     jobs: Option<usize>,
     /// Most bytes of file data held in memory at once (each stored cluster
     /// is read and decoded once, in the order the image stores them).
-    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::mount::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::size::parse)]
     memory: usize,
 }
 
@@ -142,9 +140,7 @@ pub(crate) fn extract(
         writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?;
         out.flush()?;
     } else {
-        for n in &s.not_restored {
-            eprintln!("ferrofs: {}: {} not restored: {}", n.path, n.what, n.reason);
-        }
+        report_not_restored(&s.not_restored);
         let refused = if s.not_restored.is_empty() {
             String::new()
         } else {
@@ -168,26 +164,33 @@ pub(crate) fn extract(
     })
 }
 
-/// `ferrofs ls`: a directory's entries (or one entry), `-l` long.
-pub(crate) fn ls(img: &ImageArgs, path: Option<OsString>, long: bool) -> Result<ExitCode> {
-    let image = open(img)?;
-    let p = path.unwrap_or_default();
-    let inode = image.raw().lookup_path(p.as_bytes(), true)?;
-    let mut out = out::stdout();
-    if !inode.is_dir() {
-        print_entry(&image, &mut out, p.as_bytes(), &inode, long)?;
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    for e in image.raw().read_dir(&inode)? {
-        if e.is_dot() {
-            continue;
+/// Lines printed for each kind of refusal (same attribute, same reason)
+/// before the rest are counted instead: one image can hold thousands of
+/// files with an xattr the target refuses.
+const SAME_REFUSALS_SHOWN: usize = 5;
+
+/// Prints what extract could not restore, the first few of each kind by
+/// path and then how many more of that kind there were.
+fn report_not_restored(list: &[ferrofs_check::extract::NotRestored]) {
+    let mut kinds: Vec<((String, String), usize)> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for n in list {
+        let key = (n.what.to_string(), n.reason.to_string());
+        let k = *index.entry(key.clone()).or_insert_with(|| {
+            kinds.push((key, 0));
+            kinds.len() - 1
+        });
+        kinds[k].1 += 1;
+        if kinds[k].1 <= SAME_REFUSALS_SHOWN {
+            eprintln!("ferrofs: {}: {} not restored: {}", n.path, n.what, n.reason);
         }
-        let child = image.raw().inode(e.nid)?;
-        print_entry(&image, &mut out, &e.name, &child, long)?;
     }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    for ((what, reason), count) in kinds {
+        if count > SAME_REFUSALS_SHOWN {
+            let more = count - SAME_REFUSALS_SHOWN;
+            eprintln!("ferrofs: ... and {more} more files whose {what} was not restored: {reason}");
+        }
+    }
 }
 
 /// `ferrofs cat`: a file's bytes to standard output.
@@ -247,57 +250,8 @@ pub(crate) fn dump(
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_entry(
-    image: &Image,
-    out: &mut impl Write,
-    name: &[u8],
-    inode: &ferrofs::raw::Inode,
-    long: bool,
-) -> Result<()> {
-    let shown = String::from_utf8_lossy(name);
-    if !long {
-        writeln!(out, "{shown}")?;
-        return Ok(());
-    }
-    let t = match inode.file_type() {
-        FileType::Regular => '-',
-        FileType::Directory => 'd',
-        FileType::Symlink => 'l',
-        FileType::CharDevice => 'c',
-        FileType::BlockDevice => 'b',
-        FileType::Fifo => 'p',
-        FileType::Socket => 's',
-    };
-    let size = match inode.file_type() {
-        FileType::CharDevice | FileType::BlockDevice => {
-            format!("{},{}", inode.rdev().0, inode.rdev().1)
-        }
-        _ => inode.size().to_string(),
-    };
-    let target = if inode.is_symlink() {
-        format!(
-            " -> {}",
-            String::from_utf8_lossy(&image.raw().read_link(inode)?)
-        )
-    } else {
-        String::new()
-    };
-    writeln!(
-        out,
-        "{t}{} {:>3} {:>6} {:>6} {:>10} {}.{:09} {:>8} {shown}{target}",
-        mode_string(inode.mode()),
-        inode.nlink(),
-        inode.uid(),
-        inode.gid(),
-        size,
-        inode.mtime(),
-        inode.mtime_nsec(),
-        inode.nid().0,
-    )?;
-    Ok(())
-}
-
-fn mode_string(mode: u16) -> String {
+/// `rwxr-xr-x` of a mode (setuid, setgid and sticky as `s`/`S`, `t`/`T`).
+pub(crate) fn mode_string(mode: u16) -> String {
     let mut s = String::with_capacity(9);
     for (i, c) in ['r', 'w', 'x', 'r', 'w', 'x', 'r', 'w', 'x']
         .iter()

@@ -9,10 +9,12 @@ mod diff;
 mod dropin;
 mod hotrecord;
 mod inspect;
+mod ls;
 mod mkfs;
 mod mount;
 mod out;
 mod rebuild;
+mod size;
 mod source;
 mod summary;
 
@@ -25,7 +27,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 #[command(
     name = "ferrofs",
     version,
-    about = "Read, check and extract EROFS images"
+    about = "Build, check, extract, inspect and mount EROFS images"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -42,7 +44,7 @@ struct ImageArgs {
     #[arg(long = "device", value_name = "PATH")]
     devices: Vec<PathBuf>,
     /// The image starts this many bytes into the file (`mkfs --offset`).
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = size::parse_u64)]
     offset: u64,
     #[command(flatten)]
     remote: source::RemoteArgs,
@@ -98,16 +100,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List a directory (or show one entry).
-    Ls {
-        #[command(flatten)]
-        img: ImageArgs,
-        /// Path inside the image (default: the root).
-        path: Option<OsString>,
-        /// Long format: mode, links, owner, size, mtime, nid.
-        #[arg(short = 'l')]
-        long: bool,
-    },
+    /// List a directory (or show one entry) as coreutils' `ls` lists the
+    /// kernel's mount of the image.
+    Ls(ls::LsArgs),
     /// Write a file's contents to standard output.
     Cat {
         #[command(flatten)]
@@ -119,13 +114,15 @@ enum Command {
     /// changed (and what about them), and how many image blocks differ on
     /// disk. Exit status 0 when the trees are the same, 1 when not.
     Diff {
-        /// The earlier image.
+        /// The earlier image: a file, or an http:// or https:// URL.
         old: PathBuf,
-        /// The later image.
+        /// The later image: a file or a URL.
         new: PathBuf,
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        remote: source::RemoteArgs,
     },
     /// Describe the superblock, one inode, or whole-image statistics.
     Dump {
@@ -144,7 +141,7 @@ enum Command {
         /// With --profile: widen every read by the kernel's read-around,
         /// half of BYTES before and half after (e.g. 128K, the kernel's
         /// default readahead), to count what a kernel mount reads.
-        #[arg(long, value_name = "BYTES", requires = "profile", default_value = "0", value_parser = mount::parse_size)]
+        #[arg(long, value_name = "BYTES", requires = "profile", default_value = "0", value_parser = crate::size::parse)]
         readahead: usize,
         /// Print JSON.
         #[arg(long)]
@@ -202,7 +199,12 @@ pub(crate) fn report(e: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Mkfs(a) => mkfs::mkfs(&a),
-        Command::Diff { old, new, json } => diff::run(&old, &new, json),
+        Command::Diff {
+            old,
+            new,
+            json,
+            remote,
+        } => diff::run(&old, &new, json, &remote),
         Command::Mount(a) => mount::run(&a),
         Command::Fsck {
             img,
@@ -220,7 +222,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             data,
             json,
         } => inspect::extract(&img, &dir, (owners, no_owners), no_xattrs, &data, json),
-        Command::Ls { img, path, long } => inspect::ls(&img, path, long),
+        Command::Ls(a) => ls::run(&a),
         Command::Cat { img, path } => inspect::cat(&img, &path),
         Command::Dump {
             img,

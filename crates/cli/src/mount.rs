@@ -12,7 +12,7 @@ pub struct MountArgs {
     /// Where to mount it (an existing directory).
     mountpoint: PathBuf,
     /// The image starts this many bytes into the file (`mkfs --offset`).
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = crate::size::parse_u64)]
     offset: u64,
     /// Extra device (blob) files or URLs, in device-table order; without
     /// them, extra devices are expected concatenated to the image.
@@ -27,7 +27,7 @@ pub struct MountArgs {
     #[arg(long, default_value_t = 4)]
     threads: usize,
     /// Byte budget of the decoded-pcluster cache (e.g. 64M).
-    #[arg(long, default_value = "64M", value_parser = parse_size)]
+    #[arg(long, default_value = "64M", value_parser = crate::size::parse)]
     cache_size: usize,
     /// Mount options: allow_other.
     #[arg(short = 'o', value_name = "OPTS")]
@@ -38,26 +38,12 @@ pub struct MountArgs {
     #[arg(long)]
     no_prefetch: bool,
     /// Most file bytes prefetched per directory.
-    #[arg(long, default_value = "16M", value_parser = parse_size)]
+    #[arg(long, default_value = "16M", value_parser = crate::size::parse)]
     prefetch_size: usize,
     /// Append every read (path, offset, length, in arrival order) to this
     /// file, for `mkfs --profile` and `dump --profile`.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
-}
-
-/// `123`, `64K`, `16M`, `1G` as bytes.
-pub(crate) fn parse_size(s: &str) -> Result<usize, String> {
-    let (num, mul) = match s.chars().last() {
-        Some('K' | 'k') => (&s[..s.len() - 1], 1 << 10),
-        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
-        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(mul))
-        .ok_or_else(|| format!("invalid size {s:?}"))
 }
 
 pub fn run(a: &MountArgs) -> Result<ExitCode> {
@@ -113,17 +99,4 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
         )
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("8M"), Ok(8 << 20));
-        assert_eq!(parse_size("512k"), Ok(512 << 10));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("lots").is_err());
-    }
 }

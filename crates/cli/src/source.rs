@@ -21,7 +21,7 @@ pub struct RemoteArgs {
     cache_dir: Option<PathBuf>,
     /// Most bytes the cache directory may hold; the least recently used
     /// chunks are removed beyond it.
-    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = crate::mount::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = crate::size::parse)]
     cache_dir_size: usize,
     /// Do not fetch the hot ranges a `mkfs --profile` image names (its
     /// recorded start-up's data) up front.
@@ -130,6 +130,9 @@ impl<'a> Sources<'a> {
             None => {
                 let f = std::fs::File::open(arg)
                     .with_context(|| format!("cannot open {what}{}", arg.display()))?;
+                if f.metadata().is_ok_and(|m| m.is_dir()) {
+                    anyhow::bail!("cannot open {what}{}: it is a directory", arg.display());
+                }
                 Ok(Box::new(f))
             }
         }

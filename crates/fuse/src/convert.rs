@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ferrofs::format::inode::{DataLayout, FileType as Ft};
+use ferrofs::format::inode::FileType as Ft;
 use ferrofs::{raw::Inode, Error};
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 
@@ -12,22 +12,10 @@ use fuser::{Errno, FileAttr, FileType, INodeNo};
 pub(crate) fn attr(i: &Inode, ino: INodeNo, bits: u8) -> FileAttr {
     let t = time(i.mtime(), i.mtime_nsec());
     let (major, minor) = i.rdev();
-    let bits = u32::from(bits);
-    let compressed = matches!(
-        i.layout(),
-        DataLayout::CompressedFull | DataLayout::CompressedCompact
-    );
-    // Compressed files count their stored blocks (none when all the
-    // data is inline or in the packed inode), others their size.
-    let blocks = if compressed {
-        u64::from(i.i_u()) << (bits - 9)
-    } else {
-        i.size().div_ceil(1 << bits) << (bits - 9)
-    };
     FileAttr {
         ino,
         size: i.size(),
-        blocks,
+        blocks: i.st_blocks(bits),
         atime: t,
         mtime: t,
         ctime: t,
@@ -38,7 +26,7 @@ pub(crate) fn attr(i: &Inode, ino: INodeNo, bits: u8) -> FileAttr {
         uid: i.uid(),
         gid: i.gid(),
         rdev: makedev(major, minor),
-        blksize: 1 << bits,
+        blksize: 1 << u32::from(bits),
         flags: 0,
     }
 }

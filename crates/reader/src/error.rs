@@ -54,6 +54,36 @@ impl fmt::Display for Location {
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// The image file could not be opened (missing, a directory, no
+    /// permission).
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        /// The path given.
+        path: std::path::PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// The source holds no EROFS image: no superblock magic where it
+    /// belongs, or too few bytes for a superblock.
+    #[error("{}not an EROFS image ({why})", path_prefix(path))]
+    NotAnImage {
+        /// The file, when opened by path.
+        path: Option<std::path::PathBuf>,
+        /// What was found instead.
+        why: String,
+    },
+    /// The source is shorter than the superblock says the image is (a
+    /// partial copy or download).
+    #[error("{}image truncated: {len} bytes, the superblock says {expected}", path_prefix(path))]
+    Truncated {
+        /// The file, when opened by path.
+        path: Option<std::path::PathBuf>,
+        /// Bytes the source holds.
+        len: u64,
+        /// Bytes the superblock's block count covers.
+        expected: u64,
+    },
     /// The source failed to deliver bytes.
     #[error("I/O error reading {len} bytes at byte {offset}: {source}")]
     Io {
@@ -161,12 +191,36 @@ pub enum Error {
     },
 }
 
+/// `"PATH: "` for an error that names its file, else nothing.
+fn path_prefix(path: &Option<std::path::PathBuf>) -> String {
+    path.as_ref()
+        .map(|p| format!("{}: ", p.display()))
+        .unwrap_or_default()
+}
+
 impl Error {
     /// An owned copy of the error, for reporting one failure in several
     /// places (every file a damaged cluster serves). An I/O error keeps
     /// its kind and message but not its inner source.
     pub fn clone_lossy(&self) -> Self {
         match self {
+            Error::Open { path, source } => Error::Open {
+                path: path.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::NotAnImage { path, why } => Error::NotAnImage {
+                path: path.clone(),
+                why: why.clone(),
+            },
+            Error::Truncated {
+                path,
+                len,
+                expected,
+            } => Error::Truncated {
+                path: path.clone(),
+                len: *len,
+                expected: *expected,
+            },
             Error::Io {
                 offset,
                 len,
@@ -229,7 +283,10 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             _ if self.is_corruption() => ErrorKind::Corrupt,
-            Error::Io { .. } => ErrorKind::Io,
+            Error::Open { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+                ErrorKind::NotFound
+            }
+            Error::Io { .. } | Error::Open { .. } => ErrorKind::Io,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::NotFound { .. } => ErrorKind::NotFound,
             Error::NotADirectory { .. } => ErrorKind::NotADirectory,
@@ -243,7 +300,11 @@ impl Error {
     pub fn is_corruption(&self) -> bool {
         matches!(
             self,
-            Error::Corrupt { .. } | Error::Format { .. } | Error::Codec { .. }
+            Error::Corrupt { .. }
+                | Error::Format { .. }
+                | Error::Codec { .. }
+                | Error::NotAnImage { .. }
+                | Error::Truncated { .. }
         ) || matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::UnexpectedEof)
     }
 }
@@ -272,7 +333,7 @@ pub enum ErrorKind {
 impl From<Error> for io::Error {
     fn from(e: Error) -> Self {
         let kind = match &e {
-            Error::Io { source, .. } => source.kind(),
+            Error::Io { source, .. } | Error::Open { source, .. } => source.kind(),
             Error::NotFound { .. } => io::ErrorKind::NotFound,
             Error::NotADirectory { .. } => io::ErrorKind::NotADirectory,
             Error::IsADirectory { .. } => io::ErrorKind::IsADirectory,

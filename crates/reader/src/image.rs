@@ -2,6 +2,7 @@
 //! device table, long xattr prefixes, the packed inode and the shared
 //! caches. Cheap to clone (`Arc`), `Send + Sync`.
 
+use std::io;
 use std::sync::Arc;
 
 use ferrofs_format::compress::{CompressionConfig, ALG_COUNT};
@@ -111,14 +112,23 @@ impl Image {
         Self::open_with(Box::new(source), OpenOptions::default())
     }
 
-    /// Opens the image file at `path` (read with pread).
+    /// Opens the image file at `path` (read with pread). Every error
+    /// opening it names the path.
     pub fn open_path(path: impl AsRef<std::path::Path>) -> Result<Self> {
-        let f = std::fs::File::open(path.as_ref()).map_err(|source| Error::Io {
-            offset: 0,
-            len: 0,
-            source,
-        })?;
-        Self::open(f)
+        let path = path.as_ref();
+        let f = open_file(path)?;
+        Self::open(f).map_err(|e| match e {
+            Error::NotAnImage { why, .. } => Error::NotAnImage {
+                path: Some(path.to_owned()),
+                why,
+            },
+            Error::Truncated { len, expected, .. } => Error::Truncated {
+                path: Some(path.to_owned()),
+                len,
+                expected,
+            },
+            e => e,
+        })
     }
 
     /// Opens an image, validating everything the kernel checks at mount.
@@ -128,10 +138,23 @@ impl Image {
             len: 0,
             source,
         })?;
+        let sb_end = SUPERBLOCK_OFFSET.saturating_add(SB_BASE_SIZE as u64);
+        if source_len < sb_end {
+            return Err(Error::NotAnImage {
+                path: None,
+                why: format!("{source_len} bytes, too few for a superblock at byte {SUPERBLOCK_OFFSET}"),
+            });
+        }
         let mut raw = [0u8; SB_BASE_SIZE];
         read_exact(&*source, &mut raw, SUPERBLOCK_OFFSET)?;
         let at = Location::at(SUPERBLOCK_OFFSET);
-        let mut sb = Superblock::parse(&raw).map_err(|e| Error::format(at, e))?;
+        let mut sb = Superblock::parse(&raw).map_err(|e| match e {
+            FormatError::BadMagic(_) => Error::NotAnImage {
+                path: None,
+                why: format!("no superblock magic at byte {SUPERBLOCK_OFFSET}"),
+            },
+            e => Error::format(at, e),
+        })?;
         if sb.sb_extslots >= 1 {
             let mut ext = [0u8; SB_EXT_SIZE - SB_BASE_SIZE];
             read_exact(&*source, &mut ext, SB_EXT_OFFSET)?;
@@ -142,6 +165,10 @@ impl Image {
         // reader may not know.
         let bs = BlockSize::from_bits(sb.blkszbits).map_err(|e| Error::format(at, e))?;
         if opts.verify_checksum && sb.has_compat(compat::SB_CHKSUM) {
+            // Too short to checksum: say it is truncated, if it is.
+            if source_len < SUPERBLOCK_OFFSET.saturating_add(checksum_len(bs) as u64) {
+                check_length(&sb, bs, source_len)?;
+            }
             let mut region = vec![0u8; checksum_len(bs)];
             read_exact(&*source, &mut region, SUPERBLOCK_OFFSET)?;
             let computed = compute_checksum(&region);
@@ -162,6 +189,7 @@ impl Image {
             e => Error::format(at, e),
         })?;
 
+        check_length(&sb, bs, source_len)?;
         let cfg = read_compression_config(&*source, &sb)?;
         let devices = read_device_table(&*source, &sb)?;
         if !opts.devices.is_empty() && opts.devices.len() != devices.len() {
@@ -507,6 +535,35 @@ fn unique(image: &mut Image) -> Result<&mut Inner> {
 
 /// Where the superblock's extension slots start.
 const SB_EXT_OFFSET: u64 = SUPERBLOCK_OFFSET + SB_BASE_SIZE as u64;
+
+/// Refuses a partial copy or download: an image that ends before its last
+/// block starts. (A last block cut short is tolerated, as some writers
+/// leave it so; bytes after the image are allowed: devices or a tar may
+/// follow.)
+fn check_length(sb: &Superblock, bs: BlockSize, source_len: u64) -> Result<()> {
+    let expected = sb.total_blocks().saturating_mul(bs.bytes());
+    if sb.total_blocks() > 0 && source_len <= expected.saturating_sub(bs.bytes()) {
+        return Err(Error::Truncated {
+            path: None,
+            len: source_len,
+            expected,
+        });
+    }
+    Ok(())
+}
+
+/// Opens an image file for reading, refusing a directory by name.
+fn open_file(path: &std::path::Path) -> Result<std::fs::File> {
+    let err = |source| Error::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let f = std::fs::File::open(path).map_err(err)?;
+    match f.metadata() {
+        Ok(m) if m.is_dir() => Err(err(io::Error::from(io::ErrorKind::IsADirectory))),
+        _ => Ok(f),
+    }
+}
 
 pub(crate) fn read_exact(src: &dyn ReadAt, buf: &mut [u8], offset: u64) -> Result<()> {
     src.read_exact_at(buf, offset).map_err(|source| Error::Io {

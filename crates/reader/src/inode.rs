@@ -277,6 +277,18 @@ impl Inode {
     pub fn inode_end(&self) -> MetaAddr {
         self.end
     }
+    /// `st_blocks` as the kernel reports it (512-byte units) in an image
+    /// of 2^`blkszbits`-byte blocks: compressed files count their stored
+    /// blocks (none when all the data is inline or in the packed inode),
+    /// others their size rounded up to whole blocks.
+    pub fn st_blocks(&self, blkszbits: u8) -> u64 {
+        let shift = u32::from(blkszbits.saturating_sub(9));
+        let blocks = match self.layout {
+            DataLayout::CompressedFull | DataLayout::CompressedCompact => u64::from(self.i_u),
+            _ => self.size.div_ceil(1u64 << blkszbits.min(63)),
+        };
+        blocks.checked_shl(shift).unwrap_or(u64::MAX)
+    }
     /// Permission bits (including setuid, setgid, sticky).
     pub fn permissions(&self) -> u16 {
         self.mode & 0o7777

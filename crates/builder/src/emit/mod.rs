@@ -95,14 +95,29 @@ impl<'p> Staged<'p> {
             name.to_string_lossy(),
             std::process::id()
         ));
+        // Errors name the image, not the temporary file the user never
+        // asked for.
+        let fail = |source| BuildError::Output {
+            path: target.to_path_buf(),
+            source,
+        };
+        if target.is_dir() {
+            return Err(fail(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "it is a directory",
+            )));
+        }
         let file = fs::OpenOptions::new()
             .write(true)
             .read(true)
             .create_new(true)
             .open(&tmp)
-            .map_err(|source| BuildError::Output {
-                path: tmp.clone(),
-                source,
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => fail(std::io::Error::new(
+                    e.kind(),
+                    format!("directory {} does not exist", dir_of(target).display()),
+                )),
+                _ => fail(e),
             })?;
         Ok(Self {
             file,

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::mount;
 
 mod options;
 
@@ -141,7 +140,7 @@ pub(crate) struct MkfsArgs {
     xattr_inode_digest: Option<String>,
     /// Store every regular file chunk-based with chunks of this many bytes
     /// (sparse files are always stored chunk-based, with holes).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = crate::size::parse_u64)]
     chunksize: Option<u64>,
     /// Extended options, comma-separated: force-inode-extended,
     /// force-inode-compact (an inode that needs the extended form is an
@@ -174,7 +173,7 @@ pub(crate) struct MkfsArgs {
     compress: Option<String>,
     /// Physical cluster size in bytes (a multiple of the block size, up to
     /// 1 MiB); default: one block.
-    #[arg(short = 'C', value_name = "BYTES")]
+    #[arg(short = 'C', value_name = "BYTES", value_parser = crate::size::parse_u64)]
     pcluster: Option<u64>,
     /// Per-path compression: lines of `<pcluster bytes> <compressor index> <regex>`.
     #[arg(long, value_name = "FILE")]
@@ -196,12 +195,12 @@ pub(crate) struct MkfsArgs {
     /// With --profile: the read-around of the kernel that will read the
     /// image (its readahead, e.g. 128K): hot pieces are widened by half of
     /// it on each side. 0: pieces are exactly what the traces read.
-    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = mount::parse_size)]
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = crate::size::parse)]
     profile_readahead: usize,
     /// With -z: no pcluster decodes to more than this many bytes (rounded
     /// down to whole blocks), so a small read of very compressible data
     /// decodes little.
-    #[arg(long, value_name = "BYTES", value_parser = mount::parse_size)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::size::parse)]
     max_extent_bytes: Option<usize>,
     /// Store every hard link as an inode of its own.
     #[arg(long)]
@@ -209,7 +208,7 @@ pub(crate) struct MkfsArgs {
     /// Write the image this many bytes into IMAGE (the bytes before it
     /// are zeros); readers take the same `--offset`, the kernel a loop
     /// device's (`mount -o loop,offset=N`).
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = crate::size::parse_u64)]
     offset: u64,
     /// Label every file by its path (under --mount-point) from this SELinux
     /// file_contexts file: the last matching line wins, exact paths over

@@ -53,6 +53,29 @@ fn field(
     number(&h[r]).ok_or_else(|| format!("bad {what} field"))
 }
 
+/// What to do with an archive whose first bytes are a compressor's magic
+/// number rather than a tar header; `None` when they are not one.
+pub(super) fn compressed_hint(head: &[u8]) -> Option<&'static str> {
+    const HINTS: &[(&[u8], &str)] = &[
+        (&[0x1f, 0x8b], "it is gzip-compressed: add --ungzip"),
+        (&[0xfd, b'7', b'z', b'X', b'Z', 0], "it is xz-compressed: add --unxz"),
+        (b"LZIP", "it is lzip-compressed: add --unxz"),
+        (&[0x5d, 0, 0], "it looks lzma-compressed: add --unxz"),
+        (
+            &[0x28, 0xb5, 0x2f, 0xfd],
+            "it is zstd-compressed: decompress it on the way in (zstd -dc ARCHIVE | ferrofs mkfs --tar IMAGE -)",
+        ),
+        (
+            b"BZh",
+            "it is bzip2-compressed: decompress it on the way in (bzip2 -dc ARCHIVE | ferrofs mkfs --tar IMAGE -)",
+        ),
+    ];
+    HINTS
+        .iter()
+        .find(|(magic, _)| head.starts_with(magic))
+        .map(|&(_, hint)| hint)
+}
+
 /// Reads headers until an entry proper, taking in the extension members
 /// on the way; `None` at the end of the archive (two zero blocks, or the
 /// end of the stream).
@@ -79,7 +102,15 @@ pub(super) fn next(src: &mut Src, pending: &mut Pending) -> Result<Option<Header
             shown
         };
         if !checksum_ok(&h) {
-            return Err(src.err(&member, format!("header checksum mismatch at byte {at}")));
+            // Not a header: its name field is noise, so it is not shown.
+            let hint = if at == 0 { compressed_hint(&h) } else { None };
+            return Err(src.err(
+                "",
+                match hint {
+                    Some(hint) => format!("not a tar archive: {hint}"),
+                    None => format!("header checksum mismatch at byte {at}"),
+                },
+            ));
         }
         let size = field(&h, 124..136, "size").map_err(|e| src.err(&member, e))?;
         let size = u64::try_from(size).map_err(|_| src.err(&member, "negative size"))?;

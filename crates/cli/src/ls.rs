@@ -1,0 +1,392 @@
+//! `ferrofs ls`: lists a directory of an image as coreutils' `ls` lists
+//! the same directory of the kernel's mount (`LC_ALL=C`: entries in byte
+//! order, names as they are): `-l` with owner names, dates and aligned
+//! columns, `-R`, `-d`, `-i` (the kernel's inode numbers), `-L`, `-n`.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use ferrofs::format::inode::FileType;
+use ferrofs::raw::Inode;
+use ferrofs::Image;
+
+use crate::{out, ImageArgs};
+
+/// The options of `ferrofs ls`.
+#[derive(clap::Args)]
+pub(crate) struct LsArgs {
+    #[command(flatten)]
+    img: ImageArgs,
+    /// Path inside the image (default: the root).
+    path: Option<OsString>,
+    /// Long format, as `ls -l`: mode, links, owner, group, size, date.
+    #[arg(short = 'l')]
+    long: bool,
+    /// List subdirectories recursively.
+    #[arg(short = 'R')]
+    recursive: bool,
+    /// List a directory itself, not its entries.
+    #[arg(short = 'd')]
+    directory: bool,
+    /// Print each entry's inode number (as the kernel numbers it).
+    #[arg(short = 'i')]
+    inode: bool,
+    /// Follow symbolic links: show what they point to.
+    #[arg(short = 'L')]
+    dereference: bool,
+    /// Long format with numeric owners and groups.
+    #[arg(short = 'n')]
+    numeric: bool,
+}
+
+/// Deepest directory nesting `-R` descends (an image's paths end long
+/// before; a damaged image may loop).
+const MAX_DEPTH: usize = 4096;
+
+/// `ferrofs ls`.
+pub(crate) fn run(a: &LsArgs) -> Result<ExitCode> {
+    let image = crate::open(&a.img)?;
+    let long = a.long || a.numeric;
+    let shown = a.path.clone().unwrap_or_else(|| ".".into());
+    let p = a.path.clone().unwrap_or_default();
+    // As ls: a symlink named on the command line is followed when its
+    // target is what is listed (no -l, no -d), or with -L.
+    let follow = a.dereference || !(long || a.directory);
+    let inode = match image.raw().lookup_path(p.as_bytes(), follow) {
+        Ok(i) => i,
+        // A dangling symlink named without -L: the link itself.
+        Err(_) if follow && !a.dereference => image.raw().lookup_path(p.as_bytes(), false)?,
+        Err(e) => return Err(e.into()),
+    };
+    let mut lister = Lister {
+        image: &image,
+        args: a,
+        long,
+        now: jiff::Timestamp::now(),
+        tz: jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC),
+        names: HashMap::new(),
+        groups: HashMap::new(),
+    };
+    let mut out = out::stdout();
+    if !inode.is_dir() || a.directory {
+        let row = lister.row(shown.as_bytes().to_vec(), &inode)?;
+        lister.print(&mut out, &[row], false)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Directories to list, depth-first in name order, as ls -R goes.
+    // (shown name, path in the image, inode, depth)
+    let mut todo = vec![(shown.as_bytes().to_vec(), p.as_bytes().to_vec(), inode, 0usize)];
+    let mut seen = HashSet::new();
+    let mut first = true;
+    let mut status = ExitCode::SUCCESS;
+    while let Some((name, dir_path, dir, depth)) = todo.pop() {
+        if !seen.insert(dir.nid()) {
+            continue;
+        }
+        if a.recursive {
+            if !first {
+                writeln!(out)?;
+            }
+            out.write_all(&name)?;
+            writeln!(out, ":")?;
+        }
+        first = false;
+        let mut rows = Vec::new();
+        let mut subdirs = Vec::new();
+        for e in image.raw().read_dir(&dir)? {
+            if e.is_dot() {
+                continue;
+            }
+            let child = image.raw().inode(e.nid)?;
+            let path = join(&dir_path, &e.name);
+            let mut dangling = false;
+            let child = if a.dereference && child.is_symlink() {
+                // What it points to; for a dangling link, as ls: an error
+                // and a line of question marks.
+                image.raw().lookup_path(&path, true).unwrap_or_else(|_| {
+                    dangling = true;
+                    child
+                })
+            } else {
+                child
+            };
+            if dangling {
+                // Named as ls names it: bare when listing the default ".".
+                let shown = match (&a.path, depth) {
+                    (None, 0) => e.name.clone(),
+                    _ => join(&name, &e.name),
+                };
+                eprintln!(
+                    "ferrofs: cannot access '{}': No such file or directory",
+                    String::from_utf8_lossy(&shown)
+                );
+                status = ExitCode::from(1);
+            }
+            if a.recursive && child.is_dir() && depth < MAX_DEPTH {
+                subdirs.push((join(&name, &e.name), path, child.clone(), depth + 1));
+            }
+            let mut row = lister.row(e.name.clone(), &child)?;
+            row.unknown = dangling;
+            rows.push(row);
+        }
+        lister.print(&mut out, &rows, true)?;
+        todo.extend(subdirs.into_iter().rev());
+    }
+    out.flush()?;
+    Ok(status)
+}
+
+/// One line of the listing.
+struct Row {
+    ino: u64,
+    /// Type and permission characters, and `+` for an ACL.
+    mode: String,
+    acl: bool,
+    nlink: u64,
+    owner: String,
+    group: String,
+    size: Size,
+    date: String,
+    name: Vec<u8>,
+    target: Option<Vec<u8>>,
+    /// 512-byte blocks, as `st_blocks`.
+    blocks: u64,
+    /// `-L` of a dangling link: printed as question marks.
+    unknown: bool,
+}
+
+enum Size {
+    Bytes(u64),
+    Device(u32, u32),
+}
+
+struct Lister<'a> {
+    image: &'a Image,
+    args: &'a LsArgs,
+    long: bool,
+    now: jiff::Timestamp,
+    tz: jiff::tz::TimeZone,
+    names: HashMap<u32, String>,
+    groups: HashMap<u32, String>,
+}
+
+impl Lister<'_> {
+    fn row(&mut self, name: Vec<u8>, inode: &Inode) -> Result<Row> {
+        let ino = self.image.superblock().kernel_ino(inode.nid());
+        if !self.long {
+            return Ok(Row {
+                ino,
+                mode: String::new(),
+                acl: false,
+                nlink: 0,
+                owner: String::new(),
+                group: String::new(),
+                size: Size::Bytes(0),
+                date: String::new(),
+                name,
+                target: None,
+                blocks: 0,
+                unknown: false,
+            });
+        }
+        let t = match inode.file_type() {
+            FileType::Regular => '-',
+            FileType::Directory => 'd',
+            FileType::Symlink => 'l',
+            FileType::CharDevice => 'c',
+            FileType::BlockDevice => 'b',
+            FileType::Fifo => 'p',
+            FileType::Socket => 's',
+        };
+        let size = match inode.file_type() {
+            FileType::CharDevice | FileType::BlockDevice => {
+                Size::Device(inode.rdev().0, inode.rdev().1)
+            }
+            _ => Size::Bytes(inode.size()),
+        };
+        let target = if inode.is_symlink() {
+            Some(self.image.raw().read_link(inode)?)
+        } else {
+            None
+        };
+        let numeric = self.args.numeric;
+        let owner = id_name(&mut self.names, inode.uid(), numeric, |id| {
+            nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(id))
+                .ok()
+                .flatten()
+                .map(|u| u.name)
+        });
+        let group = id_name(&mut self.groups, inode.gid(), numeric, |id| {
+            nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(id))
+                .ok()
+                .flatten()
+                .map(|g| g.name)
+        });
+        Ok(Row {
+            ino,
+            mode: format!("{t}{}", crate::inspect::mode_string(inode.mode())),
+            acl: has_acl(self.image, inode)?,
+            nlink: u64::from(inode.nlink()),
+            owner,
+            group,
+            size,
+            date: self.date(inode.mtime(), inode.mtime_nsec()),
+            name,
+            target,
+            blocks: inode.st_blocks(self.image.superblock().blkszbits),
+            unknown: false,
+        })
+    }
+
+    /// `Nov 27 17:58` for the last six months, else `Nov 27  2025`, in
+    /// the local time zone, as ls prints it.
+    fn date(&self, sec: i64, nsec: u32) -> String {
+        let Ok(when) = jiff::Timestamp::new(sec, nsec.min(999_999_999) as i32) else {
+            return sec.to_string();
+        };
+        // ls's six months: half of a Gregorian year.
+        let half_year = jiff::SignedDuration::from_secs(31_556_952 / 2);
+        let recent = self
+            .now
+            .checked_sub(half_year)
+            .is_ok_and(|ago| ago < when && when < self.now);
+        let z = when.to_zoned(self.tz.clone());
+        let f = if recent { "%b %e %H:%M" } else { "%b %e  %Y" };
+        z.strftime(f).to_string()
+    }
+
+    fn print(&self, out: &mut impl Write, rows: &[Row], total: bool) -> Result<()> {
+        let w = |f: &dyn Fn(&Row) -> usize| rows.iter().map(f).max().unwrap_or(0);
+        let ino_w = if self.args.inode { w(&|r| r.ino.to_string().len()) } else { 0 };
+        if !self.long {
+            for r in rows {
+                if self.args.inode {
+                    write!(out, "{:>ino_w$} ", r.ino)?;
+                }
+                out.write_all(&r.name)?;
+                writeln!(out)?;
+            }
+            return Ok(());
+        }
+        if total {
+            let blocks: u64 = rows.iter().filter(|r| !r.unknown).map(|r| r.blocks).sum();
+            writeln!(out, "total {}", blocks.div_ceil(2))?;
+        }
+        let any_acl = rows.iter().any(|r| r.acl);
+        let nlink_w = w(&|r| r.nlink.to_string().len());
+        let owner_w = w(&|r| r.owner.len());
+        let group_w = w(&|r| r.group.len());
+        let major_w = w(&|r| match r.size {
+            Size::Device(m, _) => m.to_string().len(),
+            Size::Bytes(_) => 0,
+        });
+        let minor_w = w(&|r| match r.size {
+            Size::Device(_, m) => m.to_string().len(),
+            Size::Bytes(_) => 0,
+        });
+        let size_w = w(&|r| match r.size {
+            Size::Bytes(n) => n.to_string().len(),
+            Size::Device(..) => major_w + 2 + minor_w,
+        });
+        let date_w = w(&|r| r.date.len());
+        for r in rows {
+            if self.args.inode {
+                write!(out, "{:>ino_w$} ", r.ino)?;
+            }
+            if r.unknown {
+                let q = if any_acl { "?" } else { "" };
+                write!(
+                    out,
+                    "{}?????????{q} {:>nlink_w$} {:<owner_w$} {:<group_w$} {:>size_w$} {:>date_w$} ",
+                    &r.mode[..1],
+                    "?",
+                    "?",
+                    "?",
+                    "?",
+                    "?"
+                )?;
+                out.write_all(&r.name)?;
+                writeln!(out)?;
+                continue;
+            }
+            let acl = match (any_acl, r.acl) {
+                (false, _) => "",
+                (true, true) => "+",
+                (true, false) => " ",
+            };
+            write!(
+                out,
+                "{}{acl} {:>nlink_w$} {:<owner_w$} {:<group_w$} ",
+                r.mode, r.nlink, r.owner, r.group
+            )?;
+            match r.size {
+                Size::Bytes(n) => write!(out, "{n:>size_w$}")?,
+                Size::Device(major, minor) => {
+                    let mw = size_w - 2 - minor_w;
+                    write!(out, "{major:>mw$}, {minor:>minor_w$}")?
+                }
+            }
+            write!(out, " {} ", r.date)?;
+            out.write_all(&r.name)?;
+            if let Some(t) = &r.target {
+                out.write_all(b" -> ")?;
+                out.write_all(t)?;
+            }
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+}
+
+/// `dir/name`.
+fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut path = dir.to_vec();
+    if !path.is_empty() && !path.ends_with(b"/") {
+        path.push(b'/');
+    }
+    path.extend_from_slice(name);
+    path
+}
+
+/// The name of user or group `id` (looked up once), or the number.
+fn id_name(
+    cache: &mut HashMap<u32, String>,
+    id: u32,
+    numeric: bool,
+    lookup: impl Fn(u32) -> Option<String>,
+) -> String {
+    if numeric {
+        return id.to_string();
+    }
+    cache
+        .entry(id)
+        .or_insert_with(|| lookup(id).unwrap_or_else(|| id.to_string()))
+        .clone()
+}
+
+/// Whether ls would mark the inode with `+`: an access ACL beyond the
+/// three entries the mode bits say, or any default ACL.
+fn has_acl(image: &Image, inode: &Inode) -> Result<bool> {
+    if inode.xattr_icount() == 0 {
+        return Ok(false);
+    }
+    let raw = image.raw();
+    // The xattr value: a 4-byte version, then 8 bytes per entry.
+    let entries = |v: &[u8]| v.len().saturating_sub(4) / 8;
+    if let Some(v) = raw.xattr(inode, b"system.posix_acl_access")? {
+        if entries(&v) > 3 {
+            return Ok(true);
+        }
+    }
+    if inode.is_dir() {
+        if let Some(v) = raw.xattr(inode, b"system.posix_acl_default")? {
+            return Ok(entries(&v) > 0);
+        }
+    }
+    Ok(false)
+}

@@ -11,7 +11,15 @@ use ferrofs_builder::Summary;
 
 /// Prints the summary of the build of `image` (nothing with `quiet`,
 /// except notes about `--base` on standard error).
-pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool) -> Result<()> {
+pub(crate) fn print(
+    image: &Path,
+    offset: u64,
+    s: &Summary,
+    bs: u32,
+    json: bool,
+    quiet: bool,
+) -> Result<()> {
+    let kernels = kernel_support(image, offset);
     if let Some(b) = &s.base {
         if !quiet {
             for n in &b.notes {
@@ -27,6 +35,13 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
             .iter()
             .map(|p| serde_json::json!({"name": p.name, "wall_s": p.wall.as_secs_f64(), "cpu_s": p.cpu.as_secs_f64()}))
             .collect();
+        if let Some(k) = &kernels {
+            v["linux"] = serde_json::json!({
+                "oldest": format!("{}.{}", k.oldest.0, k.oldest.1),
+                "because": k.because,
+                "experimental": k.experimental,
+            });
+        }
         if let Some(b) = &s.base {
             v["base"] = serde_json::json!({
                 "reused_files": b.reused_files,
@@ -76,6 +91,26 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
             s.meta_blocks,
             s.bytes
         )?;
+        if let Some(k) = &kernels {
+            let exp = if k.experimental.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; Linux 6.18 logs EXPERIMENTAL for its {}",
+                    k.experimental.join(", ")
+                )
+            };
+            let why = if k.because.is_empty() {
+                String::new()
+            } else {
+                format!(" (for {})", k.because)
+            };
+            writeln!(
+                out,
+                "mounts on Linux {}.{} or later{why}{exp}",
+                k.oldest.0, k.oldest.1
+            )?;
+        }
         if let Some(i) = &s.incremental {
             writeln!(
                 out,
@@ -128,6 +163,18 @@ pub(crate) fn print(image: &Path, s: &Summary, bs: u32, json: bool, quiet: bool)
     }
     out.flush()?;
     Ok(())
+}
+
+/// Which kernels mount the image just written (`None` if its superblock
+/// cannot be read back, which the build would have reported).
+fn kernel_support(image: &Path, offset: u64) -> Option<ferrofs::format::kernel::KernelSupport> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(image).ok()?;
+    let mut raw = [0u8; ferrofs::format::superblock::SB_BASE_SIZE];
+    f.read_exact_at(&mut raw, offset.checked_add(ferrofs::format::SUPERBLOCK_OFFSET)?)
+        .ok()?;
+    let sb = ferrofs::format::superblock::Superblock::parse(&raw).ok()?;
+    Some(ferrofs::format::kernel::support(&sb))
 }
 
 /// Prints the build's phases on standard error (`mkfs --timings`): wall

@@ -17,6 +17,7 @@ pub mod dirent;
 pub mod error;
 pub mod hotrange;
 pub mod inode;
+pub mod kernel;
 mod le;
 pub mod superblock;
 pub mod xattr;

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 mod options;
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub(crate) struct MkfsArgs {
     /// The image file to write (replaced atomically).
     image: PathBuf,
@@ -166,9 +166,19 @@ pub(crate) struct MkfsArgs {
     /// blocks after all file data, so every value gives the same image.
     #[arg(long = "MZ", value_name = "i|d|id|0", num_args = 0..=1, require_equals = true, default_missing_value = "id", value_parser = ["i", "d", "id", "di", "0"])]
     metadata_zone: Option<String>,
+    /// A named set of options, for those who would rather not pick them:
+    /// `fast` (-z lz4 -C 65536: quick to build and to read; Linux 5.13+),
+    /// `balanced` (-z lz4hc,9 -C 65536 -E ztailpacking; Linux 5.17+),
+    /// `dense` (-z lzma,6 -C 131072 -E fragments,dedupe,ztailpacking: the
+    /// smallest image older kernels mount; Linux 6.1+; add -m 4096 --zD
+    /// for the 2025 format, smaller still, Linux 6.17+). Options given
+    /// beside it win over the preset's.
+    #[arg(long, value_name = "NAME", value_parser = ["fast", "balanced", "dense"])]
+    preset: Option<String>,
     /// Compress file data: lz4, lz4hc[,LEVEL], lzma[,LEVEL], deflate[,LEVEL],
     /// zstd[,LEVEL] (also `level=N`); alternatives for --compress-hints
-    /// separated by ':'.
+    /// separated by ':'. Default: none, data is stored uncompressed (or
+    /// what --preset says).
     #[arg(short = 'z', value_name = "ALG[,LEVEL]")]
     compress: Option<String>,
     /// Physical cluster size in bytes (a multiple of the block size, up to
@@ -278,6 +288,10 @@ pub(crate) struct MkfsArgs {
 }
 
 pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
+    let a = &options::with_preset(a);
+    if a.compress.is_none() && a.metabox.is_none() && !a.dropin && !a.quiet && !a.json {
+        eprintln!("note: no -z or --preset given: file data is stored uncompressed");
+    }
     let rebuild = crate::rebuild::layers(a.tar.is_some(), &a.source, &a.layers, &a.clean)?;
     // Rebuild mode: the layers' block size, as mkfs.erofs takes it.
     let block_size = crate::rebuild::block_size(a.block_size, &rebuild)?;
@@ -309,7 +323,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     if !a.profile.is_empty() {
         crate::hotrecord::write(&a.image, a.offset, &a.profile, a.quiet || a.json)?;
     }
-    crate::summary::print(&a.image, &s, block_size, a.json, a.quiet)?;
+    crate::summary::print(&a.image, a.offset, &s, block_size, a.json, a.quiet)?;
     if a.timings {
         crate::summary::print_timings(&s.phases);
     }

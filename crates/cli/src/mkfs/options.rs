@@ -8,6 +8,24 @@ use ferrofs_builder::{BuildOptions, TimePolicy};
 
 use super::MkfsArgs;
 
+/// The command line with `--preset`'s options filled in where the user
+/// gave none of their own (`-E` lists add to the preset's).
+pub(super) fn with_preset(a: &MkfsArgs) -> MkfsArgs {
+    let mut a = a.clone();
+    let (z, c, e): (&str, u64, &str) = match a.preset.as_deref() {
+        Some("fast") => ("lz4", 65536, ""),
+        Some("balanced") => ("lz4hc,9", 65536, "ztailpacking"),
+        Some("dense") => ("lzma,6", 131072, "fragments,dedupe,ztailpacking"),
+        _ => return a,
+    };
+    a.compress.get_or_insert_with(|| z.to_owned());
+    a.pcluster.get_or_insert(c);
+    if !e.is_empty() {
+        a.extended.insert(0, e.to_owned());
+    }
+    a
+}
+
 /// The build options the command line asks for (`block_size`: `-b`, or
 /// the layers' in rebuild mode).
 pub(super) fn build_options(a: &MkfsArgs, block_size: u32) -> Result<BuildOptions> {

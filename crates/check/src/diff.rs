@@ -4,9 +4,6 @@
 //! block-level delta between them has to carry).
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
-use std::io::Read;
-use std::path::Path;
 
 use ferrofs::format::Nid;
 use ferrofs::{raw::Inode, Image};
@@ -51,9 +48,8 @@ pub struct Report {
     pub errors: Vec<String>,
 }
 
-/// Compares the trees of `old` and `new` (opened from the files at
-/// `old_path` and `new_path`, whose blocks are compared too).
-pub fn diff(old: &Image, new: &Image, old_path: &Path, new_path: &Path) -> std::io::Result<Report> {
+/// Compares the trees of `old` and `new`, and their stored blocks.
+pub fn diff(old: &Image, new: &Image) -> ferrofs::Result<Report> {
     let (a, mut errors) = index(old, "old");
     let (b, e2) = index(new, "new");
     errors.extend(e2);
@@ -77,7 +73,7 @@ pub fn diff(old: &Image, new: &Image, old_path: &Path, new_path: &Path) -> std::
         }
     }
     r.added = b.keys().filter(|p| !a.contains_key(*p)).cloned().collect();
-    (r.blocks, r.blocks_differ) = blocks_differ(old_path, new_path, r.block_size)?;
+    (r.blocks, r.blocks_differ) = blocks_differ(old, new, r.block_size)?;
     Ok(r)
 }
 
@@ -166,34 +162,37 @@ fn node(image: &Image, inode: &Inode, sums: &mut HashMap<Nid, [u8; 32]>) -> ferr
     })
 }
 
-/// (blocks of the larger file, blocks that differ) of two files compared
-/// in blocks of `bs` bytes.
-fn blocks_differ(a: &Path, b: &Path, bs: u64) -> std::io::Result<(u64, u64)> {
-    let (mut fa, mut fb) = (File::open(a)?, File::open(b)?);
-    let bs = bs.max(512) as usize;
-    let (mut x, mut y) = (vec![0u8; bs], vec![0u8; bs]);
-    let (mut total, mut differ) = (0u64, 0u64);
-    loop {
-        let na = fill(&mut fa, &mut x)?;
-        let nb = fill(&mut fb, &mut y)?;
-        if na == 0 && nb == 0 {
-            return Ok((total, differ));
+/// (blocks of the larger image, blocks that differ): the two images'
+/// sources compared in blocks of `bs` bytes.
+fn blocks_differ(a: &Image, b: &Image, bs: u64) -> ferrofs::Result<(u64, u64)> {
+    let bs = bs.max(512);
+    let (la, lb) = (a.source_len(), b.source_len());
+    let total = la.max(lb).div_ceil(bs);
+    // Read in runs of blocks: remote sources fetch in large requests.
+    const RUN: u64 = 256;
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    let mut differ = 0u64;
+    let mut block = 0u64;
+    while block < total {
+        let n = RUN.min(total - block);
+        let start = block * bs;
+        let end = start.saturating_add(n * bs);
+        let read = |img: &Image, len: u64, buf: &mut Vec<u8>| -> ferrofs::Result<()> {
+            let upto = end.min(len).max(start);
+            buf.resize((upto - start) as usize, 0);
+            img.read_source(buf, start)
+        };
+        read(a, la, &mut x)?;
+        read(b, lb, &mut y)?;
+        for k in 0..n as usize {
+            let r = k * bs as usize..(k + 1) * bs as usize;
+            let p = x.get(r.start..r.end.min(x.len())).unwrap_or(&[]);
+            let q = y.get(r.start..r.end.min(y.len())).unwrap_or(&[]);
+            if p != q {
+                differ += 1;
+            }
         }
-        total += 1;
-        if na != nb || x[..na] != y[..nb] {
-            differ += 1;
-        }
+        block += n;
     }
-}
-
-/// Reads until `buf` is full or the file ends; the bytes read.
-fn fill(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
+    Ok((total, differ))
 }

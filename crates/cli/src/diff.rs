@@ -24,7 +24,7 @@ pub(crate) fn run(old: &Path, new: &Path, json: bool, remote: &RemoteArgs) -> Re
         crate::source::open_image(p, &[], 0, remote, opts)
     };
     let (a, b) = (open(old)?, open(new)?);
-    let r = ferrofs_check::diff::diff(&a, &b, old, new)
+    let r = ferrofs_check::diff::diff(&a, &b)
         .with_context(|| format!("comparing {} and {}", old.display(), new.display()))?;
     let shown = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
     let mut out = crate::out::stdout();

@@ -99,7 +99,18 @@ impl<'a> Sources<'a> {
         match arg.to_str().filter(|s| ferrofs_remote::is_url(s)) {
             Some(url) => {
                 let cache = self.cache()?;
-                let src = Arc::new(HttpSource::open(url, cache, &RemoteOptions::default())?);
+                let mut say = |len: u64| {
+                    eprintln!(
+                        "note: {url}: the server does not do range requests: downloading the \
+                         whole image ({len} bytes) into the cache"
+                    )
+                };
+                let src = Arc::new(HttpSource::open_noting(
+                    url,
+                    cache,
+                    &RemoteOptions::default(),
+                    &mut say,
+                )?);
                 let hot = match image_at {
                     Some(at) => src.hot_ranges(at),
                     None => Ok(None),

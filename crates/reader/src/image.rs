@@ -264,6 +264,12 @@ impl Image {
         Ok(image)
     }
 
+    /// Bytes `offset..offset + buf.len()` of the primary source as they
+    /// are stored (for tools that compare images block by block).
+    pub fn read_source(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        read_exact(&*self.inner.source, buf, offset)
+    }
+
     /// The validated superblock.
     pub fn superblock(&self) -> &Superblock {
         &self.inner.sb

@@ -13,7 +13,8 @@ pub enum RemoteError {
     /// The server answered a range request with the whole object.
     #[error(
         "{url}: the server does not support range requests (it answered HTTP {status} with the \
-         whole object{}); refusing to download it whole",
+         whole object{}): serve the image with one that does (nginx, any S3-compatible store), \
+         or allow a whole download",
         len.map(|l| format!(", {l} bytes")).unwrap_or_default()
     )]
     NoRangeSupport {
@@ -21,6 +22,13 @@ pub enum RemoteError {
         status: u16,
         len: Option<u64>,
     },
+    /// A server without range requests, and an image larger than the
+    /// cache that would have to hold it whole.
+    #[error(
+        "{url}: the server does not support range requests, and the image ({len} bytes) is \
+         larger than the cache ({limit} bytes, --cache-dir-size) it would be downloaded into"
+    )]
+    TooLargeForWholeDownload { url: String, len: u64, limit: u64 },
     /// HTTP 404 (or 410).
     #[error("{url}: not found (HTTP {status})")]
     NotFound { url: String, status: u16 },

@@ -62,6 +62,15 @@ pub fn scheme(url: &str) -> Option<&str> {
     (first_ok && rest_ok).then_some(s)
 }
 
+/// What the opening request found.
+pub enum Probe {
+    /// The server honours Range: the object's length and validators.
+    Ranges(Validators),
+    /// The server sent the whole object instead: its validators and the
+    /// body, still to be read.
+    Whole(Validators, Box<dyn Read + Send>),
+}
+
 /// A failure and whether another attempt may succeed.
 enum Failure {
     Retry(RemoteError),
@@ -141,6 +150,20 @@ impl Client {
     /// Asks for the first byte: learns the object's length and validators
     /// and that the server honours Range.
     pub fn probe(&self) -> Result<Validators> {
+        match self.probe_or_whole()? {
+            Probe::Ranges(v) => Ok(v),
+            Probe::Whole(v, _) => Err(RemoteError::NoRangeSupport {
+                url: self.url.clone(),
+                status: 200,
+                len: Some(v.len),
+            }),
+        }
+    }
+
+    /// As [`Client::probe`], but a server that answers the range request
+    /// with the whole object (and its length) gives that answer, to be
+    /// read whole.
+    pub fn probe_or_whole(&self) -> Result<Probe> {
         self.retrying(|| {
             let resp = self.send(0, 1, None)?;
             let h = resp.headers();
@@ -159,14 +182,28 @@ impl Client {
                         last_modified,
                     };
                     self.read_body(resp, 0, 1)?;
-                    Ok(v)
+                    Ok(Probe::Ranges(v))
                 }
                 // An empty object has no first byte.
-                StatusCode::RANGE_NOT_SATISFIABLE if total == Some(0) => Ok(Validators {
-                    len: 0,
-                    etag,
-                    last_modified,
-                }),
+                StatusCode::RANGE_NOT_SATISFIABLE if total == Some(0) => {
+                    Ok(Probe::Ranges(Validators {
+                        len: 0,
+                        etag,
+                        last_modified,
+                    }))
+                }
+                // The whole object, of a known length.
+                StatusCode::OK => match header(h, "content-length").and_then(|l| l.parse().ok()) {
+                    Some(len) => Ok(Probe::Whole(
+                        Validators {
+                            len,
+                            etag,
+                            last_modified,
+                        },
+                        Box::new(resp.into_body().into_reader()),
+                    )),
+                    None => Err(self.status_failure(StatusCode::OK, &resp, None)),
+                },
                 s => Err(self.status_failure(s, &resp, None)),
             }
         })

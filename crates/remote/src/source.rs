@@ -4,7 +4,7 @@
 //! many threads want them, and kept.
 
 use std::collections::HashSet;
-use std::io;
+use std::io::{self, Read};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -13,8 +13,8 @@ use ferrofs::ReadAt;
 use sha2::{Digest, Sha256};
 
 use crate::cache::{Cache, KEY_LEN};
-use crate::error::Result;
-use crate::http::{Client, HttpOptions, Validators};
+use crate::error::{RemoteError, Result};
+use crate::http::{Client, HttpOptions, Probe, Validators};
 use crate::plan::{chunks_of, coalesce, spread, Fetch};
 
 /// A request and the bytes it brought.
@@ -31,6 +31,10 @@ pub struct RemoteOptions {
     pub max_request: u64,
     /// Most requests in flight for one read.
     pub parallel: usize,
+    /// A server that does not do range requests (`python3 -m
+    /// http.server`): download the image whole into the cache once
+    /// (`true`, the default), or refuse it.
+    pub whole_download: bool,
 }
 
 impl Default for RemoteOptions {
@@ -40,6 +44,7 @@ impl Default for RemoteOptions {
             chunk_size: 256 << 10,
             max_request: 4 << 20,
             parallel: 4,
+            whole_download: true,
         }
     }
 }
@@ -88,12 +93,35 @@ fn object_key(url: &str, v: &Validators, chunk: u64) -> String {
 impl HttpSource {
     /// Opens `url`: one request for its first byte, which gives its
     /// length, ETag and Last-Modified (checked on every later response)
-    /// and shows that the server honours Range.
+    /// and shows that the server honours Range. From a server that does
+    /// not, the image is downloaded whole into the cache (unless the cache
+    /// already holds it), if `opts.whole_download`.
     pub fn open(url: &str, cache: Arc<Cache>, opts: &RemoteOptions) -> Result<HttpSource> {
+        Self::open_noting(url, cache, opts, &mut |_| {})
+    }
+
+    /// [`HttpSource::open`], calling `before_whole(len)` before a whole
+    /// download of `len` bytes starts (to say so).
+    pub fn open_noting(
+        url: &str,
+        cache: Arc<Cache>,
+        opts: &RemoteOptions,
+        before_whole: &mut dyn FnMut(u64),
+    ) -> Result<HttpSource> {
         let client = Client::new(url, opts.http.clone())?;
-        let object = client.probe()?;
+        let (object, body) = match client.probe_or_whole()? {
+            Probe::Ranges(v) => (v, None),
+            Probe::Whole(v, _) if !opts.whole_download => {
+                return Err(RemoteError::NoRangeSupport {
+                    url: url.to_owned(),
+                    status: 200,
+                    len: Some(v.len),
+                })
+            }
+            Probe::Whole(v, body) => (v, Some(body)),
+        };
         let chunk = opts.chunk_size.max(1).div_ceil(4096) * 4096;
-        Ok(HttpSource {
+        let src = HttpSource {
             key: object_key(url, &object, chunk),
             bytes: AtomicU64::new(object.len.min(1)),
             client,
@@ -105,7 +133,55 @@ impl HttpSource {
             requests: AtomicU64::new(1),
             inflight: Mutex::new(HashSet::new()),
             landed: Condvar::new(),
-        })
+        };
+        if let Some(body) = body {
+            src.store_whole(body, before_whole)?;
+        }
+        Ok(src)
+    }
+
+    /// Keeps every chunk of the whole-object answer `body` in the cache
+    /// (nothing is read when the cache holds them all already).
+    fn store_whole(&self, mut body: Box<dyn Read + Send>, before: &mut dyn FnMut(u64)) -> Result<()> {
+        let len = self.object.len;
+        let chunks = len.div_ceil(self.chunk);
+        if (0..chunks).all(|c| self.cache.holds(&self.key, c)) {
+            return Ok(());
+        }
+        // Every chunk file carries a 4-byte checksum.
+        let need = len.saturating_add(chunks.saturating_mul(4));
+        if need > self.cache.limit() {
+            return Err(RemoteError::TooLargeForWholeDownload {
+                url: self.url().to_owned(),
+                len,
+                limit: self.cache.limit(),
+            });
+        }
+        before(len);
+        let mut buf = Vec::new();
+        for c in 0..chunks {
+            let (start, end) = self.chunk_span(c);
+            buf.resize((end - start) as usize, 0);
+            let mut got = 0;
+            while got < buf.len() {
+                match body.read(&mut buf[got..]) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got += n,
+                }
+            }
+            self.bytes.fetch_add(got as u64, Ordering::Relaxed);
+            if got < buf.len() {
+                return Err(RemoteError::Truncated {
+                    url: self.url().to_owned(),
+                    start,
+                    end,
+                    got: got as u64,
+                    attempts: 1,
+                });
+            }
+            self.cache.store(&self.key, c, &buf);
+        }
+        Ok(())
     }
 
     /// The URL read.

@@ -121,9 +121,11 @@ impl HttpSource {
             Probe::Whole(v, body) => (v, Some(body)),
         };
         let chunk = opts.chunk_size.max(1).div_ceil(4096) * 4096;
+        // The probe's byte, or (counted as read) the whole answer's.
+        let probed = if body.is_some() { 0 } else { object.len.min(1) };
         let src = HttpSource {
             key: object_key(url, &object, chunk),
-            bytes: AtomicU64::new(object.len.min(1)),
+            bytes: AtomicU64::new(probed),
             client,
             object,
             cache,

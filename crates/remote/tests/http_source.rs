@@ -143,17 +143,64 @@ fn concurrent_readers_of_one_chunk_fetch_it_once() {
     assert_eq!(bytes, 2 * 65536, "{r:?}");
 }
 
-#[test]
-fn a_server_that_ignores_range_is_refused() {
-    let data = object(300_000);
+/// A server that answers every request with the whole object and its
+/// length (as `python3 -m http.server` does), counting what it sends.
+fn no_ranges(data: &Arc<Vec<u8>>) -> Server {
     let d = data.clone();
-    let srv = Server::start("/img", Duration::ZERO, move |_, _| Reply {
+    Server::start("/img", Duration::ZERO, move |_, _| Reply {
         status: 200,
-        headers: Vec::new(),
+        headers: vec![(
+            "Last-Modified".to_owned(),
+            "Mon, 23 Nov 2026 20:00:00 GMT".to_owned(),
+        )],
         body: d.to_vec(),
         declared: None,
-    });
-    let e = HttpSource::open(&srv.url, cache(), &quick()).err().unwrap();
+    })
+}
+
+#[test]
+fn a_server_without_ranges_is_read_whole_once_into_the_cache() {
+    let data = object(300_000);
+    let srv = no_ranges(&data);
+    let c = cache();
+    let mut noted = Vec::new();
+    let src = HttpSource::open_noting(&srv.url, c.clone(), &quick(), &mut |n| noted.push(n)).unwrap();
+    assert_eq!(noted, [300_000], "the download is announced with its size");
+    assert_eq!(src.len().unwrap(), 300_000);
+    let mut all = vec![0u8; 300_000];
+    src.read_exact_at(&mut all, 0).unwrap();
+    assert!(all == *data, "the bytes are the object's");
+    let mut some = vec![0u8; 1000];
+    src.read_exact_at(&mut some, 123_456).unwrap();
+    assert!(some == data[123_456..124_456]);
+    assert_eq!(srv.requests(), 1, "one request: the answer to the probe");
+    assert_eq!(src.stats().bytes, 300_000);
+    // Another run on the same cache directory: the answer is not read
+    // again (its body is dropped), nothing is announced.
+    drop(src);
+    let c2 = Arc::new(Cache::open(c.dir(), 64 << 20).unwrap());
+    let mut noted = Vec::new();
+    let again = HttpSource::open_noting(&srv.url, c2, &quick(), &mut |n| noted.push(n)).unwrap();
+    assert!(noted.is_empty());
+    src_equals(&again, &data);
+    assert_eq!(srv.requests(), 2);
+}
+
+fn src_equals(src: &HttpSource, data: &[u8]) {
+    let mut all = vec![0u8; data.len()];
+    src.read_exact_at(&mut all, 0).unwrap();
+    assert!(all == data);
+}
+
+#[test]
+fn a_server_without_ranges_is_refused_when_asked_or_too_large() {
+    let data = object(300_000);
+    let srv = no_ranges(&data);
+    let refuse = RemoteOptions {
+        whole_download: false,
+        ..quick()
+    };
+    let e = HttpSource::open(&srv.url, cache(), &refuse).err().unwrap();
     assert!(
         matches!(
             e,
@@ -165,11 +212,23 @@ fn a_server_that_ignores_range_is_refused() {
         ),
         "{e}"
     );
+    let msg = e.to_string();
+    assert!(msg.contains("does not support range requests") && msg.contains("nginx"), "{e}");
+    assert_eq!(srv.requests(), 1, "no retry");
+    // A cache smaller than the image cannot hold it whole.
+    let small = Arc::new(Cache::temporary(100_000).unwrap());
+    let e = HttpSource::open(&srv.url, small, &quick()).err().unwrap();
     assert!(
-        e.to_string().contains("does not support range requests"),
+        matches!(
+            e,
+            RemoteError::TooLargeForWholeDownload {
+                len: 300_000,
+                limit: 100_000,
+                ..
+            }
+        ),
         "{e}"
     );
-    assert_eq!(srv.requests(), 1, "no retry");
 }
 
 #[test]

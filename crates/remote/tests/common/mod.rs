@@ -196,6 +196,7 @@ pub fn quick() -> RemoteOptions {
         chunk_size: 64 << 10,
         max_request: 1 << 20,
         parallel: 4,
+        whole_download: true,
     }
 }
 

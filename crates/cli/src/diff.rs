@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
 use crate::source::RemoteArgs;
+use anyhow::{Context, Result};
 
 /// Decoded-cluster cache of each image compared.
 const DIFF_CACHE: usize = 256 << 20;

@@ -41,6 +41,12 @@ pub(crate) struct LsArgs {
     /// Long format with numeric owners and groups.
     #[arg(short = 'n')]
     numeric: bool,
+    /// Show entries whose names start with `.`, and `.` and `..`.
+    #[arg(short = 'a')]
+    all: bool,
+    /// Show entries whose names start with `.`, but not `.` and `..`.
+    #[arg(short = 'A')]
+    almost_all: bool,
 }
 
 /// Deepest directory nesting `-R` descends (an image's paths end long
@@ -80,7 +86,12 @@ pub(crate) fn run(a: &LsArgs) -> Result<ExitCode> {
     }
     // Directories to list, depth-first in name order, as ls -R goes.
     // (shown name, path in the image, inode, depth)
-    let mut todo = vec![(shown.as_bytes().to_vec(), p.as_bytes().to_vec(), inode, 0usize)];
+    let mut todo = vec![(
+        shown.as_bytes().to_vec(),
+        p.as_bytes().to_vec(),
+        inode,
+        0usize,
+    )];
     let mut seen = HashSet::new();
     let mut first = true;
     let mut status = ExitCode::SUCCESS;
@@ -98,8 +109,19 @@ pub(crate) fn run(a: &LsArgs) -> Result<ExitCode> {
         first = false;
         let mut rows = Vec::new();
         let mut subdirs = Vec::new();
-        for e in image.raw().read_dir(&dir)? {
-            if e.is_dot() {
+        let mut entries = image.raw().read_dir(&dir)?;
+        if a.all && !entries.iter().any(|e| e.name == b".") {
+            // A directory stored without "." (48-bit images) still has one.
+            if let Some(e) = entries.iter().find(|e| e.name == b"..") {
+                let mut dot = e.clone();
+                dot.name = b".".to_vec();
+                dot.nid = dir.nid();
+                entries.insert(0, dot);
+            }
+        }
+        for e in entries {
+            let hidden = e.name.starts_with(b".");
+            if e.is_dot() && !a.all || hidden && !(a.all || a.almost_all) {
                 continue;
             }
             let child = image.raw().inode(e.nid)?;
@@ -127,7 +149,7 @@ pub(crate) fn run(a: &LsArgs) -> Result<ExitCode> {
                 );
                 status = ExitCode::from(1);
             }
-            if a.recursive && child.is_dir() && depth < MAX_DEPTH {
+            if a.recursive && child.is_dir() && !e.is_dot() && depth < MAX_DEPTH {
                 subdirs.push((join(&name, &e.name), path, child.clone(), depth + 1));
             }
             let mut row = lister.row(e.name.clone(), &child)?;
@@ -262,7 +284,11 @@ impl Lister<'_> {
 
     fn print(&self, out: &mut impl Write, rows: &[Row], total: bool) -> Result<()> {
         let w = |f: &dyn Fn(&Row) -> usize| rows.iter().map(f).max().unwrap_or(0);
-        let ino_w = if self.args.inode { w(&|r| r.ino.to_string().len()) } else { 0 };
+        let ino_w = if self.args.inode {
+            w(&|r| r.ino.to_string().len())
+        } else {
+            0
+        };
         if !self.long {
             for r in rows {
                 if self.args.inode {
@@ -321,8 +347,11 @@ impl Lister<'_> {
             };
             write!(
                 out,
-                "{}{acl} {:>nlink_w$} {:<owner_w$} {:<group_w$} ",
-                r.mode, r.nlink, r.owner, r.group
+                "{}{acl} {:>nlink_w$} {} {} ",
+                r.mode,
+                r.nlink,
+                aligned(&r.owner, owner_w),
+                aligned(&r.group, group_w)
             )?;
             match r.size {
                 Size::Bytes(n) => write!(out, "{n:>size_w$}")?,
@@ -340,6 +369,16 @@ impl Lister<'_> {
             writeln!(out)?;
         }
         Ok(())
+    }
+}
+
+/// An owner or group in a column `w` wide: names to the left, numbers (no
+/// name known) to the right, as ls aligns them.
+fn aligned(id: &str, w: usize) -> String {
+    if id.bytes().all(|c| c.is_ascii_digit()) {
+        format!("{id:>w$}")
+    } else {
+        format!("{id:<w$}")
     }
 }
 

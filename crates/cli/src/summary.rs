@@ -171,8 +171,11 @@ fn kernel_support(image: &Path, offset: u64) -> Option<ferrofs::format::kernel::
     use std::os::unix::fs::FileExt;
     let f = std::fs::File::open(image).ok()?;
     let mut raw = [0u8; ferrofs::format::superblock::SB_BASE_SIZE];
-    f.read_exact_at(&mut raw, offset.checked_add(ferrofs::format::SUPERBLOCK_OFFSET)?)
-        .ok()?;
+    f.read_exact_at(
+        &mut raw,
+        offset.checked_add(ferrofs::format::SUPERBLOCK_OFFSET)?,
+    )
+    .ok()?;
     let sb = ferrofs::format::superblock::Superblock::parse(&raw).ok()?;
     Some(ferrofs::format::kernel::support(&sb))
 }

@@ -75,6 +75,12 @@ fn images_over_http_read_as_the_local_files() {
                 fail(format!("{name}: {args:?}: local {want:?}, URL {got:?}"));
             }
         }
+        // diff takes URLs: the URL against its file is the same image.
+        match ferrofs(&["diff", &url, local]) {
+            Ok(o)
+                if String::from_utf8_lossy(&o).contains("0 added, 0 removed, 0 changed; 0 of") => {}
+            other => fail(format!("{name}: diff URL FILE: {other:?}")),
+        }
         // extract and a FUSE mount of the URL equal the source tree.
         let out = w.join(format!("out-{name}"));
         match ferrofs(&["extract", &url, out.to_str().unwrap()]) {

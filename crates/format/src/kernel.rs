@@ -26,7 +26,11 @@ pub struct KernelSupport {
 /// kernel's history of `erofs_fs.h`).
 const INCOMPAT: &[(u32, Release, &str)] = &[
     (incompat::ZERO_PADDING, (5, 4), "compressed data"),
-    (incompat::COMPR_CFGS, (5, 13), "pclusters larger than a block"),
+    (
+        incompat::COMPR_CFGS,
+        (5, 13),
+        "pclusters larger than a block",
+    ),
     (incompat::CHUNKED_FILE, (5, 15), "chunk-based files"),
     (incompat::DEVICE_TABLE, (5, 16), "extra devices"),
     (incompat::ZTAILPACKING, (5, 17), "ztailpacking"),
@@ -61,7 +65,11 @@ pub fn support(sb: &Superblock) -> KernelSupport {
     }
     // The algorithm bitmap is only there with COMPR_CFGS; without it, the
     // one codec is LZ4.
-    let algs = if sb.has_incompat(incompat::COMPR_CFGS) { sb.u1 } else { 0 };
+    let algs = if sb.has_incompat(incompat::COMPR_CFGS) {
+        sb.u1
+    } else {
+        0
+    };
     for &(alg, r, what) in CODECS {
         if algs & (1 << alg) != 0 {
             need(r, what);

@@ -75,7 +75,10 @@ pub enum Error {
     },
     /// The source is shorter than the superblock says the image is (a
     /// partial copy or download).
-    #[error("{}image truncated: {len} bytes, the superblock says {expected}", path_prefix(path))]
+    #[error(
+        "{}image truncated: {len} bytes, the superblock says {expected}",
+        path_prefix(path)
+    )]
     Truncated {
         /// The file, when opened by path.
         path: Option<std::path::PathBuf>,

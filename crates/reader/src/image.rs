@@ -142,7 +142,9 @@ impl Image {
         if source_len < sb_end {
             return Err(Error::NotAnImage {
                 path: None,
-                why: format!("{source_len} bytes, too few for a superblock at byte {SUPERBLOCK_OFFSET}"),
+                why: format!(
+                    "{source_len} bytes, too few for a superblock at byte {SUPERBLOCK_OFFSET}"
+                ),
             });
         }
         let mut raw = [0u8; SB_BASE_SIZE];

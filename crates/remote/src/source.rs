@@ -144,7 +144,11 @@ impl HttpSource {
 
     /// Keeps every chunk of the whole-object answer `body` in the cache
     /// (nothing is read when the cache holds them all already).
-    fn store_whole(&self, mut body: Box<dyn Read + Send>, before: &mut dyn FnMut(u64)) -> Result<()> {
+    fn store_whole(
+        &self,
+        mut body: Box<dyn Read + Send>,
+        before: &mut dyn FnMut(u64),
+    ) -> Result<()> {
         let len = self.object.len;
         let chunks = len.div_ceil(self.chunk);
         if (0..chunks).all(|c| self.cache.holds(&self.key, c)) {

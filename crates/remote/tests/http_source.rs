@@ -164,7 +164,8 @@ fn a_server_without_ranges_is_read_whole_once_into_the_cache() {
     let srv = no_ranges(&data);
     let c = cache();
     let mut noted = Vec::new();
-    let src = HttpSource::open_noting(&srv.url, c.clone(), &quick(), &mut |n| noted.push(n)).unwrap();
+    let src =
+        HttpSource::open_noting(&srv.url, c.clone(), &quick(), &mut |n| noted.push(n)).unwrap();
     assert_eq!(noted, [300_000], "the download is announced with its size");
     assert_eq!(src.len().unwrap(), 300_000);
     let mut all = vec![0u8; 300_000];
@@ -213,7 +214,10 @@ fn a_server_without_ranges_is_refused_when_asked_or_too_large() {
         "{e}"
     );
     let msg = e.to_string();
-    assert!(msg.contains("does not support range requests") && msg.contains("nginx"), "{e}");
+    assert!(
+        msg.contains("does not support range requests") && msg.contains("nginx"),
+        "{e}"
+    );
     assert_eq!(srv.requests(), 1, "no retry");
     // A cache smaller than the image cannot hold it whole.
     let small = Arc::new(Cache::temporary(100_000).unwrap());

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-
 mod options;
 
 #[derive(clap::Args, Clone)]

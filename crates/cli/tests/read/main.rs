@@ -15,3 +15,4 @@ mod fixtures_v19;
 mod fsck_warnings;
 mod unsupported_features;
 mod upstream_images;
+mod user_errors;

@@ -80,7 +80,12 @@ impl Src {
         match got {
             0 => Ok(false),
             BLOCK => Ok(true),
-            _ => Err(self.err("", "truncated archive (partial header block)")),
+            // A short compressed archive is shorter than a header block.
+            _ => match super::header::compressed_hint(&b[..got]).filter(|_| self.pos == got as u64)
+            {
+                Some(hint) => Err(self.err("", format!("not a tar archive: {hint}"))),
+                None => Err(self.err("", "truncated archive (partial header block)")),
+            },
         }
     }
 

@@ -32,7 +32,11 @@ fn small_image(w: &Path) -> std::path::PathBuf {
         fs::create_dir_all(src.join("d")).unwrap();
         fs::write(src.join("d/f"), corpus::text_bytes(100_000, 1)).unwrap();
     }
-    let img = w.join("small.img");
+    lz4hc_image(&src, &w.join("small.img"))
+}
+
+/// `ferrofs mkfs -zlz4hc IMG SRC`, which must work.
+fn lz4hc_image(src: &Path, img: &Path) -> std::path::PathBuf {
     let o = ferrofs(&[
         "mkfs",
         "--quiet",
@@ -41,7 +45,7 @@ fn small_image(w: &Path) -> std::path::PathBuf {
         src.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    img
+    img.to_path_buf()
 }
 
 #[test]
@@ -353,15 +357,7 @@ fn ls_prints_what_coreutils_ls_prints_of_the_kernel_mount() {
     let _ = std::os::unix::fs::symlink(".", src.join("self-link"));
     fs::write(src.join("old"), b"old").unwrap();
     corpus::set_mtime(&src.join("old"), 1_000_000_000, 0).unwrap();
-    let img = w.join("ls.img");
-    let o = ferrofs(&[
-        "mkfs",
-        "--quiet",
-        "-zlz4hc",
-        img.to_str().unwrap(),
-        src.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let img = lz4hc_image(&src, &w.join("ls.img"));
     let m = LoopMount::new(&img, &[]).expect("mount");
     let mut failures = Vec::new();
     for (opts, path) in [

@@ -61,6 +61,14 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
         allow_other,
         prefetch: (!a.no_prefetch).then_some(a.prefetch_size as u64),
         trace: a.trace.clone(),
+        // As `mount` shows a loop device's file: the image's full path
+        // (or its URL).
+        source: Some(
+            std::fs::canonicalize(&a.image)
+                .unwrap_or_else(|_| a.image.clone())
+                .display()
+                .to_string(),
+        ),
     };
     // A bad mount point is reported before the image is opened.
     ferrofs_fuse::prepare(&a.mountpoint, &mopts)?;

@@ -89,6 +89,17 @@ fn fuse_mount_matches_source() {
         for d in compare::compare_trees(&src, &m.dir, &CompareOptions::strict()) {
             failures.push(format!("{name}: {d}"));
         }
+        // `mount` shows the image as the source, as for a loop mount.
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+        let shown = mounts
+            .lines()
+            .find(|l| l.split(' ').nth(1) == m.dir.to_str())
+            .and_then(|l| l.split(' ').next().map(str::to_string));
+        if shown.as_deref() != img.canonicalize().unwrap().to_str() {
+            failures.push(format!(
+                "{name}: /proc/mounts shows the source as {shown:?}"
+            ));
+        }
         m.unmount();
     }
     assert!(

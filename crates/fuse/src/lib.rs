@@ -517,11 +517,17 @@ impl Filesystem for ErofsFuse {
 }
 
 /// Mount options and thread count of a session.
-pub(crate) fn config(threads: usize, allow_other: bool) -> fuser::Config {
+pub(crate) fn config(options: &MountOptions) -> fuser::Config {
+    let (threads, allow_other) = (options.threads, options.allow_other);
+    let source = options
+        .source
+        .as_deref()
+        .filter(|s| !s.is_empty() && !s.contains([',', '\\']))
+        .unwrap_or("ferrofs");
     let mut c = fuser::Config::default();
     c.mount_options = vec![
         fuser::MountOption::RO,
-        fuser::MountOption::FSName("ferrofs".into()),
+        fuser::MountOption::FSName(source.into()),
         fuser::MountOption::Subtype("erofs".into()),
         fuser::MountOption::DefaultPermissions,
     ];

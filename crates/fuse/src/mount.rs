@@ -51,10 +51,15 @@ pub struct MountOptions {
     /// `ferrofs_trace`). Prefetch and kernel readahead are off then, so
     /// the trace shows what was read.
     pub trace: Option<PathBuf>,
+    /// The mount's source as `/proc/mounts` and `mount` show it (the
+    /// image's path or URL); `None`, or a name with a comma or backslash
+    /// (which FUSE option strings cannot carry), shows `ferrofs`.
+    pub source: Option<String>,
 }
 
 impl Default for MountOptions {
-    /// Detached, 4 threads, 16 MiB of prefetch per directory, no trace.
+    /// Detached, 4 threads, 16 MiB of prefetch per directory, no trace,
+    /// source shown as `ferrofs`.
     fn default() -> Self {
         Self {
             foreground: false,
@@ -62,6 +67,7 @@ impl Default for MountOptions {
             allow_other: false,
             prefetch: Some(16 << 20),
             trace: None,
+            source: None,
         }
     }
 }
@@ -258,7 +264,7 @@ pub fn spawn(image: Image, dir: &Path, options: &MountOptions) -> Result<Mounted
     } else if let Some(budget) = options.prefetch {
         fs = fs.with_prefetch(budget);
     }
-    let cfg = crate::config(options.threads, options.allow_other);
+    let cfg = crate::config(options);
     let notifier = fs.notifier_cell();
     let session = fuser::spawn_mount(fs, dir, &cfg).map_err(|source| MountError::Session {
         path: dir.to_path_buf(),

@@ -239,3 +239,68 @@ fn path_errors_have_the_kinds_programs_expect() {
         image.metadata(&file).unwrap()
     );
 }
+
+/// Every error of `Image::open_path` names the file and says what is
+/// wrong in plain words, with the kind a program branches on.
+#[test]
+fn open_errors_name_the_path_and_the_reason() {
+    let dir = std::env::temp_dir().join(format!("ferrofs-open-errors-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("missing.erofs");
+    let noise = dir.join("noise.bin");
+    fs::write(&noise, vec![0x5au8; 8192]).unwrap();
+    let short = dir.join("short.bin");
+    fs::write(&short, b"EROFS?").unwrap();
+    let good = images()
+        .into_iter()
+        .find(|p| fs::metadata(p).unwrap().len() > 8192)
+        .unwrap();
+    let cut = dir.join("cut.erofs");
+    let mut bytes = fs::read(&good).unwrap();
+    let full = bytes.len();
+    bytes.truncate(4096);
+    fs::write(&cut, &bytes).unwrap();
+    let err = |p: &Path| Image::open_path(p).err().expect("an error").to_string();
+    let e = err(&missing);
+    assert!(
+        e.contains(missing.to_str().unwrap()) && e.contains("No such file"),
+        "{e}"
+    );
+    assert_eq!(
+        Image::open_path(&missing).err().unwrap().kind(),
+        ErrorKind::NotFound
+    );
+    let e = err(&dir);
+    assert!(
+        e.contains(dir.to_str().unwrap()) && e.contains("directory"),
+        "{e}"
+    );
+    let e = err(&noise);
+    assert_eq!(
+        e,
+        format!(
+            "{}: not an EROFS image (no superblock magic at byte 1024)",
+            noise.display()
+        )
+    );
+    let e = err(&short);
+    assert!(
+        e.contains(short.to_str().unwrap()) && e.contains("6 bytes, too few"),
+        "{e}"
+    );
+    if full > 8192 {
+        let e = err(&cut);
+        assert_eq!(
+            e,
+            format!(
+                "{}: image truncated: 4096 bytes, the superblock says {full}",
+                cut.display()
+            )
+        );
+        assert_eq!(
+            Image::open_path(&cut).err().unwrap().kind(),
+            ErrorKind::Corrupt
+        );
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}

@@ -193,6 +193,8 @@ pub(super) fn write_data<'a>(
         placed.frags = frags.take();
     } else if let Some(fr) = frags.take().filter(|f| !f.entries.is_empty()) {
         check_stop(interrupted, output)?;
+        prog.packing = fr.len.max(1);
+        progress(prog);
         placed.packed = Some(write_packed(w, tree, plan, opts, fr, &mut placed, pool)?);
     }
     write_symlinks(w, tree, plan, &mut placed.start_blk, bs)?;

@@ -44,6 +44,10 @@ pub struct Progress {
     pub bytes_done: u64,
     /// The sizes of all regular files, summed.
     pub bytes_total: u64,
+    /// Every file is placed, and this many bytes of fragments (tails and
+    /// small files, `-E fragments`) are being compressed into the packed
+    /// inode, the pass's last long step; 0 before it.
+    pub packing: u64,
 }
 
 /// What was built.

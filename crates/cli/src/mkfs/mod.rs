@@ -307,7 +307,16 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     let tick = |p: ferrofs_builder::Progress| {
         pb.set_length(p.bytes_total);
         pb.set_position(p.bytes_done);
-        pb.set_message(format!("{}/{} files", p.files_done, p.files_total));
+        if p.packing > 0 {
+            pb.set_message(format!(
+                "{}/{} files; compressing {} of fragments into the packed inode",
+                p.files_done,
+                p.files_total,
+                indicatif::BinaryBytes(p.packing)
+            ));
+        } else {
+            pb.set_message(format!("{}/{} files", p.files_done, p.files_total));
+        }
     };
     let res = dispatch(a, &mut o, &rebuild, &stop, &tick);
     pb.finish_and_clear();
@@ -342,6 +351,9 @@ fn progress_bar(quiet: bool) -> ProgressBar {
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    // The clock keeps running through long steps between file updates
+    // (a large file, the packed inode).
+    pb.enable_steady_tick(std::time::Duration::from_millis(500));
     pb
 }
 

@@ -288,9 +288,6 @@ pub(crate) struct MkfsArgs {
 
 pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     let a = &options::with_preset(a);
-    if a.compress.is_none() && a.metabox.is_none() && !a.dropin && !a.quiet && !a.json {
-        eprintln!("note: no -z or --preset given: file data is stored uncompressed");
-    }
     let rebuild = crate::rebuild::layers(a.tar.is_some(), &a.source, &a.layers, &a.clean)?;
     // Rebuild mode: the layers' block size, as mkfs.erofs takes it.
     let block_size = crate::rebuild::block_size(a.block_size, &rebuild)?;
@@ -332,6 +329,15 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
         crate::hotrecord::write(&a.image, a.offset, &a.profile, a.quiet || a.json)?;
     }
     crate::summary::print(&a.image, a.offset, &s, block_size, a.json, a.quiet)?;
+    if a.compress.is_none() && a.metabox.is_none() && !a.dropin && !a.quiet && !a.json {
+        use std::io::Write;
+        let mut out = crate::out::stdout();
+        writeln!(
+            out,
+            "note: no -z or --preset given: file data is stored uncompressed"
+        )?;
+        out.flush()?;
+    }
     if a.timings {
         crate::summary::print_timings(&s.phases);
     }

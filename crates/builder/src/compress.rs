@@ -312,12 +312,28 @@ fn extents_upto(
             // to fill whole blocks only, it leaves a rest that can go
             // inline. Taken, as mkfs.erofs takes it, when the shorter
             // stream and the rest, even raw, are less than the blocks the
-            // whole stream takes.
+            // whole stream takes. An LZ4 block is cut shorter instead
+            // (its sequences up to the longest prefix that fits, then
+            // literals), costing no second compression.
             let full = (written as u64 / bs * bs) as usize;
             let alt = alt.get_or_insert_with(|| vec![0u8; pcluster as usize]);
-            let (c, w) = enc
-                .compress_fixed_output(src, &mut alt[..full])
-                .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?;
+            let cut = match inplace {
+                true => {
+                    ferrofs_codec::lz4cut::longest_prefix_within(&dst[..written], consumed, full)
+                        .and_then(|keep| {
+                            alt[..written].copy_from_slice(&dst[..written]);
+                            let w = ferrofs_codec::lz4cut::truncate_block(alt, written, src, keep)?;
+                            (w <= full).then_some((keep, w))
+                        })
+                }
+                false => None,
+            };
+            let (c, w) = match cut {
+                Some(r) => r,
+                None => enc
+                    .compress_fixed_output(src, &mut alt[..full])
+                    .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?,
+            };
             if c as u64 >= bs && w + (consumed - c) < full + bs as usize {
                 dst[..w].copy_from_slice(&alt[..w]);
                 (consumed, written) = (c, w);

@@ -186,6 +186,7 @@ impl Base {
             fragments: c.fragments || c.all_fragments,
             old_frags,
             max_extent: c.max_extent_bytes,
+            ztail: c.ztailpacking && !(c.fragments || c.all_fragments),
         };
         let found: Vec<(Option<(u64, usize)>, Found)> = (0..tree.inodes.len())
             .into_par_iter()
@@ -289,6 +290,7 @@ impl Base {
                 big: pcl > self.bs,
                 leave_tail: (ctx.fragments && seg == size).then_some(pcl),
                 max_extent: ctx.max_extent,
+                ztail: ctx.ztail && seg == size,
             };
             let elf = crate::compress::is_machine_code(&input);
             enc.set_machine_code(elf);
@@ -454,6 +456,9 @@ struct Ctx<'a> {
     /// OLD has a packed inode (it was built with fragments).
     old_frags: bool,
     max_extent: Option<u64>,
+    /// This build may put last pclusters inline (ztailpacking without
+    /// fragments).
+    ztail: bool,
 }
 
 /// What OLD holds for one file of this build.

@@ -190,35 +190,35 @@ pub const MAX_EXTENT_BLOCKS: u64 = 2000;
 /// left: they become the file's fragment (the extents then end before the
 /// segment does).
 ///
-/// Also returns whether the first trial saved a block, the test
-/// [`worth_compressing`] applies to a file's first pcluster. With
-/// `decide` (the segment is a whole file), a first trial that does not
-/// save a block ends the work at once: the file is stored flat. No extent
-/// is longer than `max_extent` bytes (when given).
-#[allow(clippy::too_many_arguments)]
+/// With `ztail` (ztailpacking; the segment ends the file), the segment
+/// ends the way mkfs.erofs ends a file whose last pcluster may go inline:
+/// a last stream that ends in a partly empty block is made again to fill
+/// whole blocks only, and raw data ends with its last whole block, when
+/// that leaves a rest of less than a block: the rest is the last
+/// pcluster, compressed when it shrinks, which the writer puts after the
+/// inode when it fits.
+///
+/// Also returns whether the file is worth keeping compressed as far as
+/// the first trial tells: it saved a block (the test
+/// [`worth_compressing`](crate::worth::worth_compressing) applies to a
+/// file's first pcluster), or, with `ztail`, the file fits in one
+/// pcluster (its tail may still shrink inline; the caller compares the
+/// result with storing it flat). With `decide` (the segment is a whole
+/// file), a first trial that does not tell so ends the work at once: the
+/// file is stored flat. No extent is longer than `max_extent` bytes (when
+/// given).
 pub fn compress_segment(
     enc: &mut Encoder,
     input: &[u8],
     base: u64,
-    pcluster: u64,
-    bs: u64,
-    big: bool,
-    leave_tail: Option<u64>,
+    shape: &Shape,
     decide: bool,
-    max_extent: Option<u64>,
 ) -> Result<(Vec<Extent>, bool)> {
-    let shape = Shape {
-        pcluster,
-        bs,
-        big,
-        leave_tail,
-        max_extent,
-    };
-    extents_upto(enc, input, base, &shape, decide, usize::MAX)
+    extents_upto(enc, input, base, shape, decide, usize::MAX)
 }
 
-/// How a segment is cut: the arguments of [`compress_segment`] that do not
-/// change from one segment of a build to the next.
+/// How a segment is cut: what [`compress_segment`] needs besides the
+/// bytes and where they start.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
     pub pcluster: u64,
@@ -226,6 +226,9 @@ pub struct Shape {
     pub big: bool,
     pub leave_tail: Option<u64>,
     pub max_extent: Option<u64>,
+    /// ztailpacking, and the segment ends the file: its last pcluster may
+    /// go inline (see [`compress_segment`]).
+    pub ztail: bool,
 }
 
 /// The first extent [`compress_segment`] makes of a segment (the same
@@ -257,6 +260,7 @@ fn extents_upto(
         big,
         leave_tail,
         max_extent,
+        ztail,
     } = *shape;
     let inplace = enc.config().alg == Algorithm::Lz4;
     // Segments are spread over threads: start every one from the same state.
@@ -265,6 +269,7 @@ fn extents_upto(
         .min(12 << 20)
         .min(max_extent.unwrap_or(u64::MAX).max(bs)) as usize;
     let mut dst = vec![0u8; pcluster as usize];
+    let mut alt: Option<Vec<u8>> = None;
     let mut out = Vec::new();
     let mut pos = 0usize;
     let mut first_saves = None;
@@ -288,9 +293,50 @@ fn extents_upto(
                 saves = matches!(enc.compress_fixed_output(&input[mid..end], &mut probe),
                     Ok((c, w)) if saves_a_block(c, w, bs));
             }
-            first_saves = Some(saves);
-            if !saves && decide {
+            // With ztailpacking, a file of one pcluster that saves no
+            // block can still shrink: its tail may compress into the
+            // inode's block (the caller weighs the result).
+            let keep = saves || (ztail && input.len() as u64 <= pcluster);
+            first_saves = Some(keep);
+            if !keep && decide {
                 return Ok((Vec::new(), false));
+            }
+        }
+        if ztail
+            && pos + consumed == input.len()
+            && written < consumed
+            && written as u64 > bs
+            && !(written as u64).is_multiple_of(bs)
+        {
+            // The rest's stream ends in a partly empty block: made again
+            // to fill whole blocks only, it leaves a rest that can go
+            // inline. Taken, as mkfs.erofs takes it, when the shorter
+            // stream and the rest, even raw, are less than the blocks the
+            // whole stream takes. An LZ4 block is cut shorter instead
+            // (its sequences up to the longest prefix that fits, then
+            // literals), costing no second compression.
+            let full = (written as u64 / bs * bs) as usize;
+            let alt = alt.get_or_insert_with(|| vec![0u8; pcluster as usize]);
+            let cut = match inplace {
+                true => {
+                    ferrofs_codec::lz4cut::longest_prefix_within(&dst[..written], consumed, full)
+                        .and_then(|keep| {
+                            alt[..written].copy_from_slice(&dst[..written]);
+                            let w = ferrofs_codec::lz4cut::truncate_block(alt, written, src, keep)?;
+                            (w <= full).then_some((keep, w))
+                        })
+                }
+                false => None,
+            };
+            let (c, w) = match cut {
+                Some(r) => r,
+                None => enc
+                    .compress_fixed_output(src, &mut alt[..full])
+                    .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?,
+            };
+            if c as u64 >= bs && w + (consumed - c) < full + bs as usize {
+                dst[..w].copy_from_slice(&alt[..w]);
+                (consumed, written) = (c, w);
             }
         }
         if leave_tail.is_some()
@@ -358,7 +404,13 @@ fn extents_upto(
             continue;
         }
         // Raw: as much as a pcluster holds.
-        let mut llen = (input.len() - pos).min(pcluster as usize).min(cap) as u64;
+        let rest = (input.len() - pos) as u64;
+        let mut llen = rest.min(pcluster).min(cap as u64);
+        if ztail && big && llen == rest && rest > bs && !rest.is_multiple_of(bs) {
+            // Whole blocks only: the rest, less than a block, is the last
+            // pcluster, which may shrink and go inline.
+            llen = rest / bs * bs;
+        }
         if !big || (llen > bs && llen < 2 * bs && c + llen < 2 * bs) {
             llen = llen.min(bs);
         }
@@ -375,6 +427,18 @@ fn extents_upto(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shape of a build with 4 KiB blocks and `pcl`-byte pclusters.
+    fn shape(pcl: u64, leave_tail: Option<u64>, ztail: bool) -> Shape {
+        Shape {
+            pcluster: pcl,
+            bs: 4096,
+            big: pcl > 4096,
+            leave_tail,
+            max_extent: None,
+            ztail,
+        }
+    }
 
     #[test]
     fn parses_mkfs_spellings() {
@@ -407,14 +471,16 @@ mod tests {
             x ^= x << 17;
             data.push(x as u8);
         }
-        for (alg, pcl, big) in [
+        for (alg, pcl, ztail) in [
             ("lz4", 4096u64, false),
+            ("lz4hc", 65536, false),
+            ("zstd", 16384, false),
             ("lz4hc", 65536, true),
             ("zstd", 16384, true),
         ] {
             let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
-            let (ex, saves) =
-                compress_segment(&mut enc, &data, 0, pcl, bs, big, None, false, None).unwrap();
+            let shape = shape(pcl, None, ztail);
+            let (ex, saves) = compress_segment(&mut enc, &data, 0, &shape, false).unwrap();
             assert!(saves, "{alg}: text start compresses");
             let mut pos = 0;
             for (k, e) in ex.iter().enumerate() {
@@ -468,13 +534,7 @@ mod tests {
             .unwrap()
             .encoder(65536)
             .unwrap();
-        let shape = Shape {
-            pcluster: 65536,
-            bs,
-            big: true,
-            leave_tail: None,
-            max_extent: None,
-        };
+        let shape = shape(65536, None, false);
         let mut checked = 0;
         for head in (0..60000).step_by(1999) {
             // Some text, then noise: the first pcluster ends somewhere in
@@ -486,26 +546,73 @@ mod tests {
             let c = first.llen % bs;
             for tail in (bs + 1..2 * bs - c).step_by(211) {
                 let data = &long[..(first.llen + tail) as usize];
-                let (ex, _) =
-                    compress_segment(&mut enc, data, 0, 65536, bs, true, None, false, None)
-                        .unwrap();
-                assert_eq!(ex.iter().map(|e| e.llen).sum::<u64>(), data.len() as u64);
-                for (k, e) in ex.iter().enumerate() {
-                    if e.stored_blocks(bs) > 1 {
-                        assert!(
-                            e.la % bs + e.llen >= 2 * bs,
-                            "head {head} tail {tail}: extent {k} at {} of {} bytes takes {} \
+                for ztail in [false, true] {
+                    let s = Shape { ztail, ..shape };
+                    let (ex, _) = compress_segment(&mut enc, data, 0, &s, false).unwrap();
+                    assert_eq!(ex.iter().map(|e| e.llen).sum::<u64>(), data.len() as u64);
+                    for (k, e) in ex.iter().enumerate() {
+                        if e.stored_blocks(bs) > 1 {
+                            assert!(
+                                e.la % bs + e.llen >= 2 * bs,
+                                "head {head} tail {tail}: extent {k} at {} of {} bytes takes {} \
                              blocks but has no NONHEAD lcluster",
-                            e.la,
-                            e.llen,
-                            e.stored_blocks(bs)
-                        );
+                                e.la,
+                                e.llen,
+                                e.stored_blocks(bs)
+                            );
+                        }
                     }
                 }
                 checked += 1;
             }
         }
         assert!(checked > 0);
+    }
+
+    #[test]
+    fn ztail_ends_a_file_with_a_pcluster_shorter_than_a_block() {
+        let bs = 4096;
+        let mut text = Vec::new();
+        for i in 0..2000 {
+            text.extend_from_slice(format!("{i} a line of text, said twice\n").as_bytes());
+        }
+        let random = ferrofs_testkit::corpus::random_bytes(65536, 11);
+        let cut = |data: &[u8], ztail: bool| {
+            let mut enc = Compressor::parse("lz4hc").unwrap().encoder(65536).unwrap();
+            compress_segment(&mut enc, data, 0, &shape(65536, None, ztail), true).unwrap()
+        };
+        // A file of less than a block saves no block, but it shrinks: with
+        // ztailpacking it is kept, one stream that can go inline.
+        let small = &text[..3000];
+        assert_eq!(cut(small, false), (Vec::new(), false));
+        let (ex, keep) = cut(small, true);
+        assert!(keep);
+        assert_eq!(ex.len(), 1);
+        assert!(ex[0].compressed.as_ref().unwrap().len() < 3000);
+        // Text then noise: the whole compresses to more than a block that
+        // ends partly empty; made again into one whole block, the rest is
+        // a last pcluster of less than a block.
+        let mut mixed = text[..5000].to_vec();
+        mixed.extend_from_slice(&random[..5000]);
+        let (whole, _) = cut(&mixed, false);
+        let (ex, keep) = cut(&mixed, true);
+        assert!(keep);
+        assert_eq!(ex.iter().map(|e| e.llen).sum::<u64>(), mixed.len() as u64);
+        let (last, rest) = ex.split_last().unwrap();
+        assert!(last.llen < bs, "{ex:?}");
+        let blocks = |ex: &[Extent]| ex.iter().map(|e| e.stored_blocks(bs)).sum::<u64>();
+        assert!(blocks(rest) < blocks(&whole), "{whole:?} vs {ex:?}");
+        // Noise then text: no block saved, so whole blocks are stored raw
+        // and the rest, less than a block, is compressed on its own.
+        let mut mixed = random[..9000].to_vec();
+        mixed.extend_from_slice(&text[..1000]);
+        let (ex, keep) = cut(&mixed, true);
+        assert!(keep);
+        assert_eq!(ex.len(), 2, "{ex:?}");
+        assert_eq!((ex[0].llen, ex[0].compressed.is_none()), (2 * bs, true));
+        assert!(ex[1].compressed.as_ref().unwrap().len() < ex[1].llen as usize);
+        // Without ztailpacking such a file is stored flat.
+        assert!(!cut(&mixed, false).1);
     }
 
     #[test]
@@ -521,25 +628,8 @@ mod tests {
         ] {
             let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
             for base in [0u64, 8192, 123 * 4096] {
-                let (all, _) = compress_segment(
-                    &mut enc,
-                    &data,
-                    base,
-                    pcl,
-                    4096,
-                    pcl > 4096,
-                    leave,
-                    false,
-                    None,
-                )
-                .unwrap();
-                let shape = Shape {
-                    pcluster: pcl,
-                    bs: 4096,
-                    big: pcl > 4096,
-                    leave_tail: leave,
-                    max_extent: None,
-                };
+                let shape = shape(pcl, leave, false);
+                let (all, _) = compress_segment(&mut enc, &data, base, &shape, false).unwrap();
                 let first = first_extent(&mut enc, &data, base, &shape).unwrap();
                 assert!(all.len() > 1, "{alg}");
                 assert_eq!(first.as_ref(), all.first(), "{alg} at {base}");

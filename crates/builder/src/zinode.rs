@@ -75,10 +75,14 @@ pub fn lclusters(extents: &[ZExtent], size: u64, bs: u64, big: bool) -> Vec<Lclu
     }
     if let Some(last) = extents.last() {
         if !size.is_multiple_of(bs) && ((last.la / bs) as usize) < n - 1 {
+            // The marker's block address is never read; it is the one
+            // compact indexes imply: after the last pcluster, which counts
+            // as one block there when it takes none (inline, or in the
+            // packed inode), so that such files keep compact indexes.
             out[n - 1] = Some(head(
                 LclusterType::Plain,
                 size % bs,
-                last.pblk + last.blocks,
+                last.pblk + last.blocks.max(1),
             ));
             heads.push((n - 1, None));
         }

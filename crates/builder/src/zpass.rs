@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::base::{Base, Reused};
-use crate::compress::{compress_segment, is_machine_code, Compressor, Extent};
+use crate::compress::{compress_segment, is_machine_code, Compressor, Extent, Shape};
 use crate::content::ContentReader;
 use crate::error::Result;
 use crate::options::BuildOptions;
@@ -34,8 +34,9 @@ enum Worth {
     Yes,
     No,
     /// A file of one segment: compressing it is the sample; its first
-    /// trial decides, and if that does not save a block the work stops and
-    /// the file is stored flat.
+    /// trial decides, and if that does not save a block (nor, with
+    /// ztailpacking, does the file fit in one pcluster, whose tail may
+    /// still shrink inline) the work stops and the file is stored flat.
     Decide,
 }
 
@@ -97,6 +98,9 @@ pub(crate) fn prepare_window<'a>(
         ));
     };
     let bs = opts.block_size();
+    // ztailpacking (without fragments, which take the tails): a file's
+    // last pcluster, or the whole of a small file, may go inline.
+    let ztail = c.ztailpacking && !fragments;
     let comps: &[Compressor] = &c.compressors;
     let whole_fragment = |id: InodeId| whole_fragment(tree, zc, opts, fragments, id);
     let hot_pieces = |id: InodeId| hot_pieces(tree, opts, id);
@@ -131,8 +135,9 @@ pub(crate) fn prepare_window<'a>(
                 let ino = &tree.inodes[id];
                 let size = ino.data_size();
                 // A file of one block cannot save a block by compression
-                // (its first trial would decide so): stored flat untried.
-                if size <= bs {
+                // (its first trial would decide so): stored flat untried,
+                // unless it may shrink into an inline tail pcluster.
+                if size <= bs && !ztail {
                     return Ok(Worth::No);
                 }
                 // A file of one segment decides with its first trial (and a
@@ -225,7 +230,8 @@ impl WindowUnits<'_> {
 
     /// Compresses unit `i` (Phase B) with this thread's encoders: its
     /// extents, or `None` when it is a small file's only segment and
-    /// compressing it does not save a block (the file is stored flat).
+    /// compressing it does not save a block, nor (with ztailpacking) fit
+    /// in one pcluster (the file is stored flat).
     pub(crate) fn compress(&self, i: usize, encs: &mut Encoders) -> Result<Option<Vec<Extent>>> {
         let Some(c) = &self.opts.compress else {
             return Ok(None);
@@ -255,18 +261,16 @@ impl WindowUnits<'_> {
         // The file's last segment leaves its tail to the packed inode.
         let last = u.offset + u.len == ino.data_size();
         let leave = (self.fragments && last).then_some(u.pcluster);
-        let (ex, saves) = compress_segment(
-            enc,
-            &buf,
-            u.offset,
-            u.pcluster,
+        let shape = Shape {
+            pcluster: u.pcluster,
             bs,
-            u.pcluster > bs,
-            leave,
-            decide,
-            c.max_extent_bytes,
-        )?;
-        Ok((!decide || saves).then_some(ex))
+            big: u.pcluster > bs,
+            leave_tail: leave,
+            max_extent: c.max_extent_bytes,
+            ztail: c.ztailpacking && !self.fragments && last,
+        };
+        let (ex, keep) = compress_segment(enc, &buf, u.offset, &shape, decide)?;
+        Ok((!decide || keep).then_some(ex))
     }
 
     /// Every file's extents (indexed like the window's ids), from each

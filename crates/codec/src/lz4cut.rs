@@ -26,6 +26,70 @@ fn length(block: &[u8], at: &mut usize, nibble: usize) -> Option<usize> {
     Some(n)
 }
 
+/// A sequence of a block that has a match.
+struct Sequence {
+    /// Bytes of the block up to its end.
+    out: usize,
+    /// Where its match starts and ends in the decoded data.
+    start: usize,
+    end: usize,
+}
+
+/// The sequences of the LZ4 block `block` that have a match, in order
+/// (the last sequence, literals only, is not one); `None` where the block
+/// cannot be parsed (the iteration then stops).
+fn sequences(block: &[u8]) -> impl Iterator<Item = Option<Sequence>> + '_ {
+    let (mut at, mut pos) = (0usize, 0usize);
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed || at >= block.len() {
+            return None;
+        }
+        let mut step = || -> Option<Option<Sequence>> {
+            let token = usize::from(*block.get(at)?);
+            at = at.checked_add(1)?;
+            let lit = length(block, &mut at, token >> 4)?;
+            at = at.checked_add(lit)?;
+            pos = pos.checked_add(lit)?;
+            if at >= block.len() {
+                // The last sequence: literals only.
+                return Some(None);
+            }
+            at = at.checked_add(2)?;
+            let mlen = length(block, &mut at, token & 15)?.checked_add(4)?;
+            let start = pos;
+            pos = pos.checked_add(mlen)?;
+            Some(Some(Sequence {
+                out: at,
+                start,
+                end: pos,
+            }))
+        };
+        match step() {
+            Some(Some(s)) => Some(Some(s)),
+            Some(None) => None,
+            None => {
+                failed = true;
+                Some(None)
+            }
+        }
+    })
+}
+
+/// Whether a block cut to decode to `keep` bytes can keep sequence `s`
+/// (LZ4's end rules).
+fn keeps(s: &Sequence, keep: usize) -> bool {
+    s.end.saturating_add(LAST_LITERALS) <= keep && s.start.saturating_add(MF_LIMIT) <= keep
+}
+
+/// Extra length bytes of a literal run of `lit` bytes.
+fn literal_ext(lit: usize) -> Option<usize> {
+    match lit.checked_sub(15) {
+        Some(over) => (over / 255).checked_add(1),
+        None => Some(0),
+    }
+}
+
 /// Rewrites the LZ4 block `dst[..written]`, which decodes to
 /// `src[..n]` for some `n >= keep`, so that it decodes to exactly
 /// `src[..keep]`: the sequences that end (with LZ4's end rules) within
@@ -39,32 +103,18 @@ pub fn truncate_block(dst: &mut [u8], written: usize, src: &[u8], keep: usize) -
     }
     // (bytes of the block, bytes decoded) after the last sequence kept.
     let (mut cut_out, mut cut_in) = (0usize, 0usize);
-    let (mut at, mut pos) = (0usize, 0usize);
-    while at < block.len() {
-        let token = usize::from(*block.get(at)?);
-        at = at.checked_add(1)?;
-        let lit = length(block, &mut at, token >> 4)?;
-        at = at.checked_add(lit)?;
-        pos = pos.checked_add(lit)?;
-        if at >= block.len() {
-            // The last sequence: literals only.
+    for s in sequences(block) {
+        let s = s?;
+        if !keeps(&s, keep) {
             break;
         }
-        at = at.checked_add(2)?;
-        let mlen = length(block, &mut at, token & 15)?.checked_add(4)?;
-        let start = pos;
-        pos = pos.checked_add(mlen)?;
-        if pos.saturating_add(LAST_LITERALS) > keep || start.saturating_add(MF_LIMIT) > keep {
-            break;
-        }
-        (cut_out, cut_in) = (at, pos);
+        (cut_out, cut_in) = (s.out, s.end);
     }
     let lit = keep.checked_sub(cut_in)?;
-    let ext = match lit.checked_sub(15) {
-        Some(over) => (over / 255).checked_add(1)?,
-        None => 0,
-    };
-    let len = cut_out.checked_add(ext)?.checked_add(lit)?.checked_add(1)?;
+    let len = cut_out
+        .checked_add(literal_ext(lit)?)?
+        .checked_add(lit)?
+        .checked_add(1)?;
     if len > written {
         return None;
     }
@@ -82,6 +132,43 @@ pub fn truncate_block(dst: &mut [u8], written: usize, src: &[u8], keep: usize) -
     }
     body.copy_from_slice(literals);
     Some(len)
+}
+
+/// The longest prefix of the `decoded` bytes the LZ4 block `block`
+/// decodes to that [`truncate_block`] makes a block of at most `limit`
+/// bytes of: what compressing into `limit` bytes would consume, found
+/// without compressing again. `None` when there is none or the block
+/// cannot be parsed.
+pub fn longest_prefix_within(block: &[u8], decoded: usize, limit: usize) -> Option<usize> {
+    // The most literals after a cut at `cut_out` block bytes: the token,
+    // the length bytes and the literals fit in what is left.
+    let most = |cut_out: usize| -> Option<usize> {
+        let budget = limit.checked_sub(cut_out)?.checked_sub(1)?;
+        let mut lit = budget.checked_sub(literal_ext(budget)?)?;
+        while lit
+            .checked_add(1)?
+            .checked_add(literal_ext(lit.checked_add(1)?)?)?
+            <= budget
+        {
+            lit = lit.checked_add(1)?;
+        }
+        Some(lit)
+    };
+    let mut best = most(0).map(|l| l.min(decoded));
+    for s in sequences(block) {
+        let s = s?;
+        if s.out >= limit {
+            break;
+        }
+        // Cut after `s`: it stays only for a prefix that keeps it.
+        if let Some(keep) = most(s.out).and_then(|l| s.end.checked_add(l)) {
+            let keep = keep.min(decoded);
+            if keeps(&s, keep) && best.is_none_or(|b| keep > b) {
+                best = Some(keep);
+            }
+        }
+    }
+    best.filter(|&k| k >= LAST_LITERALS)
 }
 
 // Test code builds its own inputs; the hostile-input lints are for the
@@ -153,6 +240,33 @@ mod tests {
             }
         }
         assert!(checked > 100, "{checked}");
+    }
+
+    #[test]
+    fn the_longest_prefix_within_a_limit_is_found_without_compressing() {
+        let mut checked = 0;
+        for seed in 1..5u64 {
+            let src = mixed(40_000, seed);
+            let mut dst = vec![0u8; 8192];
+            let (consumed, written) = lzzzz::lz4_hc::compress_fill(&src, &mut dst, 12).unwrap();
+            for limit in [16, 100, 1000, 4096, written - 1, written] {
+                let keep = longest_prefix_within(&dst[..written], consumed, limit).unwrap();
+                let mut d = dst.clone();
+                let n = truncate_block(&mut d, written, &src, keep).unwrap();
+                assert!(n <= limit, "seed {seed} limit {limit}: {n} bytes");
+                let mut out = vec![0u8; keep];
+                assert_eq!(lzzzz::lz4::decompress(&d[..n], &mut out).unwrap(), keep);
+                assert!(out == src[..keep]);
+                // No longer prefix fits (every one is tried).
+                let longer = (keep + 1..=consumed).find(|&k| {
+                    let mut d = dst.clone();
+                    truncate_block(&mut d, written, &src, k).is_some_and(|n| n <= limit)
+                });
+                assert_eq!(longer, None, "seed {seed} limit {limit}: {keep}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 24);
     }
 
     #[test]

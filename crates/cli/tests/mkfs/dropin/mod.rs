@@ -19,6 +19,7 @@ use ferrofs_testkit::work_dir;
 use ferrofs_testkit::verify::run_ok as run;
 
 mod mkfs19;
+mod ztail;
 
 #[test]
 fn dropin_takes_upstream_command_lines() {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds ferrofs, then runs its main job on the bundled example:
-#  1. ferrofs mkfs packs examples/tree into an EROFS image;
+#  1. ferrofs mkfs packs examples/tree into a compressed EROFS image
+#     (--preset balanced: lz4hc, 64 KiB pclusters, ztailpacking);
 #  2. ferrofs fsck verifies every byte of it, and ferrofs extract unpacks it,
 #     compared with the tree (diff -r);
 #  3. as root, the kernel mounts it and it is compared with the tree again;
@@ -18,8 +19,8 @@ work=$(mktemp -d)
 trap 'mountpoint -q "$work/mnt" 2>/dev/null && umount "$work/mnt"; rm -rf "$work"' EXIT
 img=$work/example.erofs
 
-echo "== ferrofs mkfs $img examples/tree"
-"$bin" mkfs "$img" examples/tree
+echo "== ferrofs mkfs --preset balanced $img examples/tree"
+"$bin" mkfs --preset balanced "$img" examples/tree
 echo "== ferrofs fsck"
 "$bin" fsck "$img"
 echo "== ferrofs ls -l / and extract"

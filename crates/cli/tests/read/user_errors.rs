@@ -18,6 +18,13 @@ fn ferrofs(args: &[&str]) -> Output {
     Command::new(FERROFS).args(args).output().unwrap()
 }
 
+/// `ferrofs ARGS`, which must succeed.
+fn ferrofs_ok(args: &[&str]) -> Output {
+    let o = ferrofs(args);
+    assert!(o.status.success(), "ferrofs {args:?}: {}", stderr(&o));
+    o
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -37,14 +44,13 @@ fn small_image(w: &Path) -> std::path::PathBuf {
 
 /// `ferrofs mkfs -zlz4hc IMG SRC`, which must work.
 fn lz4hc_image(src: &Path, img: &Path) -> std::path::PathBuf {
-    let o = ferrofs(&[
+    ferrofs_ok(&[
         "mkfs",
         "--quiet",
         "-zlz4hc",
         img.to_str().unwrap(),
         src.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
     img.to_path_buf()
 }
 
@@ -119,8 +125,7 @@ fn a_truncated_image_is_refused_at_open_by_every_command() {
     bytes = fs::read(&img).unwrap();
     bytes.truncate(full as usize - 100);
     fs::write(&cut, &bytes).unwrap();
-    let o = ferrofs(&["ls", cut_s]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ferrofs_ok(&["ls", cut_s]);
 }
 
 #[test]
@@ -214,7 +219,7 @@ fn output_errors_name_the_image_and_sizes_take_suffixes() {
     // -C 64K is -C 65536, byte for byte.
     let (a, b) = (w.join("a.img"), w.join("b.img"));
     for (img, c) in [(&a, "64K"), (&b, "65536")] {
-        let o = ferrofs(&[
+        ferrofs_ok(&[
             "mkfs",
             "--quiet",
             "-zlz4hc",
@@ -223,18 +228,15 @@ fn output_errors_name_the_image_and_sizes_take_suffixes() {
             img.to_str().unwrap(),
             src_s,
         ]);
-        assert!(o.status.success(), "-C {c}: {}", stderr(&o));
     }
     assert!(fs::read(&a).unwrap() == fs::read(&b).unwrap());
     // Without -z: said, and an image all the same.
-    let o = ferrofs(&["mkfs", a.to_str().unwrap(), src_s]);
-    assert!(o.status.success());
+    let o = ferrofs_ok(&["mkfs", a.to_str().unwrap(), src_s]);
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(said.contains("no -z or --preset given"), "{said}");
     // Every preset builds an image that reads back.
     for p in ["fast", "balanced", "dense"] {
-        let o = ferrofs(&["mkfs", "--json", "--preset", p, a.to_str().unwrap(), src_s]);
-        assert!(o.status.success(), "{p}: {}", stderr(&o));
+        let o = ferrofs_ok(&["mkfs", "--json", "--preset", p, a.to_str().unwrap(), src_s]);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert!(v["compressed_files"].as_u64() >= Some(1), "{p}: {v}");
         // What the image uses: big pclusters, inline tails, fragments.
@@ -449,14 +451,13 @@ with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
         return;
     }
     let img = w.join("l.img");
-    let o = ferrofs(&[
+    ferrofs_ok(&[
         "mkfs",
         "--quiet",
         "--tar",
         img.to_str().unwrap(),
         tar.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
     let out = w.join("out");
     let o = ferrofs(&["extract", img.to_str().unwrap(), out.to_str().unwrap()]);
     let e = stderr(&o);

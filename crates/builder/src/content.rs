@@ -66,11 +66,58 @@ impl Content {
     }
 }
 
+/// What says a local file is unchanged: its size, modification and
+/// status-change times (as GNU tar checks for "file changed as we read
+/// it"). Taken when the tree is scanned; a file's data is read only while
+/// its stamp still holds, checked when it is opened and after its bytes
+/// are read, so an image never holds a state the file did not have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    /// The stamp of a file with metadata `m`.
+    pub fn of(m: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            size: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+
+    /// What differs in `now`, in words; `None` when nothing does.
+    fn differs(&self, now: &Stamp) -> Option<String> {
+        let t = |(s, ns): (i64, i64)| format!("{s}.{ns:09}");
+        if now.size != self.size {
+            Some(format!("size was {}, is now {}", self.size, now.size))
+        } else if now.mtime != self.mtime {
+            Some(format!(
+                "modified at {} after it was scanned at {}",
+                t(now.mtime),
+                t(self.mtime)
+            ))
+        } else if now.ctime != self.ctime {
+            Some(format!(
+                "its inode changed at {} after it was scanned at {}",
+                t(now.ctime),
+                t(self.ctime)
+            ))
+        } else {
+            None
+        }
+    }
+}
+
 /// An open file's contents, read at offsets.
 pub struct ContentReader<'a> {
     path: &'a Path,
     size: u64,
     file: Source<'a>,
+    stamp: Option<Stamp>,
 }
 
 enum Source<'a> {
@@ -100,7 +147,36 @@ impl<'a> ContentReader<'a> {
             Content::Archive { archive, segments } => Source::Archive(archive, segments),
             Content::Image { file, .. } => Source::Image(file),
         };
-        Ok(Self { path, size, file })
+        let stamp = match &file {
+            Source::Local(_) => ino.stamp,
+            _ => None,
+        };
+        let r = Self {
+            path,
+            size,
+            file,
+            stamp,
+        };
+        r.unchanged()?;
+        Ok(r)
+    }
+
+    /// Checks that a local file still has the size and times it had when
+    /// it was scanned (a no-op for other sources). Called on opening and
+    /// by [`ContentReader::finish`]; readers of parts of a file call it
+    /// after each part.
+    pub fn unchanged(&self) -> Result<()> {
+        let (Source::Local(f), Some(then)) = (&self.file, &self.stamp) else {
+            return Ok(());
+        };
+        let now = Stamp::of(&f.metadata().map_err(BuildError::io(self.path))?);
+        match then.differs(&now) {
+            None => Ok(()),
+            Some(reason) => Err(BuildError::Changed {
+                path: self.path.to_path_buf(),
+                reason,
+            }),
+        }
     }
 
     /// Fills `buf` with the bytes at `off`.
@@ -159,8 +235,9 @@ impl<'a> ContentReader<'a> {
         }
     }
 
-    /// Checks that a local file did not grow while it was read.
+    /// Checks that a local file did not change while it was read.
     pub fn finish(&self) -> Result<()> {
+        self.unchanged()?;
         if let Source::Local(f) = &self.file {
             let mut probe = [0u8; 1];
             let mut fr = f;

@@ -70,6 +70,15 @@ pub enum BuildError {
         /// Why it cannot take the build.
         reason: String,
     },
+    /// Another process holds a lock on the image (a writer changing it,
+    /// or a reader of it); nothing was written.
+    #[error("{path} is {by}; try again when it has finished")]
+    Locked {
+        /// The image.
+        path: PathBuf,
+        /// Who holds it, how ("being changed by process PID (COMMAND)").
+        by: String,
+    },
     /// The options contradict each other or the format.
     #[error("invalid option: {0}")]
     Option(String),

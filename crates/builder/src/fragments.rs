@@ -337,6 +337,7 @@ pub(crate) fn add_internal_file(
         },
         rel: Vec::new(),
         parent: tree.root,
+        stamp: None,
     });
     plan.xattrs.bodies.push(Vec::new());
     plan.inodes.push(InodePlan {

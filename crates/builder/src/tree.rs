@@ -55,6 +55,10 @@ pub struct Inode {
     pub rel: Vec<u8>,
     /// Parent directory (directories only; the root is its own parent).
     pub parent: InodeId,
+    /// A local regular file's size and times when it was scanned: its
+    /// data is read only while they still hold (see
+    /// [`crate::content::ContentReader`]).
+    pub stamp: Option<crate::content::Stamp>,
 }
 
 impl Inode {
@@ -74,6 +78,7 @@ impl Inode {
             content: crate::content::Content::Local,
             rel: rel.to_vec(),
             parent,
+            stamp: None,
         }
     }
 
@@ -190,3 +195,21 @@ impl Tree {
         Tree { inodes, root: 0 }
     }
 }
+
+/// Refuses symlink targets Linux cannot give back: empty ones (no system
+/// call makes one), ones with a NUL byte (read back cut there) and ones
+/// longer than 4095 bytes (the kernel cuts a symlink's target at one page
+/// less its terminator).
+pub(crate) fn check_symlink_target(t: &[u8]) -> std::result::Result<(), String> {
+    match t.len() {
+        0 => Err("symlink with an empty target".into()),
+        _ if t.contains(&0) => Err("symlink target with a NUL byte".into()),
+        n if n > SYMLINK_MAX => Err(format!(
+            "symlink target of {n} bytes; Linux reads at most {SYMLINK_MAX}"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The longest symlink target Linux reads whole.
+pub(crate) const SYMLINK_MAX: usize = 4095;

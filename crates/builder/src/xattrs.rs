@@ -184,6 +184,43 @@ fn sha256_of(ino: &crate::tree::Inode, size: u64) -> Result<[u8; 32]> {
     Ok(h.finalize().into())
 }
 
+/// Refuses xattrs Linux could not give back from the mounted image: a
+/// name longer than 255 bytes (`getxattr` refuses it), values longer
+/// than 64 KiB, or names that together pass the 64 KiB `listxattr`
+/// returns at most.
+fn check_linux_limits(ino: &crate::tree::Inode) -> Result<()> {
+    let mut list = 0usize;
+    for (n, v) in &ino.xattrs {
+        let name = String::from_utf8_lossy(n);
+        if n.len() > 255 {
+            return Err(BuildError::input(
+                &ino.source,
+                format!(
+                    "xattr {name:?}: name of {} bytes, Linux takes at most 255",
+                    n.len()
+                ),
+            ));
+        }
+        if v.len() > usize::from(u16::MAX) {
+            return Err(BuildError::input(
+                &ino.source,
+                format!("xattr {name:?} value longer than 65535 bytes"),
+            ));
+        }
+        list += n.len() + 1;
+    }
+    if list > 65536 {
+        return Err(BuildError::input(
+            &ino.source,
+            format!(
+                "{} xattr names take {list} bytes, more than the 65536 Linux lists",
+                ino.xattrs.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Plans the xattrs the tree's inodes carry.
 fn plan_named(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
     let prefixes = parse_prefixes(opts)?;
@@ -197,6 +234,9 @@ fn plan_named(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
         return Err(BuildError::Option(format!(
             "--root-xattr-isize {want}: 16 to 65532 bytes (a 12-byte header and its entries)"
         )));
+    }
+    for ino in &tree.inodes {
+        check_linux_limits(ino)?;
     }
     if opts.xattr_tolerance < 0 {
         return Ok(plan);

@@ -242,6 +242,9 @@ impl WindowUnits<'_> {
         let r = ContentReader::open(ino)?;
         let mut buf = vec![0u8; u.len as usize];
         r.read_exact_at(&mut buf, u.offset)?;
+        // Each segment is read on its own: a file rewritten between two
+        // of them would be stored torn.
+        r.unchanged()?;
         let decide = self.worth[*k] == Worth::Decide;
         // A whole file in a compressed format that fast LZ4 cannot shrink
         // is stored flat untried.

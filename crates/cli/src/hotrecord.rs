@@ -33,6 +33,8 @@ pub fn write(image: &Path, offset: u64, traces: &[PathBuf], quiet: bool) -> Resu
         .write(true)
         .open(image)
         .with_context(|| format!("reopening {} for its hot-range record", image.display()))?;
+    ferrofs::lock::try_exclusive(&f)
+        .with_context(|| format!("{}: writing its hot-range record", image.display()))?;
     let mut area = [0u8; AREA];
     f.read_exact_at(&mut area, offset)
         .with_context(|| format!("{}: reading the boot area", image.display()))?;

@@ -144,6 +144,17 @@ impl<'a> Sources<'a> {
                 if f.metadata().is_ok_and(|m| m.is_dir()) {
                     anyhow::bail!("cannot open {what}{}: it is a directory", arg.display());
                 }
+                // A writer changing the image in place (`mkfs --incremental`)
+                // holds an exclusive lock: wait for it rather than read a
+                // half-appended image. Held while `f` is open.
+                ferrofs::lock::shared_waiting(&f, |holder| {
+                    eprintln!(
+                        "note: waiting for {} to finish changing {}",
+                        holder.map_or_else(|| "another process".into(), |h| h.to_string()),
+                        arg.display()
+                    )
+                })
+                .with_context(|| format!("cannot lock {what}{}", arg.display()))?;
                 Ok(Box::new(f))
             }
         }

@@ -68,6 +68,7 @@ pub(crate) fn print(
             v["incremental"] = serde_json::json!({
                 "old_bytes": i.old_bytes,
                 "appended_bytes": i.appended_bytes,
+                "dead_bytes": i.dead_bytes,
                 "kept_inodes": i.kept_inodes,
                 "unchanged_files": i.unchanged_files,
                 "new_inodes": i.new_inodes,
@@ -129,6 +130,14 @@ pub(crate) fn print(
                     ),
                 }
             )?;
+            if i.dead_bytes > 0 {
+                writeln!(
+                    out,
+                    "--incremental: first cut off {} bytes past the image's end (left by an \
+                     interrupted run)",
+                    i.dead_bytes
+                )?;
+            }
         }
         if let Some(b) = &s.base {
             writeln!(

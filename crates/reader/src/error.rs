@@ -87,6 +87,16 @@ pub enum Error {
         /// Bytes the superblock's block count covers.
         expected: u64,
     },
+    /// An extra device given (`--device`) is not the one the image was
+    /// built with: a blob of another build, or too short for what the
+    /// image maps on it.
+    #[error("extra device {device} (--device) is not the one this image was built with: {why}")]
+    WrongDevice {
+        /// Its position among the image's extra devices, from 1.
+        device: usize,
+        /// What does not match.
+        why: String,
+    },
     /// The source failed to deliver bytes.
     #[error("I/O error reading {len} bytes at byte {offset}: {source}")]
     Io {
@@ -223,6 +233,10 @@ impl Error {
                 path: path.clone(),
                 len: *len,
                 expected: *expected,
+            },
+            Error::WrongDevice { device, why } => Error::WrongDevice {
+                device: *device,
+                why: why.clone(),
             },
             Error::Io {
                 offset,

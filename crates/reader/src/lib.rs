@@ -57,6 +57,7 @@ pub mod error;
 mod file;
 mod image;
 mod inode;
+pub mod lock;
 pub mod map;
 mod paths;
 pub mod raw;

@@ -448,6 +448,7 @@ fn write_tail(w: &mut Writer, tree: &Tree, id: InodeId, bs: u64, buf: &mut [u8])
     let n = (size - from) as usize;
     let f = ContentReader::open(ino)?;
     f.read_exact_at(&mut buf[..n], from)?;
+    f.finish()?;
     w.align_data()?;
     let blk = w.block(bs);
     w.write(&buf[..n])?;

@@ -22,7 +22,7 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ferrofs_format::device::DEVICE_SLOT_SIZE;
+use ferrofs_format::device::{blob_trailer, BLOB_TRAILER_LEN, DEVICE_SLOT_SIZE};
 use ferrofs_format::BlockSize;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -81,7 +81,10 @@ pub struct Summary {
 
 /// A file written under a temporary name beside its target
 /// (`.NAME.ferrofs-PID.tmp`) and renamed onto it by [`Staged::commit`];
-/// removed if it is never committed (an error, an interrupt).
+/// removed if it is never committed (an error, an interrupt). Its process
+/// holds a lock on it, so that a later build of the same target can tell
+/// the temporary files of killed builds (unlocked, their process gone),
+/// and removes them.
 struct Staged<'p> {
     file: File,
     tmp: PathBuf,
@@ -94,11 +97,7 @@ impl<'p> Staged<'p> {
         let name = target.file_name().ok_or_else(|| {
             BuildError::Option(format!("{} is not a file path", target.display()))
         })?;
-        let tmp = dir_of(target).join(format!(
-            ".{}.ferrofs-{}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
+        let tmp = temp_beside(target, name);
         // Errors name the image, not the temporary file the user never
         // asked for.
         let fail = |source| BuildError::Output {
@@ -123,6 +122,9 @@ impl<'p> Staged<'p> {
                 )),
                 _ => fail(e),
             })?;
+        // Marks it as live (see remove_dead_temps); a file system without
+        // locks just keeps killed builds' files.
+        let _ = file.try_lock();
         Ok(Self {
             file,
             tmp,
@@ -158,6 +160,49 @@ impl Drop for Staged<'_> {
     fn drop(&mut self) {
         if !self.done {
             let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// The temporary name (`.NAME.ferrofs-PID.tmp`) a file written for
+/// `target` (whose file name is `name`) has until it is complete; the
+/// temporary files killed builds left for it are removed first.
+pub(crate) fn temp_beside(target: &Path, name: &std::ffi::OsStr) -> PathBuf {
+    let prefix = format!(".{}.ferrofs-", name.to_string_lossy());
+    remove_dead_temps(dir_of(target), &prefix);
+    dir_of(target).join(format!("{prefix}{}.tmp", std::process::id()))
+}
+
+/// Removes the temporary files (`PREFIX` PID `.tmp`) of builds of the
+/// same target that were killed: their process is gone and nothing holds
+/// their lock. Best effort: what cannot be checked or removed stays.
+fn remove_dead_temps(dir: &Path, prefix: &str) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let me = std::process::id();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let path = e.path();
+        let Ok(f) = fs::OpenOptions::new().write(true).open(&path) else {
+            continue;
+        };
+        if f.try_lock().is_ok() && f.metadata().is_ok_and(|m| m.is_file()) {
+            let _ = fs::remove_file(&path);
         }
     }
 }
@@ -551,11 +596,22 @@ fn write_image(
     let blob = match blob_w {
         Some(mut b) => {
             b.pad_to_block(bs)?;
-            b.data.flush().map_err(BuildError::io(b.output))?;
+            let (blocks, id) = (b.pos / bs, b.hash.digest128());
+            // The trailer block binding the blob to this image (after its
+            // recorded blocks: nothing maps it).
+            let mut trailer = vec![0u8; bs as usize];
+            trailer[..BLOB_TRAILER_LEN].copy_from_slice(&blob_trailer(id, blocks));
+            b.data
+                .write_all(&trailer)
+                .and_then(|_| b.data.flush())
+                .map_err(|source| BuildError::Output {
+                    path: b.output.to_path_buf(),
+                    source,
+                })?;
             Some(superblock::Blob {
                 slot_at: devt.unwrap_or(0),
-                blocks: b.pos / bs,
-                hash: b.hash.digest128(),
+                blocks,
+                hash: id,
             })
         }
         None => None,

@@ -92,7 +92,7 @@ pub(super) fn sb_size(opts: &BuildOptions) -> usize {
 }
 
 /// The blob (`--blobdev`): where its device slot goes, its length, and a
-/// hash of its bytes (for the default uuid).
+/// hash of its bytes (its id, and part of the default uuid).
 pub(super) struct Blob {
     pub(super) slot_at: u64,
     pub(super) blocks: u64,
@@ -238,9 +238,11 @@ pub(super) fn write_head(
     let rec_at = 1024 + sb_size(opts);
     head[rec_at..rec_at + records.len()].copy_from_slice(&records);
     if let Some(b) = &blob {
-        // Untagged, as mkfs.erofs leaves it; mapped after the image's own
-        // blocks in the unified address space.
+        // Tagged with the blob's id (its trailer holds it too: see
+        // `ferrofs_format::device::blob_tag`); mapped after the image's
+        // own blocks in the unified address space.
         let at = b.slot_at as usize;
+        head[at..at + 64].copy_from_slice(&ferrofs_format::device::blob_tag(b.hash));
         head[at + 64..at + 68].copy_from_slice(&(b.blocks as u32).to_le_bytes());
         head[at + 68..at + 72].copy_from_slice(&(total_blocks as u32).to_le_bytes());
     }

@@ -135,6 +135,7 @@ fn add(
         content: Default::default(),
         rel,
         parent: if ino.is_dir() { parent } else { 0 },
+        stamp: None,
     });
     out.nids.push(ino.nid().0);
     out.nlinks.push(ino.nlink());

@@ -54,6 +54,9 @@ pub struct IncrementalStats {
     pub old_bytes: u64,
     /// Bytes appended to it.
     pub appended_bytes: u64,
+    /// Bytes past the image's recorded end (left by a run killed before
+    /// it could commit) that were cut off first.
+    pub dead_bytes: u64,
     /// Inodes of the image the new tree still uses as they are.
     pub kept_inodes: u64,
     /// Of those, files the layer has with the same bytes and metadata.
@@ -76,6 +79,26 @@ fn refuse(path: &Path, reason: impl Into<String>) -> BuildError {
     BuildError::Incremental {
         path: path.to_path_buf(),
         reason: reason.into(),
+    }
+}
+
+/// Takes the writers' exclusive lock on the image at `dest` (see
+/// `ferrofs::lock`), or says who holds it.
+fn lock_image(file: &File, dest: &Path) -> Result<()> {
+    match ferrofs::lock::try_exclusive(file) {
+        Ok(()) => Ok(()),
+        Err(ferrofs::lock::LockError::Busy { holder }) => Err(BuildError::Locked {
+            path: dest.to_path_buf(),
+            by: match holder {
+                Some(h) if h.exclusive => format!("being changed by {h}"),
+                Some(h) => format!("open for reading in {h}"),
+                None => "locked by another process".into(),
+            },
+        }),
+        Err(ferrofs::lock::LockError::Io(e)) => Err(BuildError::Output {
+            path: dest.to_path_buf(),
+            source: e,
+        }),
     }
 }
 
@@ -253,12 +276,6 @@ pub fn build(
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
     check_options(dest, opts)?;
-    let image = Image::open_path(dest)
-        .map_err(|e| refuse(dest, format!("not a readable EROFS image: {e}")))?;
-    let sb = image.superblock().clone();
-    let bsz = image.block_size();
-    let bs = bsz.bytes();
-    let head_len = (bs as usize).max(1024 + checksum_len(bsz));
     let file = File::options()
         .read(true)
         .write(true)
@@ -267,7 +284,26 @@ pub fn build(
             path: dest.to_path_buf(),
             source,
         })?;
-    let old_len = file.metadata().map_err(BuildError::io(dest))?.len();
+    // One writer at a time, and readers (which take a shared lock) wait
+    // for this run to end; released when `file` is closed, or if this
+    // process dies.
+    lock_image(&file, dest)?;
+    let image = Image::open(file.try_clone().map_err(BuildError::io(dest))?)
+        .map_err(|e| refuse(dest, format!("not a readable EROFS image: {e}")))?;
+    let sb = image.superblock().clone();
+    let bsz = image.block_size();
+    let bs = bsz.bytes();
+    let head_len = (bs as usize).max(1024 + checksum_len(bsz));
+    let file_len = file.metadata().map_err(BuildError::io(dest))?.len();
+    // Bytes past the image's recorded end are what a killed run appended
+    // before it could write the superblock: dead, cut off before this
+    // run appends (a failure puts back the image as the superblock has it).
+    let recorded = sb.total_blocks().saturating_mul(bs);
+    let dead_bytes = file_len.saturating_sub(recorded.max(bs));
+    let old_len = file_len - dead_bytes;
+    if dead_bytes > 0 {
+        file.set_len(old_len).map_err(BuildError::io(dest))?;
+    }
     let mut head = vec![0u8; head_len];
     file.read_exact_at(&mut head, 0)
         .map_err(BuildError::io(dest))?;
@@ -378,6 +414,7 @@ pub fn build(
             bytes: sb.total_blocks() * bs,
             incremental: Some(IncrementalStats {
                 old_bytes: old_len,
+                dead_bytes,
                 kept_inodes: kept.iter().filter(|k| k.is_some()).count() as u64 + 1,
                 unchanged_files: unchanged,
                 root_in_place: in_place,
@@ -435,6 +472,7 @@ pub fn build(
             let mut s = a.summary;
             s.incremental = Some(IncrementalStats {
                 old_bytes: old_len,
+                dead_bytes,
                 appended_bytes: s.bytes.saturating_sub(a.start_block * bs),
                 kept_inodes,
                 unchanged_files: unchanged,
@@ -446,11 +484,14 @@ pub fn build(
             Ok(s)
         }
         Err(e) => {
-            // Back to the image as it was: its length and block 0.
+            // Back to the image as it was: block 0 (and the root's record)
+            // first, which make the old image whole again whatever follows
+            // its end, then its length.
             let undo = file
-                .set_len(old_len)
-                .and_then(|_| file.write_all_at(&old_root, root_at))
+                .write_all_at(&old_root, root_at)
                 .and_then(|_| file.write_all_at(&head, 0))
+                .and_then(|_| file.sync_data())
+                .and_then(|_| file.set_len(old_len))
                 .and_then(|_| file.sync_all());
             match undo {
                 Ok(()) => Err(e),

@@ -161,7 +161,49 @@ fn dir_blocks(mut entries: Vec<DirEntryPlan>, bs: u64) -> (Vec<Vec<DirEntryPlan>
 }
 
 /// Plans every inode of `tree`.
+/// Refuses what Linux would read differently from what the source holds,
+/// whatever the source: names that are empty, `.` or `..`, longer than
+/// 255 bytes or hold `/` or NUL, and symlink targets that are empty or
+/// longer than 4095 bytes (the kernel cuts them). Nothing is written yet.
+fn check_names_and_targets(tree: &Tree) -> Result<()> {
+    for ino in &tree.inodes {
+        match &ino.kind {
+            Kind::Dir { entries } => {
+                for (name, _) in entries {
+                    let why = if name.is_empty() {
+                        Some("an empty name".to_string())
+                    } else if name == b"." || name == b".." {
+                        Some("an entry named . or ..".into())
+                    } else if name.len() > ferrofs_format::NAME_MAX {
+                        Some(format!("a name of {} bytes (at most 255)", name.len()))
+                    } else if name.contains(&b'/') || name.contains(&0) {
+                        Some(format!(
+                            "a name with a / or NUL byte ({:?})",
+                            String::from_utf8_lossy(name)
+                        ))
+                    } else {
+                        None
+                    };
+                    if let Some(why) = why {
+                        return Err(BuildError::input(
+                            &ino.source,
+                            format!("directory has {why}"),
+                        ));
+                    }
+                }
+            }
+            Kind::Symlink { target } => {
+                crate::tree::check_symlink_target(target)
+                    .map_err(|why| BuildError::input(&ino.source, why))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
+    check_names_and_targets(tree)?;
     let xattrs = xattrs::plan(tree, opts)?;
     let nlinks = tree.link_counts();
     let newest = tree.inodes.iter().map(|i| i.mtime).max().unwrap_or(0);

@@ -6,7 +6,7 @@ use std::io;
 use std::sync::Arc;
 
 use ferrofs_format::compress::{CompressionConfig, ALG_COUNT};
-use ferrofs_format::device::{DeviceSlot, DEVICE_SLOT_SIZE};
+use ferrofs_format::device::{parse_blob_trailer, DeviceSlot, BLOB_TRAILER_LEN, DEVICE_SLOT_SIZE};
 use ferrofs_format::superblock::{
     checksum_len, compat, compute_checksum, incompat, Superblock, SB_BASE_SIZE, SB_EXT_SIZE,
 };
@@ -123,6 +123,7 @@ impl Image {
                 ),
             ));
         }
+        check_devices(&devices, &opts.devices, bs.bytes())?;
         let inner = Inner {
             source,
             device_sources: opts.devices,
@@ -259,6 +260,56 @@ fn read_compression_config(src: &dyn ReadAt, sb: &Superblock) -> Result<Compress
             .or_corrupt(Location::at(pos), "compression record overflows")?;
     }
     Ok(cfg)
+}
+
+/// Refuses extra devices that are not the ones the image was built with:
+/// shorter than the blocks their slot maps, or, for a ferrofs `--blobdev`
+/// slot, without the trailer that carries the slot's blob id (see
+/// `ferrofs_format::device::blob_tag`). Devices of other tags are taken
+/// as they are (the format has nothing more to check them by).
+fn check_devices(devices: &[Device], sources: &[Box<dyn ReadAt>], bs: u64) -> Result<()> {
+    for (k, (dev, src)) in devices.iter().zip(sources).enumerate() {
+        let wrong = |why: String| Error::WrongDevice {
+            device: k.saturating_add(1),
+            why,
+        };
+        let mapped =
+            dev.slot.blocks.checked_mul(bs).ok_or_else(|| {
+                Error::corrupt(Location::default(), "device block count overflows")
+            })?;
+        let len = src.len().map_err(|e| wrong(format!("its length: {e}")))?;
+        if len < mapped {
+            return Err(wrong(format!(
+                "it has {len} bytes, the image maps {mapped} on it"
+            )));
+        }
+        let Some(id) = dev.slot.blob_id() else {
+            continue;
+        };
+        let mut rec = [0u8; BLOB_TRAILER_LEN];
+        let found = match src.read_exact_at(&mut rec, mapped) {
+            Ok(()) => parse_blob_trailer(&rec),
+            Err(_) => None,
+        };
+        match found {
+            Some((i, b)) if i == id && b == dev.slot.blocks => {}
+            Some((i, _)) => {
+                return Err(wrong(format!(
+                    "it is the blob of another build (id {i:032x}, the image wants {id:032x}); \
+                     was its build interrupted between writing the blob and the image?"
+                )))
+            }
+            None => {
+                return Err(wrong(format!(
+                    "no blob trailer where the image expects one, after {} blocks: it is the \
+                     blob of another build, or not a ferrofs blob (the image wants blob \
+                     {id:032x})",
+                    dev.slot.blocks
+                )))
+            }
+        }
+    }
+    Ok(())
 }
 
 fn read_device_table(src: &dyn ReadAt, sb: &Superblock) -> Result<Vec<Device>> {

@@ -180,6 +180,20 @@ fn entry(src: &Src, pending: &mut Pending, h: [u8; BLOCK], hdr_size: u64) -> Res
         link = l;
     }
     let member = String::from_utf8_lossy(&path).into_owned();
+    // Extended records carry lengths, so they can hold NULs; no file
+    // system name can (a trailing one is tolerated as a terminator).
+    for (what, v) in [("path", &path), ("link target", &link)] {
+        let end = v.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        if v[..end].contains(&0) {
+            return Err(src.err(&member, format!("its {what} contains a NUL byte")));
+        }
+    }
+    while path.last() == Some(&0) {
+        path.pop();
+    }
+    while link.last() == Some(&0) {
+        link.pop();
+    }
     let bad = |e: String| src.err(&member, e);
     let mut mode = field(&h, 100..108, "mode").map_err(bad)?;
     if let Some(m) = pax.acl_mask {

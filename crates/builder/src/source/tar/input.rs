@@ -20,6 +20,8 @@ pub(super) struct Src {
     pub(super) file: Option<Arc<File>>,
     /// Otherwise data is copied here.
     pub(super) spool: Option<(Arc<File>, u64)>,
+    /// The directory the spool file is in (for messages).
+    spool_dir: PathBuf,
     pub(super) name: String,
 }
 
@@ -42,6 +44,7 @@ impl Src {
             pos: 0,
             file,
             spool,
+            spool_dir: spool_dir.to_path_buf(),
             name,
         })
     }
@@ -161,7 +164,14 @@ impl Src {
             self.exact(&mut buf[..n], member)?;
             spool
                 .write_all_at(&buf[..n], at + done)
-                .map_err(self.io())?;
+                .map_err(|source| BuildError::Output {
+                    path: PathBuf::from(format!(
+                        "the scratch file in {} that holds the file data of {}",
+                        self.spool_dir.display(),
+                        self.name
+                    )),
+                    source,
+                })?;
             done += n as u64;
         }
         self.skip(pad, member)?;
@@ -232,16 +242,34 @@ pub(super) fn open_input(input: &TarInput) -> Result<Opened> {
 pub(super) struct Tee<R> {
     pub(super) r: R,
     pub(super) out: File,
+    /// The copy's path, where `tmp` is renamed at the stream's end.
     pub(super) path: PathBuf,
+    pub(super) tmp: PathBuf,
+    pub(super) done: bool,
 }
 
 impl<R: Read> Read for Tee<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.r.read(buf)?;
-        self.out
-            .write_all(&buf[..n])
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))?;
+        let named = |e: std::io::Error| {
+            std::io::Error::new(e.kind(), format!("{}: {e}", self.path.display()))
+        };
+        self.out.write_all(&buf[..n]).map_err(named)?;
+        if n == 0 && !buf.is_empty() && !self.done {
+            // The whole stream (its checksums verified by the decoder).
+            self.out.sync_all().map_err(named)?;
+            fs::rename(&self.tmp, &self.path).map_err(named)?;
+            self.done = true;
+        }
         Ok(n)
+    }
+}
+
+impl<R> Drop for Tee<R> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_file(&self.tmp);
+        }
     }
 }
 
@@ -307,12 +335,25 @@ pub(super) fn filtered(opened: Opened, opts: &TarOptions, input: &TarInput) -> R
             }
         }
     }
-    let out = fs::File::create(copy).map_err(BuildError::io(copy))?;
-    let data = fs::File::open(copy).map_err(BuildError::io(copy))?;
+    // Written under a temporary name and renamed once the stream has
+    // ended well: a broken stream or a full disk leaves no partial copy.
+    let name_of = copy
+        .file_name()
+        .ok_or_else(|| BuildError::input(copy, "is not a file path"))?;
+    let tmp = crate::emit::temp_beside(copy, name_of);
+    let out = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(BuildError::io(copy))?;
+    let _ = out.try_lock();
+    let data = fs::File::open(&tmp).map_err(BuildError::io(copy))?;
     let tee = Tee {
         r,
         out,
         path: copy.clone(),
+        tmp,
+        done: false,
     };
     Ok((
         Box::new(std::io::BufReader::with_capacity(1 << 20, tee)),

@@ -17,7 +17,7 @@ is_root=0
 [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null && is_root=1
 if ((is_root)); then
   need=()
-  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time util-linux lzip xz-utils nginx-light umoci zstd; do
+  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time util-linux lzip xz-utils nginx-light umoci zstd strace; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if ((${#need[@]})); then

@@ -11,6 +11,7 @@ mod android_block_list;
 mod android_fs_config;
 mod base;
 mod compressed;
+mod data_loss;
 mod dense;
 mod density;
 mod dropin;

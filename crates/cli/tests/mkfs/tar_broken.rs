@@ -87,3 +87,127 @@ fn broken_archives_are_refused_with_the_reason() {
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// One PAX record (`LEN key=value\n`, LEN counting itself).
+fn pax_record(key: &str, value: &[u8]) -> Vec<u8> {
+    let body = key.len() + value.len() + 3;
+    let mut len = body + 1;
+    while len != body + len.to_string().len() {
+        len = body + len.to_string().len();
+    }
+    let mut r = format!("{len} {key}=").into_bytes();
+    r.extend_from_slice(value);
+    r.push(b'\n');
+    assert_eq!(r.len(), len);
+    r
+}
+
+/// An entry preceded by a PAX extended header with `records`.
+fn with_pax(records: &[(&str, &[u8])], entry: Vec<u8>) -> Vec<u8> {
+    let body: Vec<u8> = records.iter().flat_map(|(k, v)| pax_record(k, v)).collect();
+    let mut v = header("./PaxHeaders/e", body.len() as u64, b'x', "");
+    v.extend_from_slice(&body);
+    v.resize(v.len().div_ceil(512) * 512, 0);
+    v.extend(entry);
+    v
+}
+
+/// Entries past a limit Linux enforces on what it reads back (a symlink
+/// target of more than 4095 bytes, which the kernel cuts, or none; a NUL
+/// inside a path or a link target; a name of more than 255 bytes; an
+/// xattr name of more than 255 bytes; xattr names listing to more than
+/// 64 KiB) are refused naming the member and the limit, from a file and
+/// a pipe, leaving no image; entries at each limit are taken, and (as
+/// root) the kernel gives them back whole.
+#[test]
+fn entries_past_linux_limits_are_refused() {
+    let work = work_dir!("mkfs_tar_limits");
+    let long = |n: usize| "t".repeat(n);
+    let symlink = |name: &str, target: &[u8]| {
+        with_pax(&[("linkpath", target)], header(name, 0, b'2', "x"))
+    };
+    let many_names: Vec<(String, Vec<u8>)> = (0..300)
+        .map(|k| (format!("SCHILY.xattr.user.{k:03}{}", "n".repeat(240)), b"v".to_vec()))
+        .collect();
+    let many: Vec<(&str, &[u8])> = many_names
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_slice()))
+        .collect();
+    let xattr_256 = format!("SCHILY.xattr.user.{}", "x".repeat(251));
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("symlink-4096", symlink("l", long(4096).as_bytes()), "at most 4095"),
+        ("symlink-nul", symlink("l", b"ab\0cd"), "NUL"),
+        ("path-nul", with_pax(&[("path", b"ab\0cd")], file_entry("x", b"1")), "NUL"),
+        ("name-256", with_pax(&[("path", long(256).as_bytes())], file_entry("x", b"1")), "255"),
+        ("xattr-name-256", with_pax(&[(&xattr_256, b"v")], file_entry("x", b"1")), "at most 255"),
+        ("xattr-list", with_pax(&many, file_entry("x", b"1")), "65536"),
+    ];
+    let mut failures = Vec::new();
+    for (name, bytes, reason) in cases {
+        let tar = work.join(format!("{name}.tar"));
+        fs::write(&tar, &bytes).unwrap();
+        let img = work.join(format!("{name}.img"));
+        for pipe in [false, true] {
+            let mut cmd = Command::new(FERROFS);
+            cmd.args(["mkfs", "--quiet", "--tar"]).arg(&img);
+            if pipe {
+                cmd.arg("-").stdin(fs::File::open(&tar).unwrap());
+            } else {
+                cmd.arg(&tar).stdin(Stdio::null());
+            }
+            let out = cmd.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            if out.status.code() != Some(2) || !err.contains(reason) || img.exists() {
+                failures.push(format!(
+                    "{name} (pipe {pipe}): status {:?}, stderr {err:?}",
+                    out.status.code()
+                ));
+            }
+        }
+    }
+    // At the limits: taken, and read back whole.
+    let target = long(4095);
+    let xattr_255 = format!("SCHILY.xattr.user.{}", "x".repeat(250));
+    let mut ok = symlink("l", target.as_bytes());
+    ok.extend(with_pax(
+        &[("path", long(255).as_bytes()), (&xattr_255, b"v")],
+        file_entry("x", b"1"),
+    ));
+    let tar = work.join("limits.tar");
+    fs::write(&tar, &ok).unwrap();
+    let img = work.join("limits.img");
+    let out = Command::new(FERROFS)
+        .args(["mkfs", "--quiet", "--tar"])
+        .arg(&img)
+        .arg(&tar)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        failures.push(format!(
+            "entries at the limits: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    } else {
+        let image = ferrofs::Image::open_path(&img).unwrap();
+        match image.read_link("/l") {
+            Ok(t) if t.as_os_str().len() == 4095 => {}
+            other => failures.push(format!("ferrofs reads the 4095-byte symlink as {other:?}")),
+        }
+        match ferrofs_testkit::mount::LoopMount::new(&img, &[]) {
+            Ok(m) => {
+                match fs::read_link(m.path().join("l")) {
+                    Ok(t) if t.as_os_str().len() == 4095 => {}
+                    other => failures.push(format!("the kernel reads the symlink as {other:?}")),
+                }
+                let file = m.path().join(long(255));
+                match ferrofs_testkit::xattr::get(&file, format!("user.{}", "x".repeat(250))) {
+                    Ok(Some(v)) if v == b"v" => {}
+                    other => failures.push(format!("the kernel's 255-byte xattr: {other:?}")),
+                }
+            }
+            Err(e) => println!("kernel check skipped: {e}"),
+        }
+    }
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -122,10 +122,7 @@ fn concurrent_incremental_writers_never_lose_a_layer() {
                 .map(|l| {
                     let img = &img;
                     s.spawn(move || {
-                        ferrofs(
-                            &["mkfs", "--quiet", "-zlz4hc", "--incremental"],
-                            &[img, l],
-                        )
+                        ferrofs(&["mkfs", "--quiet", "-zlz4hc", "--incremental"], &[img, l])
                     })
                 })
                 .collect();
@@ -163,7 +160,9 @@ fn the_image_lock_names_its_holder_and_readers_wait() {
     let layer = work.join("layer");
     files(&layer, "b", 2, 10_000, 9);
     let img = work.join("img");
-    assert!(ferrofs(&["mkfs", "--quiet"], &[&img, &src]).status.success());
+    assert!(ferrofs(&["mkfs", "--quiet"], &[&img, &src])
+        .status
+        .success());
     let before = fs::read(&img).unwrap();
     let me = std::process::id();
     let mut failures = Vec::new();
@@ -328,12 +327,20 @@ fn a_blobdev_build_killed_between_its_renames_is_refused() {
     }
     let o = ferrofs(&["fsck", "--device"], &[&blob, &img]);
     if o.status.success() || !stderr(&o).contains("(--device) is not the one") {
-        failures.push(format!("fsck of the mixed pair: {:?} {}", o.status, stderr(&o)));
+        failures.push(format!(
+            "fsck of the mixed pair: {:?} {}",
+            o.status,
+            stderr(&o)
+        ));
     }
     let out = work.join("out");
     let o = ferrofs(&["extract", "--device"], &[&blob, &img, &out]);
     if o.status.success() || !stderr(&o).contains("(--device) is not the one") {
-        failures.push(format!("extract of the mixed pair: {:?} {}", o.status, stderr(&o)));
+        failures.push(format!(
+            "extract of the mixed pair: {:?} {}",
+            o.status,
+            stderr(&o)
+        ));
     }
     // The next build completes the pair and leaves no temporary file.
     assert!(ferrofs(&args, &[&img, &b]).status.success());
@@ -342,7 +349,9 @@ fn a_blobdev_build_killed_between_its_renames_is_refused() {
     }
     let left = temps(&work);
     if !left.is_empty() {
-        failures.push(format!("temporary files left after the next build: {left:?}"));
+        failures.push(format!(
+            "temporary files left after the next build: {left:?}"
+        ));
     }
     ferrofs_testkit::tmp::finish(&work, &failures);
 }
@@ -377,7 +386,9 @@ fn the_next_build_removes_a_killed_builds_temporary_file() {
     let mut failures = Vec::new();
     let left = temps(&out);
     if left.len() != 1 {
-        failures.push(format!("the killed build left {left:?}, not one temporary file"));
+        failures.push(format!(
+            "the killed build left {left:?}, not one temporary file"
+        ));
     }
     // A live build's file (this process holds its lock) stays.
     let live = out.join(format!(".img.erofs.ferrofs-{}.tmp", std::process::id()));
@@ -390,7 +401,9 @@ fn the_next_build_removes_a_killed_builds_temporary_file() {
     let now: Vec<String> = temps(&out);
     let live_name = live.file_name().unwrap().to_string_lossy().into_owned();
     if now != vec![live_name] {
-        failures.push(format!("after the next build: {now:?} (only the live one should stay)"));
+        failures.push(format!(
+            "after the next build: {now:?} (only the live one should stay)"
+        ));
     }
     drop(lf);
     ferrofs_testkit::tmp::finish(&work, &failures);
@@ -466,7 +479,10 @@ fn ungzip_copies_are_whole_or_absent() {
     let arg = format!("--ungzip={}", copy.display());
     let good = work.join("good.tgz");
     fs::write(&good, &gz).unwrap();
-    let o = ferrofs(&["mkfs", "--quiet", "--tar=f", &arg], &[&work.join("g.img"), &good]);
+    let o = ferrofs(
+        &["mkfs", "--quiet", "--tar=f", &arg],
+        &[&work.join("g.img"), &good],
+    );
     if !o.status.success() || fs::read(&copy).ok().as_deref() != Some(&plain[..]) {
         failures.push(format!("a good stream: {:?} {}", o.status, stderr(&o)));
     }
@@ -474,7 +490,10 @@ fn ungzip_copies_are_whole_or_absent() {
     gz.truncate(gz.len() / 2);
     let bad = work.join("bad.tgz");
     fs::write(&bad, &gz).unwrap();
-    let o = ferrofs(&["mkfs", "--quiet", "--tar=f", &arg], &[&work.join("b.img"), &bad]);
+    let o = ferrofs(
+        &["mkfs", "--quiet", "--tar=f", &arg],
+        &[&work.join("b.img"), &bad],
+    );
     if o.status.success() || copy.exists() || !temps(&work).is_empty() {
         failures.push(format!(
             "a truncated stream: {:?}, copy left: {}, temporary files: {:?}",

@@ -123,11 +123,15 @@ fn with_pax(records: &[(&str, &[u8])], entry: Vec<u8>) -> Vec<u8> {
 fn entries_past_linux_limits_are_refused() {
     let work = work_dir!("mkfs_tar_limits");
     let long = |n: usize| "t".repeat(n);
-    let symlink = |name: &str, target: &[u8]| {
-        with_pax(&[("linkpath", target)], header(name, 0, b'2', "x"))
-    };
+    let symlink =
+        |name: &str, target: &[u8]| with_pax(&[("linkpath", target)], header(name, 0, b'2', "x"));
     let many_names: Vec<(String, Vec<u8>)> = (0..300)
-        .map(|k| (format!("SCHILY.xattr.user.{k:03}{}", "n".repeat(240)), b"v".to_vec()))
+        .map(|k| {
+            (
+                format!("SCHILY.xattr.user.{k:03}{}", "n".repeat(240)),
+                b"v".to_vec(),
+            )
+        })
         .collect();
     let many: Vec<(&str, &[u8])> = many_names
         .iter()
@@ -135,12 +139,32 @@ fn entries_past_linux_limits_are_refused() {
         .collect();
     let xattr_256 = format!("SCHILY.xattr.user.{}", "x".repeat(251));
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("symlink-4096", symlink("l", long(4096).as_bytes()), "at most 4095"),
+        (
+            "symlink-4096",
+            symlink("l", long(4096).as_bytes()),
+            "at most 4095",
+        ),
         ("symlink-nul", symlink("l", b"ab\0cd"), "NUL"),
-        ("path-nul", with_pax(&[("path", b"ab\0cd")], file_entry("x", b"1")), "NUL"),
-        ("name-256", with_pax(&[("path", long(256).as_bytes())], file_entry("x", b"1")), "255"),
-        ("xattr-name-256", with_pax(&[(&xattr_256, b"v")], file_entry("x", b"1")), "at most 255"),
-        ("xattr-list", with_pax(&many, file_entry("x", b"1")), "65536"),
+        (
+            "path-nul",
+            with_pax(&[("path", b"ab\0cd")], file_entry("x", b"1")),
+            "NUL",
+        ),
+        (
+            "name-256",
+            with_pax(&[("path", long(256).as_bytes())], file_entry("x", b"1")),
+            "255",
+        ),
+        (
+            "xattr-name-256",
+            with_pax(&[(&xattr_256, b"v")], file_entry("x", b"1")),
+            "at most 255",
+        ),
+        (
+            "xattr-list",
+            with_pax(&many, file_entry("x", b"1")),
+            "65536",
+        ),
     ];
     let mut failures = Vec::new();
     for (name, bytes, reason) in cases {

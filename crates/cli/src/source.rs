@@ -97,6 +97,16 @@ pub fn remote_change() -> Option<RemoteError> {
         .find_map(|src| src.changed())
 }
 
+/// The first failed read of a remote image (or device) by any source of
+/// this process, as its error said: what read the image missed some of it.
+pub fn remote_failure() -> Option<String> {
+    let remotes = REMOTES.lock().unwrap_or_else(PoisonError::into_inner);
+    remotes
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find_map(|src| src.failed())
+}
+
 /// The prefetching threads and their stop flags.
 type Prefetches = Vec<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>;
 static PREFETCHES: Mutex<Prefetches> = Mutex::new(Vec::new());

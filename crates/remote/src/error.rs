@@ -119,6 +119,18 @@ pub enum RemoteError {
         deadline: Duration,
         last: Box<RemoteError>,
     },
+    /// A request of this source timed out or was too slow a moment ago:
+    /// the server is not asked again until a deadline has passed since
+    /// (so a dead server fails a run's reads at once, not one deadline
+    /// each).
+    #[error("{url}: not asked again for {}, the server failed to answer a moment ago: {why}", secs(*left))]
+    Unresponsive {
+        url: String,
+        /// The failure, without the URL.
+        why: String,
+        /// Until the server is asked again.
+        left: Duration,
+    },
     /// The on-disk cache could not be set up.
     #[error("cache directory {}: {source}", path.display())]
     Cache {
@@ -133,7 +145,9 @@ impl From<RemoteError> for io::Error {
         let kind = match &e {
             RemoteError::NotFound { .. } => io::ErrorKind::NotFound,
             RemoteError::UnsupportedScheme { .. } => io::ErrorKind::Unsupported,
-            RemoteError::TimedOut { .. } | RemoteError::TooSlow { .. } => io::ErrorKind::TimedOut,
+            RemoteError::TimedOut { .. }
+            | RemoteError::TooSlow { .. }
+            | RemoteError::Unresponsive { .. } => io::ErrorKind::TimedOut,
             RemoteError::GaveUp { last, .. } => match **last {
                 RemoteError::TimedOut { .. } | RemoteError::TooSlow { .. } => {
                     io::ErrorKind::TimedOut
@@ -143,6 +157,20 @@ impl From<RemoteError> for io::Error {
             _ => io::ErrorKind::Other,
         };
         io::Error::new(kind, e)
+    }
+}
+
+impl RemoteError {
+    /// Whether the server failed to answer in time (a timeout or the
+    /// low-speed limit, after every attempt allowed).
+    pub fn is_unresponsive(&self) -> bool {
+        match self {
+            RemoteError::TimedOut { .. }
+            | RemoteError::TooSlow { .. }
+            | RemoteError::Unresponsive { .. } => true,
+            RemoteError::GaveUp { last, .. } => last.is_unresponsive(),
+            _ => false,
+        }
     }
 }
 

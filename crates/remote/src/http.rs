@@ -237,6 +237,11 @@ impl Client {
         &self.url
     }
 
+    /// The settings it runs with.
+    pub fn options(&self) -> &HttpOptions {
+        &self.opts
+    }
+
     /// Asks for the first byte: learns the object's length and validators
     /// and that the server honours Range.
     pub fn probe(&self) -> Result<Validators> {
@@ -406,7 +411,7 @@ impl Client {
         use ureq::Timeout as T;
         if let ureq::Error::Timeout(t) = e {
             let (phase, limit, option) = match t {
-                T::Global => ("before the deadline", self.opts.deadline, "--http-deadline"),
+                T::Global => (phase, self.opts.deadline, "--http-deadline"),
                 T::Connect => ("connecting", wait.limit, wait.option),
                 T::Resolve => ("resolving the host name", wait.limit, wait.option),
                 _ => (phase, wait.limit, wait.option),

@@ -8,6 +8,7 @@ use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use ferrofs::ReadAt;
 use sha2::{Digest, Sha256};
@@ -73,6 +74,11 @@ pub struct HttpSource {
     /// The first change of the object seen (what, was, now): every later
     /// fetch fails with it at once.
     changed: Mutex<Option<(&'static str, String, String)>>,
+    /// After a fetch that timed out (or was too slow) for good: until
+    /// when the server is not asked, and why.
+    quiet_until: Mutex<Option<(Instant, String)>>,
+    /// The first read that failed, as its error said.
+    failed: Mutex<Option<String>>,
 }
 
 /// The cache's name for the object: URL, validators and chunk size, so a
@@ -139,6 +145,8 @@ impl HttpSource {
             inflight: Mutex::new(HashSet::new()),
             landed: Condvar::new(),
             changed: Mutex::new(None),
+            quiet_until: Mutex::new(None),
+            failed: Mutex::new(None),
         };
         if let Some(body) = body {
             src.store_whole(body, before_whole)?;
@@ -207,10 +215,29 @@ impl HttpSource {
         })
     }
 
+    /// The first read of this source that failed (its error's message):
+    /// whatever read the image did not see all of it.
+    pub fn failed(&self) -> Option<String> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Fetches the chunks of `f` in one request.
     pub(crate) fn fetch(&self, f: Fetch) -> Result<Fetched> {
         if let Some(e) = self.changed() {
             return Err(e);
+        }
+        if let Some((until, why)) = &*self.quiet_until.lock().unwrap_or_else(|e| e.into_inner()) {
+            let now = Instant::now();
+            if now < *until {
+                return Err(RemoteError::Unresponsive {
+                    url: self.url().to_owned(),
+                    why: why.clone(),
+                    left: *until - now,
+                });
+            }
         }
         let start = self.chunk_span(f.first).0;
         let end = self.chunk_span(f.first + f.count - 1).1;
@@ -221,6 +248,19 @@ impl HttpSource {
                 if let RemoteError::Changed { what, was, now, .. } = &e {
                     let mut seen = self.changed.lock().unwrap_or_else(|e| e.into_inner());
                     seen.get_or_insert_with(|| (*what, was.clone(), now.clone()));
+                }
+                if e.is_unresponsive() {
+                    // Every attempt within the deadline failed: give the
+                    // server as long again before asking it anything.
+                    let msg = e.to_string();
+                    let why = msg
+                        .strip_prefix(self.url())
+                        .and_then(|m| m.strip_prefix(": "))
+                        .unwrap_or(&msg)
+                        .to_owned();
+                    let until = Instant::now() + self.client.options().deadline;
+                    *self.quiet_until.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some((until, why));
                 }
                 return Err(e);
             }
@@ -393,14 +433,21 @@ impl ReadAt for HttpSource {
             return Ok(());
         }
         let (mine, theirs) = self.claim(&missing);
-        self.fetch_into(&mut t, &mine.chunks)?;
+        let res = self.fetch_into(&mut t, &mine.chunks);
         drop(mine);
-        if !theirs.is_empty() {
-            self.wait_for(&theirs);
-            let still = self.read_cached(&mut t, theirs.into_iter());
-            self.fetch_into(&mut t, &still)?;
+        let res = res.and_then(|()| {
+            if !theirs.is_empty() {
+                self.wait_for(&theirs);
+                let still = self.read_cached(&mut t, theirs.into_iter());
+                self.fetch_into(&mut t, &still)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = &res {
+            let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+            failed.get_or_insert_with(|| e.to_string());
         }
-        Ok(())
+        res
     }
 
     fn len(&self) -> io::Result<u64> {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -534,14 +534,17 @@ fn a_server_that_never_answers_fails_within_the_bound() {
     // at the deadline.
     let data = object(300_000);
     let d = data.clone();
+    let quiet = Arc::new(AtomicBool::new(false));
+    let q = quiet.clone();
     let srv = Server::start("/img", Duration::ZERO, move |r, n| {
-        if n == 1 {
-            ranged(&d, "\"v\"", r)
-        } else {
+        if q.load(Ordering::SeqCst) {
             silent(r, n)
+        } else {
+            ranged(&d, "\"v\"", r)
         }
     });
     let src = HttpSource::open(&srv.url, cache(), &tight(20, Duration::from_secs(2))).unwrap();
+    quiet.store(true, Ordering::SeqCst);
     let t = Instant::now();
     let mut b = vec![0u8; 1000];
     let e = src.read_exact_at(&mut b, 100_000).unwrap_err();
@@ -558,6 +561,29 @@ fn a_server_that_never_answers_fails_within_the_bound() {
         "{e}"
     );
     assert!(took < Duration::from_millis(2400), "{took:?}");
+    assert!(src.failed().is_some_and(|m| m.contains("timed out")));
+    // Reads right after fail at once, without asking the server: a run
+    // over a dead server does not wait a deadline per read.
+    let before = srv.requests();
+    let t = Instant::now();
+    let e = src.read_exact_at(&mut b, 200_000).unwrap_err();
+    assert!(
+        t.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(
+        matches!(remote(&e), RemoteError::Unresponsive { why, .. } if why.starts_with("timed out")),
+        "{e}"
+    );
+    assert!(e.to_string().contains("not asked again for"), "{e}");
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+    assert_eq!(srv.requests(), before);
+    // A deadline later the server (answering again) is asked again.
+    quiet.store(false, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(2100));
+    src.read_exact_at(&mut b, 200_000).unwrap();
+    assert!(b == data[200_000..201_000]);
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! Images by URL that go wrong mid-run, against the remote crate's small
 //! test servers (std TcpListener on 127.0.0.1, no root): `fsck` of an
 //! object replaced on the server partway through (another ETag) reports
-//! the change with exit status 3, not damage (1); a server that never
-//! answers fails within `--http-deadline`; every reader command and
-//! `mount` take the HTTP limits.
+//! the change with exit status 3, not damage (1); one that goes silent
+//! partway makes the check incomplete (exit 2) within one deadline; a
+//! server that never answers fails within `--http-deadline`; every reader
+//! command and `mount` take the HTTP limits.
 
 use std::fs;
 use std::path::Path;
@@ -93,6 +94,47 @@ fn fsck_of_an_object_replaced_mid_run_reports_the_change() {
             srv.ranges()
         );
     }
+}
+
+#[test]
+fn fsck_of_a_server_that_goes_silent_mid_run_is_incomplete_not_damage() {
+    let data = image(&work_dir!("remote_silent"));
+    // After its third request the server accepts and never answers.
+    let d = data.clone();
+    let srv = Server::start("/a.img", Duration::ZERO, move |r, n| {
+        if n <= 3 {
+            ranged(&d, "\"v1\"", r)
+        } else {
+            std::thread::sleep(Duration::from_secs(120));
+            status(0)
+        }
+    });
+    let t = Instant::now();
+    let out = ferrofs(&[
+        "fsck",
+        &srv.url,
+        "--http-timeout",
+        "0.3",
+        "--http-deadline",
+        "1",
+    ]);
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&srv.url)
+            && err.contains("timed out")
+            && err.contains("the image could not be read whole, so the check is incomplete"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // One deadline, not one per cluster: the reads after the first
+    // failure fail at once.
+    assert!(took < Duration::from_secs(3), "{took:?}");
 }
 
 #[test]

@@ -40,7 +40,7 @@ impl Validators {
 /// [`RemoteOptions::max_request`](crate::RemoteOptions::max_request)
 /// bytes), retries and backoff included, fails within `deadline`
 /// whatever the server does (a fetch is cut at it; a probe's waits are
-/// shortened to what is left of it). Within that, each attempt waits at
+/// shortened to a third of what is left of it). Within that, each attempt waits at
 /// most `timeout` to connect, `timeout` for the response headers and
 /// `timeout` for any read of the body, and a body arriving slower than
 /// `speed_limit` bytes/s over `speed_time` is abandoned.
@@ -260,7 +260,8 @@ impl Client {
     /// read whole with [`Client::read_whole`].
     ///
     /// The probe is not cut at the deadline as a whole (a whole answer's
-    /// body may be large): its waits are shortened to what is left of it.
+    /// body may be large): its waits (connecting, the header, each body
+    /// read) are shortened to a third of what is left of it.
     pub fn probe_or_whole(&self) -> Result<Probe> {
         self.retrying(|left| {
             let (resp, wait) = self.send(0, 1, None, left, false)?;
@@ -361,8 +362,10 @@ impl Client {
     }
 
     /// Sends `GET` with `Range: bytes=start-(end-1)`, with `left` of the
-    /// deadline: each wait is the timeout or `left` if shorter, and with
-    /// `cut` the whole exchange (body included) ends at `left`.
+    /// deadline. With `cut` the whole exchange (body included) ends at
+    /// `left` and each wait is the timeout or `left` if shorter; without,
+    /// each wait is the timeout or a third of `left` if shorter, so that
+    /// connecting, the header and the first body read end within it.
     fn send(
         &self,
         start: u64,
@@ -372,7 +375,8 @@ impl Client {
         cut: bool,
     ) -> std::result::Result<(Response<Body>, Wait), Failure> {
         let left = left.max(Duration::from_millis(1));
-        let wait = if left < self.opts.timeout {
+        let t = self.opts.timeout.min(if cut { left } else { left / 3 });
+        let wait = if t < self.opts.timeout {
             Wait {
                 limit: self.opts.deadline,
                 option: "--http-deadline",
@@ -383,7 +387,6 @@ impl Client {
                 option: "--http-timeout",
             }
         };
-        let t = self.opts.timeout.min(left);
         let mut req = self
             .agent
             .get(&self.url)

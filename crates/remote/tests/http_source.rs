@@ -505,30 +505,26 @@ fn a_server_that_never_answers_fails_within_the_bound() {
     assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
 
     // The deadline comes first: 20 attempts allowed, 2 s in all; the
-    // last attempt's wait is cut to what is left of the deadline.
+    // later attempts' waits are cut to fit in what is left of it.
     let srv = Server::start("/img", Duration::ZERO, silent);
     let t = Instant::now();
     let e = HttpSource::open(&srv.url, cache(), &tight(20, Duration::from_secs(2)))
         .err()
         .unwrap();
     let took = t.elapsed();
-    assert!(
-        matches!(
-            e,
-            RemoteError::TimedOut {
-                option: "--http-deadline",
-                attempts: 4,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    match &e {
+        RemoteError::TimedOut {
+            option: "--http-deadline",
+            attempts,
+            ..
+        } if (3..20).contains(attempts) => assert_eq!(srv.requests(), *attempts as usize),
+        e => panic!("{e}"),
+    }
     assert!(
         e.to_string().contains("(limit 2 s, --http-deadline)"),
         "{e}"
     );
-    assert!(took < Duration::from_millis(2400), "{took:?}");
-    assert_eq!(srv.requests(), 4);
+    assert!(took < Duration::from_millis(2300), "{took:?}");
 
     // Opened, then silent: a read's fetch (its retries included) is cut
     // at the deadline.

@@ -200,7 +200,9 @@ pub fn prepare(dir: &Path, options: &MountOptions) -> Result<(), MountError> {
 /// own `mount` call serves the image, and returns once the mount is there.
 /// The program must therefore reach the same call again from its
 /// arguments, as a command-line tool does. Errors in the image's root are
-/// reported before detaching.
+/// reported before detaching; a daemon that fails before its mount is
+/// there is reported as [`MountError::DaemonExited`] with what it wrote to
+/// stderr (a pipe to this process until it mounts, /dev/null after).
 ///
 /// Installs signal handlers for the whole process (foreground only) and
 /// calls [`prepare`].

@@ -40,7 +40,8 @@ pub struct RemoteArgs {
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
     http_speed_time: Duration,
     /// Total deadline of one request, its 5 attempts and their backoff
-    /// included: the longest any read of a URL waits before failing.
+    /// included: the longest a request to a URL's server takes to fail
+    /// (after such a failure the server is not asked for that long).
     #[arg(long, value_name = "SECS", default_value = "120", value_parser = parse_secs)]
     http_deadline: Duration,
     /// Whether this process fetches the hot ranges (not the mount command

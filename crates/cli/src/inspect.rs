@@ -34,15 +34,38 @@ impl DataArgs {
     }
 }
 
+/// fsck's exit status when a remote image changed while it was read.
+pub(crate) const FSCK_CHANGED: u8 = 3;
+
+/// What fsck says (on stderr) when the object of a URL changed while it
+/// was read: the reads mixed two versions, so the check judged neither.
+fn changed_while_read(change: &ferrofs_remote::RemoteError) -> ExitCode {
+    eprintln!(
+        "ferrofs: {change}: the image changed while it was being read, so this check \
+         says nothing about either version; run it again"
+    );
+    ExitCode::from(FSCK_CHANGED)
+}
+
 /// `ferrofs fsck`: checks every inode (and with data, every byte); exit 1
-/// when a problem was found.
+/// when a problem was found, 2 when a URL's server failed a read (the
+/// check is incomplete, not the image damaged), 3 ([`FSCK_CHANGED`]) when
+/// a URL's object changed while it was read.
 pub(crate) fn fsck(
     img: &ImageArgs,
     no_data: bool,
     data: &DataArgs,
     json: bool,
 ) -> Result<ExitCode> {
-    let image = open(img)?;
+    let image = match open(img) {
+        Ok(image) => image,
+        Err(e) => {
+            return match crate::source::remote_change() {
+                Some(change) => Ok(changed_while_read(&change)),
+                None => Err(e),
+            }
+        }
+    };
     let pb = progress(None);
     let tick = |inodes: u64, bytes: u64| {
         pb.set_position(bytes);
@@ -58,6 +81,15 @@ pub(crate) fn fsck(
         Some(&tick),
     );
     pb.finish_and_clear();
+    // Problems found then are the change's, not the image's.
+    if let Some(change) = crate::source::remote_change() {
+        return Ok(changed_while_read(&change));
+    }
+    // Nor are reads the server failed (a timeout, a dropped connection):
+    // the check is incomplete, as for any unreadable image.
+    if let Some(why) = crate::source::remote_failure() {
+        anyhow::bail!("{why}: the image could not be read whole, so the check is incomplete");
+    }
     let mut report = report;
     // The image was opened for this command: every decode since is its own
     // (the long xattr prefixes and the metabox's first blocks at open too).

@@ -59,7 +59,8 @@ enum Command {
     /// Check every inode, directory entry and pcluster of an image. Exit
     /// status 1 on damage (what makes the kernel return wrong data or
     /// errors); warnings (a link count other than the entries naming the
-    /// inode) are printed but leave it 0.
+    /// inode) are printed but leave it 0. 2: any other error; 3: the
+    /// image, read by URL, changed on the server during the check.
     Fsck {
         #[command(flatten)]
         img: ImageArgs,

@@ -1,5 +1,6 @@
 //! `ferrofs mount`: serve an image through FUSE until unmounted or signalled.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -99,12 +100,28 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
             image.devices().len()
         );
     }
-    ferrofs_fuse::mount(image, &a.mountpoint, &mopts).with_context(|| {
-        format!(
-            "mounting {} on {}",
-            a.image.display(),
-            a.mountpoint.display()
-        )
-    })?;
-    Ok(ExitCode::SUCCESS)
+    match ferrofs_fuse::mount(image, &a.mountpoint, &mopts) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        // The detached daemon failed (it re-ran this command and met an
+        // error this process did not): its own message, as `mount -f`
+        // would have printed it, and its exit status.
+        Err(ferrofs_fuse::MountError::DaemonExited { status, output, .. })
+            if !output.trim().is_empty() =>
+        {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(output.as_bytes());
+            if !output.ends_with('\n') {
+                let _ = err.write_all(b"\n");
+            }
+            let code = status.code().and_then(|c| u8::try_from(c).ok());
+            Ok(ExitCode::from(code.filter(|&c| c != 0).unwrap_or(2)))
+        }
+        Err(e) => Err(e).with_context(|| {
+            format!(
+                "mounting {} on {}",
+                a.image.display(),
+                a.mountpoint.display()
+            )
+        }),
+    }
 }

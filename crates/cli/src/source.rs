@@ -4,12 +4,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use ferrofs::source::Offset;
 use ferrofs::{Image, OpenOptions, ReadAt};
-use ferrofs_remote::{Cache, HttpSource, RemoteOptions};
+use ferrofs_remote::{Cache, HttpOptions, HttpSource, RemoteError, RemoteOptions};
 
 /// Options of images read over HTTP(S).
 #[derive(clap::Args, Clone)]
@@ -27,10 +28,84 @@ pub struct RemoteArgs {
     /// recorded start-up's data) up front.
     #[arg(long)]
     no_hot_prefetch: bool,
+    /// Per-request timeout of a URL's server: the longest wait to connect,
+    /// for a response's headers, and for any read of its body.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    http_timeout: Duration,
+    /// Low-speed limit: a response body slower than this many bytes per
+    /// second over --http-speed-time is abandoned (and retried); 0: none.
+    #[arg(long, value_name = "BYTES", default_value = "1K", value_parser = crate::size::parse_u64)]
+    http_speed_limit: u64,
+    /// The window of --http-speed-limit.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    http_speed_time: Duration,
+    /// Total deadline of one request, its 5 attempts and their backoff
+    /// included: the longest a request to a URL's server takes to fail
+    /// (after such a failure the server is not asked for that long).
+    #[arg(long, value_name = "SECS", default_value = "120", value_parser = parse_secs)]
+    http_deadline: Duration,
     /// Whether this process fetches the hot ranges (not the mount command
     /// that only checks the image before its daemon serves it).
     #[arg(skip = true)]
     pub prefetch_here: bool,
+}
+
+impl RemoteArgs {
+    /// The remote source's options these arguments ask for.
+    fn options(&self) -> RemoteOptions {
+        RemoteOptions {
+            http: HttpOptions {
+                timeout: self.http_timeout,
+                speed_limit: self.http_speed_limit,
+                speed_time: self.http_speed_time,
+                deadline: self.http_deadline,
+                ..HttpOptions::default()
+            },
+            ..RemoteOptions::default()
+        }
+    }
+}
+
+/// `s` as a duration: seconds (`30`, `1.5`, `30s`) or milliseconds
+/// (`500ms`), more than 0 and at most a day.
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, scale) = match t.strip_suffix("ms") {
+        Some(n) => (n, 0.001),
+        None => (t.strip_suffix('s').unwrap_or(t), 1.0),
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .map(|n| n * scale)
+        .filter(|&n| n > 0.0 && n <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| {
+            format!("invalid duration {s:?} (seconds, e.g. 30 or 1.5, or milliseconds, e.g. 500ms)")
+        })
+}
+
+/// Every remote source opened, to ask whether its object changed.
+static REMOTES: Mutex<Vec<Weak<HttpSource>>> = Mutex::new(Vec::new());
+
+/// The change of a remote image (or device) any source of this process
+/// has seen: what was read is a mix of two objects, not a damaged image.
+pub fn remote_change() -> Option<RemoteError> {
+    let remotes = REMOTES.lock().unwrap_or_else(PoisonError::into_inner);
+    remotes
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find_map(|src| src.changed())
+}
+
+/// The first failed read of a remote image (or device) by any source of
+/// this process, as its error said: what read the image missed some of it.
+pub fn remote_failure() -> Option<String> {
+    let remotes = REMOTES.lock().unwrap_or_else(PoisonError::into_inner);
+    remotes
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find_map(|src| src.failed())
 }
 
 /// The prefetching threads and their stop flags.
@@ -108,9 +183,13 @@ impl<'a> Sources<'a> {
                 let src = Arc::new(HttpSource::open_noting(
                     url,
                     cache,
-                    &RemoteOptions::default(),
+                    &self.args.options(),
                     &mut say,
                 )?);
+                REMOTES
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(Arc::downgrade(&src));
                 let hot = match image_at {
                     Some(at) => src.hot_ranges(at),
                     None => Ok(None),
@@ -177,4 +256,19 @@ pub fn open_image(
     }
     let source = Offset::new(primary, offset);
     Image::open_with(Box::new(source), opts).with_context(|| image.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_secs("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_secs("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_secs("500ms"), Ok(Duration::from_millis(500)));
+        for bad in ["0", "-1", "soon", "", "1e9", "NaN", "inf"] {
+            assert!(parse_secs(bad).is_err(), "{bad}");
+        }
+    }
 }

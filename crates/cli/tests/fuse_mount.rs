@@ -274,6 +274,53 @@ fn signals_and_detach() {
     assert!(!mounted(&dir));
 }
 
+/// A detached mount whose daemon fails after detaching (here: the
+/// `--trace` file, which only the daemon opens, cannot be created) says
+/// why, with the daemon's own message and exit status, not only "exit
+/// status: 2". Needs /dev/fuse to exist (the daemon fails before using it).
+#[test]
+fn a_failing_daemon_reports_its_reason() {
+    if !Path::new("/dev/fuse").exists() {
+        println!("skipped: /dev/fuse is absent");
+        return;
+    }
+    let w = work("fuse_mount_daemon_error");
+    let src = w.join("tree");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("hello"), b"hello\n").unwrap();
+    let img = w.join("small.img");
+    build(&src, &img, false, &[]);
+    let dir = w.join("mnt");
+    fs::create_dir_all(&dir).unwrap();
+    let trace = w.join("no-such-dir/trace");
+    let start = Instant::now();
+    let out = Command::new(FERROFS)
+        .arg("mount")
+        .arg(&img)
+        .arg(&dir)
+        .arg("--trace")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "trace file {}: No such file or directory",
+            trace.display()
+        )),
+        "{msg}"
+    );
+    assert!(msg.starts_with("ferrofs: mounting "), "{msg}");
+    assert!(!msg.contains("mount daemon exited"), "{msg}");
+    assert!(!mounted(&dir));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
 #[test]
 fn mount_errors_are_clear() {
     let out = Command::new(FERROFS)

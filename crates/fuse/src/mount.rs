@@ -2,12 +2,12 @@
 //! session, and unmounting on SIGINT, SIGTERM or SIGHUP or when the mount
 //! goes away (`umount`, `fusermount3 -u`).
 
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use ferrofs::Image;
@@ -32,6 +32,9 @@ const MALLOC_ENV: [(&str, &str); 2] = [
 
 /// How long a mount may take to appear.
 const MOUNT_WAIT: Duration = Duration::from_secs(20);
+
+/// Most bytes of the daemon's stderr kept for its error (the last ones).
+const DAEMON_OUTPUT_MAX: usize = 16 << 10;
 
 /// How an image is served.
 #[derive(Clone, Debug)]
@@ -103,13 +106,20 @@ pub enum MountError {
     /// The detached daemon cannot be started.
     #[error("starting the mount daemon: {0}")]
     Daemon(#[source] io::Error),
-    /// The detached daemon ended before the mount appeared.
-    #[error("the mount daemon exited ({status}) before mounting {path}")]
+    /// The detached daemon ended before the mount appeared. Its last
+    /// line on stderr (its error) ends the message.
+    #[error(
+        "the mount daemon exited ({status}) before mounting {path}{}",
+        last_line(output).map(|l| format!(": {l}")).unwrap_or_default()
+    )]
     DaemonExited {
         /// How it ended.
         status: ExitStatus,
         /// The mount point.
         path: PathBuf,
+        /// What it wrote to stderr (its last 16 KiB), to be shown as it
+        /// is: the reason it failed.
+        output: String,
     },
     /// The FUSE session cannot be set up (mounting failed).
     #[error("mounting on {path}: {source}")]
@@ -132,6 +142,11 @@ pub enum MountError {
         #[source]
         source: io::Error,
     },
+}
+
+/// The last non-empty line of `text`, trimmed.
+fn last_line(text: &str) -> Option<&str> {
+    text.lines().map(str::trim).rev().find(|l| !l.is_empty())
 }
 
 /// Checks that `dir` can take a mount and that FUSE is there.
@@ -185,7 +200,9 @@ pub fn prepare(dir: &Path, options: &MountOptions) -> Result<(), MountError> {
 /// own `mount` call serves the image, and returns once the mount is there.
 /// The program must therefore reach the same call again from its
 /// arguments, as a command-line tool does. Errors in the image's root are
-/// reported before detaching.
+/// reported before detaching; a daemon that fails before its mount is
+/// there is reported as [`MountError::DaemonExited`] with what it wrote to
+/// stderr (a pipe to this process until it mounts, /dev/null after).
 ///
 /// Installs signal handlers for the whole process (foreground only) and
 /// calls [`prepare`].
@@ -204,6 +221,14 @@ pub fn mount(image: Image, dir: &Path, options: &MountOptions) -> Result<(), Mou
         signal_hook::flag::register(sig, stop.clone()).map_err(MountError::Signals)?;
     }
     let mounted = spawn(image, dir, options)?;
+    if !options.foreground {
+        // The daemon's stderr is a pipe to the process that started it,
+        // which reads it until it closes (reporting it if the daemon
+        // fails first) and then exits: from now on it goes nowhere.
+        if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+            let _ = nix::unistd::dup2_stderr(&null);
+        }
+    }
     loop {
         if stop.load(Ordering::Relaxed) {
             return mounted.unmount();
@@ -215,7 +240,10 @@ pub fn mount(image: Image, dir: &Path, options: &MountOptions) -> Result<(), Mou
     }
 }
 
-/// Starts the daemon and waits for its mount to appear.
+/// Starts the daemon and waits for its mount to appear, then for the
+/// daemon to let go of its stderr (a pipe to this process, so nothing it
+/// writes meets a closed pipe). A daemon that fails before mounting is
+/// reported with what it wrote there.
 fn detach(dir: &Path) -> Result<(), MountError> {
     let exe = std::env::current_exe().map_err(MountError::Daemon)?;
     let mut child = Command::new(exe)
@@ -224,19 +252,46 @@ fn detach(dir: &Path) -> Result<(), MountError> {
         .envs(MALLOC_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
         .map_err(MountError::Daemon)?;
+    // The daemon's stderr, read until it closes (the daemon mounted and
+    // let go of it, or ended), its last bytes sent back.
+    let (tx, output) = mpsc::channel();
+    if let Some(mut err) = child.stderr.take() {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                match err.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        kept.extend_from_slice(&buf[..n]);
+                        let excess = kept.len().saturating_sub(DAEMON_OUTPUT_MAX);
+                        kept.drain(..excess);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(String::from_utf8_lossy(&kept).into_owned());
+        });
+    }
     let start = Instant::now();
     while start.elapsed() < MOUNT_WAIT {
         if is_mounted(dir) {
+            // Served: wait (briefly) until the daemon has closed the pipe.
+            let _ = output.recv_timeout(Duration::from_secs(5));
             return Ok(());
         }
         if let Ok(Some(status)) = child.try_wait() {
             return Err(MountError::DaemonExited {
                 status,
                 path: dir.to_path_buf(),
+                output: output
+                    .recv_timeout(Duration::from_secs(1))
+                    .unwrap_or_default(),
             });
         }
         std::thread::sleep(Duration::from_millis(20));

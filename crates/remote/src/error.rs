@@ -2,6 +2,18 @@
 
 use std::io;
 use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::http::secs;
+
+/// ` (after N attempts)` when there were several.
+fn after(attempts: u32) -> String {
+    if attempts > 1 {
+        format!(" (after {attempts} attempts)")
+    } else {
+        String::new()
+    }
+}
 
 /// An error of the remote source. Converted into an [`io::Error`] (whose
 /// message is this one's) where the reader asks for one.
@@ -73,6 +85,52 @@ pub enum RemoteError {
         #[source]
         source: ureq::Error,
     },
+    /// The server kept us waiting past a limit: `phase` says for what
+    /// (connecting, the response headers, body bytes), `limit` and
+    /// `option` which limit (the per-request timeout or the deadline).
+    #[error("{url}: timed out {phase} (limit {}, {option}){}", secs(*limit), after(*attempts))]
+    TimedOut {
+        url: String,
+        phase: &'static str,
+        limit: Duration,
+        option: &'static str,
+        attempts: u32,
+    },
+    /// The body arrived slower than the low-speed limit: `bytes` in
+    /// `elapsed`, a window of at least `window`.
+    #[error(
+        "{url}: transfer too slow receiving bytes {start}..{end}: {bytes} bytes in {}, below \
+         the limit of {limit} bytes/s over {} (--http-speed-limit, --http-speed-time){}",
+        secs(*elapsed), secs(*window), after(*attempts)
+    )]
+    TooSlow {
+        url: String,
+        start: u64,
+        end: u64,
+        bytes: u64,
+        elapsed: Duration,
+        limit: u64,
+        window: Duration,
+        attempts: u32,
+    },
+    /// The deadline left no time for another attempt after `last`.
+    #[error("{last}; gave up at the {} deadline (--http-deadline)", secs(*deadline))]
+    GaveUp {
+        deadline: Duration,
+        last: Box<RemoteError>,
+    },
+    /// A request of this source timed out or was too slow a moment ago:
+    /// the server is not asked again until a deadline has passed since
+    /// (so a dead server fails a run's reads at once, not one deadline
+    /// each).
+    #[error("{url}: not asked again for {}, the server failed to answer a moment ago: {why}", secs(*left))]
+    Unresponsive {
+        url: String,
+        /// The failure, without the URL.
+        why: String,
+        /// Until the server is asked again.
+        left: Duration,
+    },
     /// The on-disk cache could not be set up.
     #[error("cache directory {}: {source}", path.display())]
     Cache {
@@ -87,9 +145,32 @@ impl From<RemoteError> for io::Error {
         let kind = match &e {
             RemoteError::NotFound { .. } => io::ErrorKind::NotFound,
             RemoteError::UnsupportedScheme { .. } => io::ErrorKind::Unsupported,
+            RemoteError::TimedOut { .. }
+            | RemoteError::TooSlow { .. }
+            | RemoteError::Unresponsive { .. } => io::ErrorKind::TimedOut,
+            RemoteError::GaveUp { last, .. } => match **last {
+                RemoteError::TimedOut { .. } | RemoteError::TooSlow { .. } => {
+                    io::ErrorKind::TimedOut
+                }
+                _ => io::ErrorKind::Other,
+            },
             _ => io::ErrorKind::Other,
         };
         io::Error::new(kind, e)
+    }
+}
+
+impl RemoteError {
+    /// Whether the server failed to answer in time (a timeout or the
+    /// low-speed limit, after every attempt allowed).
+    pub fn is_unresponsive(&self) -> bool {
+        match self {
+            RemoteError::TimedOut { .. }
+            | RemoteError::TooSlow { .. }
+            | RemoteError::Unresponsive { .. } => true,
+            RemoteError::GaveUp { last, .. } => last.is_unresponsive(),
+            _ => false,
+        }
     }
 }
 

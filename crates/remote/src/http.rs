@@ -1,10 +1,12 @@
 //! Range requests for one object: the probe that learns its length and
 //! validators, and fetches of byte ranges that are checked against them
 //! (status, Content-Range, ETag, Last-Modified, body length), with
-//! retries and exponential backoff on transient failures.
+//! retries and exponential backoff on transient failures, all within
+//! bounded time: a per-request timeout, a low-speed limit on bodies and a
+//! total deadline that the retries count against.
 
-use std::io::Read;
-use std::time::Duration;
+use std::io::{self, Read};
+use std::time::{Duration, Instant};
 
 use ureq::http::{HeaderMap, Response, StatusCode};
 use ureq::tls::TlsConfig;
@@ -31,7 +33,17 @@ impl Validators {
     }
 }
 
-/// Connection settings of a [`Client`].
+/// Connection settings of a [`Client`]: retries and the limits that
+/// bound how long a request may take.
+///
+/// One request (the opening probe, or a fetch of up to
+/// [`RemoteOptions::max_request`](crate::RemoteOptions::max_request)
+/// bytes), retries and backoff included, fails within `deadline`
+/// whatever the server does (a fetch is cut at it; a probe's waits are
+/// shortened to a third of what is left of it). Within that, each attempt waits at
+/// most `timeout` to connect, `timeout` for the response headers and
+/// `timeout` for any read of the body, and a body arriving slower than
+/// `speed_limit` bytes/s over `speed_time` is abandoned.
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
     /// Attempts per request (at least 1) before a transient failure is
@@ -39,18 +51,79 @@ pub struct HttpOptions {
     pub attempts: u32,
     /// Wait before the first retry; doubled for each further one.
     pub backoff: Duration,
-    /// Limit for connecting, and for each read of the connection.
+    /// Per-request timeout: the longest wait to connect, for the whole
+    /// response header (from the request sent to its last byte), and for
+    /// any one read of the body (default 30 s).
     pub timeout: Duration,
+    /// Low-speed limit in bytes per second (0: none): a body that brings
+    /// fewer than `speed_limit * speed_time` bytes in a `speed_time`
+    /// window is abandoned, as curl's `--speed-limit` (default 1024).
+    pub speed_limit: u64,
+    /// The window of the low-speed limit (default 30 s).
+    pub speed_time: Duration,
+    /// Total deadline of one request, its retries and backoff included:
+    /// no attempt starts after it and a range fetch in progress is cut at
+    /// it (default 120 s).
+    pub deadline: Duration,
 }
 
 impl Default for HttpOptions {
+    /// 5 attempts, 0.1 s doubling backoff, a 30 s timeout, at least
+    /// 1 KiB/s over 30 s, a 120 s deadline.
     fn default() -> Self {
         HttpOptions {
             attempts: 5,
             backoff: Duration::from_millis(100),
             timeout: Duration::from_secs(30),
+            speed_limit: 1024,
+            speed_time: Duration::from_secs(30),
+            deadline: Duration::from_secs(120),
         }
     }
+}
+
+/// The low-speed check of one body: bytes counted in windows of
+/// `speed_time`; a window that ends below the limit is a failure.
+pub(crate) struct Pace {
+    limit: u64,
+    window: Duration,
+    since: Instant,
+    got: u64,
+}
+
+impl Pace {
+    pub(crate) fn new(opts: &HttpOptions) -> Pace {
+        Pace {
+            limit: opts.speed_limit,
+            window: opts.speed_time.max(Duration::from_millis(1)),
+            since: Instant::now(),
+            got: 0,
+        }
+    }
+
+    /// Counts `n` more bytes; once a window has passed, `Err((bytes,
+    /// elapsed))` if it brought less than the limit, else a new window.
+    fn step(&mut self, n: usize) -> std::result::Result<(), (u64, Duration)> {
+        self.got = self.got.saturating_add(n as u64);
+        let elapsed = self.since.elapsed();
+        if self.limit == 0 || elapsed < self.window {
+            return Ok(());
+        }
+        // Bytes per second over the window, compared without rounding.
+        if u128::from(self.got) * 1000 < u128::from(self.limit) * elapsed.as_millis() {
+            return Err((self.got, elapsed));
+        }
+        self.since = Instant::now();
+        self.got = 0;
+        Ok(())
+    }
+}
+
+/// `d` for messages: `30 s`, `1.5 s`, `0.25 s`.
+pub(crate) fn secs(d: Duration) -> String {
+    let s = format!("{:.3}", d.as_secs_f64());
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} s")
 }
 
 /// The scheme of `url` if it has the form `scheme://…`.
@@ -68,13 +141,29 @@ pub enum Probe {
     Ranges(Validators),
     /// The server sent the whole object instead: its validators and the
     /// body, still to be read.
-    Whole(Validators, Box<dyn Read + Send>),
+    Whole(Validators, WholeBody),
+}
+
+/// The body of a whole-object answer, read with [`Client::read_whole`].
+pub struct WholeBody {
+    reader: Box<dyn Read + Send>,
+    wait: Wait,
+    pace: Pace,
 }
 
 /// A failure and whether another attempt may succeed.
 enum Failure {
     Retry(RemoteError),
     Fatal(RemoteError),
+}
+
+/// The limit on one wait of an attempt, as its error names it: the
+/// per-request timeout, or what was left of the deadline when that was
+/// shorter.
+#[derive(Clone, Copy)]
+struct Wait {
+    limit: Duration,
+    option: &'static str,
 }
 
 /// Range requests to one URL.
@@ -130,6 +219,7 @@ impl Client {
         let agent: Agent = Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(opts.timeout))
+            .timeout_recv_response(Some(opts.timeout))
             .timeout_per_read(Some(opts.timeout))
             .user_agent(concat!("ferrofs/", env!("CARGO_PKG_VERSION")))
             .tls_config(TlsConfig::builder().root_certs(tls::roots()).build())
@@ -147,6 +237,11 @@ impl Client {
         &self.url
     }
 
+    /// The settings it runs with.
+    pub fn options(&self) -> &HttpOptions {
+        &self.opts
+    }
+
     /// Asks for the first byte: learns the object's length and validators
     /// and that the server honours Range.
     pub fn probe(&self) -> Result<Validators> {
@@ -162,10 +257,14 @@ impl Client {
 
     /// As [`Client::probe`], but a server that answers the range request
     /// with the whole object (and its length) gives that answer, to be
-    /// read whole.
+    /// read whole with [`Client::read_whole`].
+    ///
+    /// The probe is not cut at the deadline as a whole (a whole answer's
+    /// body may be large): its waits (connecting, the header, each body
+    /// read) are shortened to a third of what is left of it.
     pub fn probe_or_whole(&self) -> Result<Probe> {
-        self.retrying(|| {
-            let resp = self.send(0, 1, None)?;
+        self.retrying(|left| {
+            let (resp, wait) = self.send(0, 1, None, left, false)?;
             let h = resp.headers();
             let etag = header(h, "etag");
             let last_modified = header(h, "last-modified");
@@ -181,7 +280,7 @@ impl Client {
                         etag,
                         last_modified,
                     };
-                    self.read_body(resp, 0, 1)?;
+                    self.read_body(resp, wait, 0, 1)?;
                     Ok(Probe::Ranges(v))
                 }
                 // An empty object has no first byte.
@@ -200,7 +299,11 @@ impl Client {
                             etag,
                             last_modified,
                         },
-                        Box::new(resp.into_body().into_reader()),
+                        WholeBody {
+                            reader: Box::new(resp.into_body().into_reader()),
+                            wait,
+                            pace: Pace::new(&self.opts),
+                        },
                     )),
                     None => Err(self.status_failure(StatusCode::OK, &resp, None)),
                 },
@@ -209,11 +312,34 @@ impl Client {
         })
     }
 
+    /// Reads the next `buf.len()` bytes (bytes `start..` of the object)
+    /// of a whole-object answer, under the per-read timeout and the
+    /// low-speed limit; fewer is a truncation. Not retried: the answer
+    /// cannot be asked for again from where it stopped.
+    pub fn read_whole(&self, body: &mut WholeBody, buf: &mut [u8], start: u64) -> Result<()> {
+        let end = start + buf.len() as u64;
+        let got =
+            match self.read_paced(&mut body.reader, buf, &mut body.pace, body.wait, start, end) {
+                Ok(got) => got,
+                Err(Failure::Retry(e) | Failure::Fatal(e)) => return Err(e),
+            };
+        if got < buf.len() {
+            return Err(RemoteError::Truncated {
+                url: self.url.clone(),
+                start,
+                end,
+                got: got as u64,
+                attempts: 1,
+            });
+        }
+        Ok(())
+    }
+
     /// Bytes `start..end` (`start < end <= v.len`) of the object `v`
     /// describes; any sign of another object is [`RemoteError::Changed`].
     pub fn fetch(&self, v: &Validators, start: u64, end: u64) -> Result<Vec<u8>> {
-        self.retrying(|| {
-            let resp = self.send(start, end, v.if_range())?;
+        self.retrying(|left| {
+            let (resp, wait) = self.send(start, end, v.if_range(), left, true)?;
             if resp.status() != StatusCode::PARTIAL_CONTENT {
                 return Err(self.status_failure(resp.status(), &resp, Some(v)));
             }
@@ -231,17 +357,36 @@ impl Client {
                     )))
                 }
             }
-            self.read_body(resp, start, end)
+            self.read_body(resp, wait, start, end)
         })
     }
 
-    /// Sends `GET` with `Range: bytes=start-(end-1)`.
+    /// Sends `GET` with `Range: bytes=start-(end-1)`, with `left` of the
+    /// deadline. With `cut` the whole exchange (body included) ends at
+    /// `left` and each wait is the timeout or `left` if shorter; without,
+    /// each wait is the timeout or a third of `left` if shorter, so that
+    /// connecting, the header and the first body read end within it.
     fn send(
         &self,
         start: u64,
         end: u64,
         if_range: Option<&str>,
-    ) -> std::result::Result<Response<Body>, Failure> {
+        left: Duration,
+        cut: bool,
+    ) -> std::result::Result<(Response<Body>, Wait), Failure> {
+        let left = left.max(Duration::from_millis(1));
+        let t = self.opts.timeout.min(if cut { left } else { left / 3 });
+        let wait = if t < self.opts.timeout {
+            Wait {
+                limit: self.opts.deadline,
+                option: "--http-deadline",
+            }
+        } else {
+            Wait {
+                limit: self.opts.timeout,
+                option: "--http-timeout",
+            }
+        };
         let mut req = self
             .agent
             .get(&self.url)
@@ -249,10 +394,39 @@ impl Client {
         if let Some(v) = if_range {
             req = req.header("If-Range", v);
         }
-        req.call().map_err(|e| self.transport(e))
+        let mut cfg = req
+            .config()
+            .timeout_connect(Some(t))
+            .timeout_recv_response(Some(t))
+            .timeout_per_read(Some(t));
+        if cut {
+            cfg = cfg.timeout_global(Some(left));
+        }
+        match cfg.build().call() {
+            Ok(resp) => Ok((resp, wait)),
+            Err(e) => Err(self.transport(e, wait, "waiting for the response headers")),
+        }
     }
 
-    fn transport(&self, e: ureq::Error) -> Failure {
+    /// The failure a transport error means; `phase` says what was being
+    /// waited for when a timeout struck.
+    fn transport(&self, e: ureq::Error, wait: Wait, phase: &'static str) -> Failure {
+        use ureq::Timeout as T;
+        if let ureq::Error::Timeout(t) = e {
+            let (phase, limit, option) = match t {
+                T::Global => (phase, self.opts.deadline, "--http-deadline"),
+                T::Connect => ("connecting", wait.limit, wait.option),
+                T::Resolve => ("resolving the host name", wait.limit, wait.option),
+                _ => (phase, wait.limit, wait.option),
+            };
+            return Failure::Retry(RemoteError::TimedOut {
+                url: self.url.clone(),
+                phase,
+                limit,
+                option,
+                attempts: 1,
+            });
+        }
         // Dropped, refused or stalled connections; not a certificate or
         // protocol error, which another attempt would only repeat.
         use std::io::ErrorKind as K;
@@ -268,7 +442,7 @@ impl Client {
                     | K::Interrupted
                     | K::NotConnected
             ),
-            ureq::Error::Timeout(_) | ureq::Error::ConnectionFailed => true,
+            ureq::Error::ConnectionFailed => true,
             _ => false,
         };
         let e = RemoteError::Transport {
@@ -379,10 +553,12 @@ impl Client {
     }
 
     /// Reads exactly `end - start` body bytes; fewer is a (retried)
-    /// truncation.
+    /// truncation, and so are a stall and a body slower than the
+    /// low-speed limit.
     fn read_body(
         &self,
         resp: Response<Body>,
+        wait: Wait,
         start: u64,
         end: u64,
     ) -> std::result::Result<Vec<u8>, Failure> {
@@ -391,14 +567,9 @@ impl Client {
             return Err(self.bad(format!("a range of {want} bytes")));
         };
         let mut buf = vec![0u8; n];
-        let mut got = 0usize;
         let mut r = resp.into_body().into_reader();
-        while got < n {
-            match r.read(&mut buf[got..]) {
-                Ok(0) | Err(_) => break,
-                Ok(k) => got += k,
-            }
-        }
+        let mut pace = Pace::new(&self.opts);
+        let got = self.read_paced(&mut r, &mut buf, &mut pace, wait, start, end)?;
         if got < n {
             return Err(Failure::Retry(RemoteError::Truncated {
                 url: self.url.clone(),
@@ -411,18 +582,103 @@ impl Client {
         Ok(buf)
     }
 
-    /// Runs `op` until it succeeds, fails for good, or the attempts run
-    /// out (waiting `backoff`, then twice as long each time, between).
-    fn retrying<T>(&self, mut op: impl FnMut() -> std::result::Result<T, Failure>) -> Result<T> {
+    /// Fills `buf` from `r` until it is full or the body ends (the count
+    /// read); a timed-out read or a window below the low-speed limit is a
+    /// (retried) failure. `start..end` is the span of the request, for
+    /// errors.
+    fn read_paced(
+        &self,
+        r: &mut dyn Read,
+        buf: &mut [u8],
+        pace: &mut Pace,
+        wait: Wait,
+        start: u64,
+        end: u64,
+    ) -> std::result::Result<usize, Failure> {
+        let mut got = 0usize;
+        while got < buf.len() {
+            match r.read(&mut buf[got..]) {
+                Ok(0) => break,
+                Ok(k) => {
+                    got += k;
+                    if let Err((bytes, elapsed)) = pace.step(k) {
+                        return Err(Failure::Retry(RemoteError::TooSlow {
+                            url: self.url.clone(),
+                            start,
+                            end,
+                            bytes,
+                            elapsed,
+                            limit: self.opts.speed_limit,
+                            window: self.opts.speed_time,
+                            attempts: 1,
+                        }));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let timeout = e
+                        .get_ref()
+                        .and_then(|i| i.downcast_ref::<ureq::Error>())
+                        .and_then(|u| match u {
+                            ureq::Error::Timeout(t) => Some(*t),
+                            _ => None,
+                        });
+                    let timeout = match timeout {
+                        Some(t) => Some(t),
+                        None if e.kind() == io::ErrorKind::TimedOut => Some(ureq::Timeout::PerRead),
+                        None => None,
+                    };
+                    // Anything else ends the body: a truncation.
+                    if let Some(t) = timeout {
+                        return Err(self.transport(
+                            ureq::Error::Timeout(t),
+                            wait,
+                            "waiting for body bytes",
+                        ));
+                    }
+                    break;
+                }
+            }
+        }
+        Ok(got)
+    }
+
+    /// Runs `op` (given what is left of the deadline) until it succeeds,
+    /// fails for good, the attempts run out, or the deadline leaves no
+    /// time for another attempt (waiting `backoff`, then twice as long
+    /// each time, between attempts).
+    fn retrying<T>(
+        &self,
+        mut op: impl FnMut(Duration) -> std::result::Result<T, Failure>,
+    ) -> Result<T> {
+        let begun = Instant::now();
+        let deadline = self.opts.deadline;
         let attempts = self.opts.attempts.max(1);
         let mut wait = self.opts.backoff;
         let mut n = 1;
         loop {
-            match op() {
+            match op(deadline.saturating_sub(begun.elapsed())) {
                 Ok(v) => return Ok(v),
                 Err(Failure::Fatal(e)) => return Err(e),
                 Err(Failure::Retry(e)) if n >= attempts => return Err(with_attempts(e, n)),
-                Err(Failure::Retry(_)) => {
+                Err(Failure::Retry(e)) => {
+                    let e = with_attempts(e, n);
+                    // Another attempt needs the backoff and some time to
+                    // run (a tenth of the timeout, at least 1 ms).
+                    let room = wait + (self.opts.timeout / 10).max(Duration::from_millis(1));
+                    if deadline.saturating_sub(begun.elapsed()) < room {
+                        return Err(match e {
+                            // Cut at the deadline: that error says so.
+                            RemoteError::TimedOut {
+                                option: "--http-deadline",
+                                ..
+                            } => e,
+                            e => RemoteError::GaveUp {
+                                deadline,
+                                last: Box::new(e),
+                            },
+                        });
+                    }
                     std::thread::sleep(wait);
                     wait = wait.saturating_mul(2);
                     n += 1;
@@ -437,7 +693,9 @@ fn with_attempts(mut e: RemoteError, n: u32) -> RemoteError {
     match &mut e {
         RemoteError::Status { attempts, .. }
         | RemoteError::Transport { attempts, .. }
-        | RemoteError::Truncated { attempts, .. } => *attempts = n,
+        | RemoteError::Truncated { attempts, .. }
+        | RemoteError::TimedOut { attempts, .. }
+        | RemoteError::TooSlow { attempts, .. } => *attempts = n,
         _ => {}
     }
     e

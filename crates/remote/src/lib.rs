@@ -2,7 +2,9 @@
 //! an image lazily with range requests, keeps fetched chunks in a bounded
 //! on-disk [`Cache`], coalesces adjacent misses into one request and runs
 //! large reads' requests in parallel, retries transient failures with
-//! backoff, and refuses to mix data of an object that changed under it.
+//! backoff within a total deadline (every wait bounded by a timeout and a
+//! low-speed limit, see [`HttpOptions`]), and refuses to mix data of an
+//! object that changed under it.
 
 pub mod cache;
 pub mod error;

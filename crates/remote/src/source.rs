@@ -4,17 +4,18 @@
 //! many threads want them, and kept.
 
 use std::collections::HashSet;
-use std::io::{self, Read};
+use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use ferrofs::ReadAt;
 use sha2::{Digest, Sha256};
 
 use crate::cache::{Cache, KEY_LEN};
 use crate::error::{RemoteError, Result};
-use crate::http::{Client, HttpOptions, Probe, Validators};
+use crate::http::{Client, HttpOptions, Probe, Validators, WholeBody};
 use crate::plan::{chunks_of, coalesce, spread, Fetch};
 
 /// A request and the bytes it brought.
@@ -70,6 +71,14 @@ pub struct HttpSource {
     /// Chunks some reader is fetching now, and the signal that some landed.
     pub(crate) inflight: Mutex<HashSet<u64>>,
     pub(crate) landed: Condvar,
+    /// The first change of the object seen (what, was, now): every later
+    /// fetch fails with it at once.
+    changed: Mutex<Option<(&'static str, String, String)>>,
+    /// After a fetch that timed out (or was too slow) for good: until
+    /// when the server is not asked, and why.
+    quiet_until: Mutex<Option<(Instant, String)>>,
+    /// The first read that failed, as its error said.
+    failed: Mutex<Option<String>>,
 }
 
 /// The cache's name for the object: URL, validators and chunk size, so a
@@ -135,6 +144,9 @@ impl HttpSource {
             requests: AtomicU64::new(1),
             inflight: Mutex::new(HashSet::new()),
             landed: Condvar::new(),
+            changed: Mutex::new(None),
+            quiet_until: Mutex::new(None),
+            failed: Mutex::new(None),
         };
         if let Some(body) = body {
             src.store_whole(body, before_whole)?;
@@ -144,11 +156,7 @@ impl HttpSource {
 
     /// Keeps every chunk of the whole-object answer `body` in the cache
     /// (nothing is read when the cache holds them all already).
-    fn store_whole(
-        &self,
-        mut body: Box<dyn Read + Send>,
-        before: &mut dyn FnMut(u64),
-    ) -> Result<()> {
+    fn store_whole(&self, mut body: WholeBody, before: &mut dyn FnMut(u64)) -> Result<()> {
         let len = self.object.len;
         let chunks = len.div_ceil(self.chunk);
         if (0..chunks).all(|c| self.cache.holds(&self.key, c)) {
@@ -168,23 +176,8 @@ impl HttpSource {
         for c in 0..chunks {
             let (start, end) = self.chunk_span(c);
             buf.resize((end - start) as usize, 0);
-            let mut got = 0;
-            while got < buf.len() {
-                match body.read(&mut buf[got..]) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got += n,
-                }
-            }
-            self.bytes.fetch_add(got as u64, Ordering::Relaxed);
-            if got < buf.len() {
-                return Err(RemoteError::Truncated {
-                    url: self.url().to_owned(),
-                    start,
-                    end,
-                    got: got as u64,
-                    attempts: 1,
-                });
-            }
+            self.client.read_whole(&mut body, &mut buf, start)?;
+            self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
             self.cache.store(&self.key, c, &buf);
         }
         Ok(())
@@ -209,12 +202,69 @@ impl HttpSource {
         (start, start.saturating_add(self.chunk).min(self.object.len))
     }
 
+    /// The change of the object this source has seen, if any (as the
+    /// error its reads failed with): from then on every read that needs a
+    /// request fails with it, without asking.
+    pub fn changed(&self) -> Option<RemoteError> {
+        let seen = self.changed.lock().unwrap_or_else(|e| e.into_inner());
+        seen.as_ref().map(|(what, was, now)| RemoteError::Changed {
+            url: self.url().to_owned(),
+            what,
+            was: was.clone(),
+            now: now.clone(),
+        })
+    }
+
+    /// The first read of this source that failed (its error's message):
+    /// whatever read the image did not see all of it.
+    pub fn failed(&self) -> Option<String> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Fetches the chunks of `f` in one request.
     pub(crate) fn fetch(&self, f: Fetch) -> Result<Fetched> {
+        if let Some(e) = self.changed() {
+            return Err(e);
+        }
+        if let Some((until, why)) = &*self.quiet_until.lock().unwrap_or_else(|e| e.into_inner()) {
+            let now = Instant::now();
+            if now < *until {
+                return Err(RemoteError::Unresponsive {
+                    url: self.url().to_owned(),
+                    why: why.clone(),
+                    left: *until - now,
+                });
+            }
+        }
         let start = self.chunk_span(f.first).0;
         let end = self.chunk_span(f.first + f.count - 1).1;
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let data = self.client.fetch(&self.object, start, end)?;
+        let data = match self.client.fetch(&self.object, start, end) {
+            Ok(data) => data,
+            Err(e) => {
+                if let RemoteError::Changed { what, was, now, .. } = &e {
+                    let mut seen = self.changed.lock().unwrap_or_else(|e| e.into_inner());
+                    seen.get_or_insert_with(|| (*what, was.clone(), now.clone()));
+                }
+                if e.is_unresponsive() {
+                    // Every attempt within the deadline failed: give the
+                    // server as long again before asking it anything.
+                    let msg = e.to_string();
+                    let why = msg
+                        .strip_prefix(self.url())
+                        .and_then(|m| m.strip_prefix(": "))
+                        .unwrap_or(&msg)
+                        .to_owned();
+                    let until = Instant::now() + self.client.options().deadline;
+                    *self.quiet_until.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some((until, why));
+                }
+                return Err(e);
+            }
+        };
         self.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
         Ok((f, data))
     }
@@ -383,14 +433,21 @@ impl ReadAt for HttpSource {
             return Ok(());
         }
         let (mine, theirs) = self.claim(&missing);
-        self.fetch_into(&mut t, &mine.chunks)?;
+        let res = self.fetch_into(&mut t, &mine.chunks);
         drop(mine);
-        if !theirs.is_empty() {
-            self.wait_for(&theirs);
-            let still = self.read_cached(&mut t, theirs.into_iter());
-            self.fetch_into(&mut t, &still)?;
+        let res = res.and_then(|()| {
+            if !theirs.is_empty() {
+                self.wait_for(&theirs);
+                let still = self.read_cached(&mut t, theirs.into_iter());
+                self.fetch_into(&mut t, &still)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = &res {
+            let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+            failed.get_or_insert_with(|| e.to_string());
         }
-        Ok(())
+        res
     }
 
     fn len(&self) -> io::Result<u64> {

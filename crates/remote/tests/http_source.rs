@@ -7,9 +7,9 @@
 
 mod common;
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{cache, object, quick, ranged, remote, status, Reply, Req, Server};
 
@@ -155,6 +155,7 @@ fn no_ranges(data: &Arc<Vec<u8>>) -> Server {
         )],
         body: d.to_vec(),
         declared: None,
+        pace: None,
     })
 }
 
@@ -363,6 +364,16 @@ fn an_object_that_changes_mid_read_is_an_error_never_mixed_data() {
     );
     assert!(e.to_string().contains("changed since it was opened"), "{e}");
     assert!(srv.ranges()[2].starts_with("bytes="));
+    // The source remembers it: later reads fail with it without asking.
+    assert!(
+        matches!(src.changed(), Some(RemoteError::Changed { what: "ETag", ref now, .. }) if now == "\"new\""),
+        "{:?}",
+        src.changed()
+    );
+    let before = srv.requests();
+    let e = src.read_exact_at(&mut b, 100_000).unwrap_err();
+    assert!(matches!(remote(&e), RemoteError::Changed { .. }), "{e}");
+    assert_eq!(srv.requests(), before);
 
     // A server that ignores If-Range: the 206's ETag gives it away.
     let (o, n2) = (old.clone(), new.clone());
@@ -442,4 +453,223 @@ fn the_cache_stays_within_its_bound() {
     let mut b = vec![0u8; 1000];
     src.read_exact_at(&mut b, 999_000).unwrap();
     assert_eq!(srv.requests(), before);
+}
+
+/// Small limits for the deadline tests: a 0.5 s timeout, 10 ms backoff,
+/// `attempts` attempts within a `deadline`, at least 100 bytes/s over 1 s.
+fn tight(attempts: u32, deadline: Duration) -> RemoteOptions {
+    let mut o = quick();
+    o.http.attempts = attempts;
+    o.http.timeout = Duration::from_millis(500);
+    o.http.speed_limit = 100;
+    o.http.speed_time = Duration::from_secs(1);
+    o.http.deadline = deadline;
+    o
+}
+
+/// Accepts, reads the request, never answers (until long after the test).
+fn silent(_: &Req, _: usize) -> Reply {
+    std::thread::sleep(Duration::from_secs(120));
+    status(0)
+}
+
+#[test]
+fn a_server_that_never_answers_fails_within_the_bound() {
+    // The attempts run out first: 3 x 0.5 s (plus 30 ms of backoff).
+    let srv = Server::start("/img", Duration::ZERO, silent);
+    let t = Instant::now();
+    let e = HttpSource::open(&srv.url, cache(), &tight(3, Duration::from_secs(10)))
+        .err()
+        .unwrap();
+    let took = t.elapsed();
+    match &e {
+        RemoteError::TimedOut {
+            phase: "waiting for the response headers",
+            limit,
+            option: "--http-timeout",
+            attempts: 3,
+            ..
+        } if *limit == Duration::from_millis(500) => {}
+        other => panic!("{other}"),
+    }
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with(&srv.url)
+            && msg.contains("timed out waiting for the response headers (limit 0.5 s, --http-timeout) (after 3 attempts)"),
+        "{msg}"
+    );
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+    assert_eq!(srv.requests(), 3);
+    let io: std::io::Error = e.into();
+    assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+
+    // The deadline comes first: 20 attempts allowed, 2 s in all; the
+    // later attempts' waits are cut to fit in what is left of it.
+    let srv = Server::start("/img", Duration::ZERO, silent);
+    let t = Instant::now();
+    let e = HttpSource::open(&srv.url, cache(), &tight(20, Duration::from_secs(2)))
+        .err()
+        .unwrap();
+    let took = t.elapsed();
+    match &e {
+        RemoteError::TimedOut {
+            option: "--http-deadline",
+            attempts,
+            ..
+        } if (3..20).contains(attempts) => assert_eq!(srv.requests(), *attempts as usize),
+        e => panic!("{e}"),
+    }
+    assert!(
+        e.to_string().contains("(limit 2 s, --http-deadline)"),
+        "{e}"
+    );
+    assert!(took < Duration::from_millis(2300), "{took:?}");
+
+    // Opened, then silent: a read's fetch (its retries included) is cut
+    // at the deadline.
+    let data = object(300_000);
+    let d = data.clone();
+    let quiet = Arc::new(AtomicBool::new(false));
+    let q = quiet.clone();
+    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
+        if q.load(Ordering::SeqCst) {
+            silent(r, n)
+        } else {
+            ranged(&d, "\"v\"", r)
+        }
+    });
+    let src = HttpSource::open(&srv.url, cache(), &tight(20, Duration::from_secs(2))).unwrap();
+    quiet.store(true, Ordering::SeqCst);
+    let t = Instant::now();
+    let mut b = vec![0u8; 1000];
+    let e = src.read_exact_at(&mut b, 100_000).unwrap_err();
+    let took = t.elapsed();
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+    assert!(
+        matches!(
+            remote(&e),
+            RemoteError::TimedOut {
+                option: "--http-deadline",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(took < Duration::from_millis(2400), "{took:?}");
+    assert!(src.failed().is_some_and(|m| m.contains("timed out")));
+    // Reads right after fail at once, without asking the server: a run
+    // over a dead server does not wait a deadline per read.
+    let before = srv.requests();
+    let t = Instant::now();
+    let e = src.read_exact_at(&mut b, 200_000).unwrap_err();
+    assert!(
+        t.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(
+        matches!(remote(&e), RemoteError::Unresponsive { why, .. } if why.starts_with("timed out")),
+        "{e}"
+    );
+    assert!(e.to_string().contains("not asked again for"), "{e}");
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+    assert_eq!(srv.requests(), before);
+    // A deadline later the server (answering again) is asked again.
+    quiet.store(false, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(2100));
+    src.read_exact_at(&mut b, 200_000).unwrap();
+    assert!(b == data[200_000..201_000]);
+}
+
+#[test]
+fn a_trickling_body_is_abandoned_below_the_speed_limit() {
+    // Headers at once, then one byte every 300 ms (about 3 bytes/s, the
+    // limit is 100 bytes/s over 1 s).
+    let data = object(300_000);
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
+        let mut reply = ranged(&d, "\"v\"", r);
+        if n > 1 {
+            reply.pace = Some(Duration::from_millis(300));
+        }
+        reply
+    });
+    let src = HttpSource::open(&srv.url, cache(), &tight(2, Duration::from_secs(10))).unwrap();
+    let t = Instant::now();
+    let mut b = vec![0u8; 1000];
+    let e = src.read_exact_at(&mut b, 0).unwrap_err();
+    let took = t.elapsed();
+    match remote(&e) {
+        RemoteError::TooSlow {
+            start: 0,
+            end: 65536,
+            bytes,
+            elapsed,
+            limit: 100,
+            attempts: 2,
+            ..
+        } if *bytes < 100 && *elapsed >= Duration::from_secs(1) => {}
+        other => panic!("{other}"),
+    }
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with(&srv.url)
+            && msg.contains("transfer too slow receiving bytes 0..65536")
+            && msg.contains("below the limit of 100 bytes/s over 1 s"),
+        "{msg}"
+    );
+    // Two attempts of one window each (a read lands every 300 ms).
+    assert!(took >= Duration::from_secs(2), "{took:?}");
+    assert!(took < Duration::from_millis(3500), "{took:?}");
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+
+    // A whole download (no Range) trickling is abandoned the same way.
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::ZERO, move |_, _| Reply {
+        status: 200,
+        headers: Vec::new(),
+        body: d.to_vec(),
+        declared: None,
+        pace: Some(Duration::from_millis(300)),
+    });
+    let t = Instant::now();
+    let e = HttpSource::open(&srv.url, cache(), &tight(2, Duration::from_secs(10)))
+        .err()
+        .unwrap();
+    assert!(matches!(e, RemoteError::TooSlow { start: 0, .. }), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn a_healthy_server_reads_fine_under_tight_limits() {
+    let data = object(2 << 20);
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::from_millis(50), move |r, _| {
+        ranged(&d, "\"v\"", r)
+    });
+    let src = HttpSource::open(&srv.url, cache(), &tight(2, Duration::from_secs(2))).unwrap();
+    let mut all = vec![0u8; data.len()];
+    src.read_exact_at(&mut all, 0).unwrap();
+    assert!(all == *data);
+    // A body that pauses less than the timeout and stays above the speed
+    // limit: 200 bytes, one every 4 ms (250 bytes/s).
+    let d = data.clone();
+    let srv = Server::start("/img", Duration::ZERO, move |r, n| {
+        let mut reply = ranged(&d[..200], "\"v\"", r);
+        if n > 1 {
+            reply.pace = Some(Duration::from_millis(4));
+        }
+        reply
+    });
+    let mut opts = tight(1, Duration::from_secs(5));
+    opts.http.speed_time = Duration::from_millis(200);
+    let src = HttpSource::open(&srv.url, cache(), &opts).unwrap();
+    let mut b = vec![0u8; 200];
+    src.read_exact_at(&mut b, 0).unwrap();
+    assert!(b == data[..200]);
 }

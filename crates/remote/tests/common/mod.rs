@@ -27,6 +27,8 @@ pub struct Reply {
     /// Announce this Content-Length (default: the body's) and close
     /// after the body, so a shorter body is a truncation.
     pub declared: Option<usize>,
+    /// Send the body one byte at a time, this long apart (a trickle).
+    pub pace: Option<Duration>,
 }
 
 pub type Handler = dyn Fn(&Req, usize) -> Reply + Send + Sync;
@@ -128,7 +130,19 @@ pub fn serve(conn: TcpStream, log: &Mutex<Vec<String>>, delay: Duration, h: &Han
     }
     head.push_str("\r\n");
     let _ = out.write_all(head.as_bytes());
-    let _ = out.write_all(&reply.body);
+    match reply.pace {
+        None => {
+            let _ = out.write_all(&reply.body);
+        }
+        Some(gap) => {
+            for b in &reply.body {
+                if out.write_all(&[*b]).and_then(|_| out.flush()).is_err() {
+                    return;
+                }
+                std::thread::sleep(gap);
+            }
+        }
+    }
 }
 
 /// A server that honours Range and If-Range for `data` with ETag `etag`.
@@ -149,6 +163,7 @@ pub fn ranged(data: &[u8], etag: &str, req: &Req) -> Reply {
         headers: headers(None),
         body: data.to_vec(),
         declared: None,
+        pace: None,
     };
     if req.if_range.as_deref().is_some_and(|v| v != etag) {
         return whole();
@@ -162,6 +177,7 @@ pub fn ranged(data: &[u8], etag: &str, req: &Req) -> Reply {
                 headers: headers(Some(format!("bytes {a}-{}/{}", b - 1, data.len()))),
                 body: data[a as usize..b as usize].to_vec(),
                 declared: None,
+                pace: None,
             }
         }
         _ => whole(),
@@ -174,6 +190,7 @@ pub fn status(code: u16) -> Reply {
         headers: Vec::new(),
         body: b"no\n".to_vec(),
         declared: None,
+        pace: None,
     }
 }
 
@@ -192,6 +209,9 @@ pub fn quick() -> RemoteOptions {
             attempts: 3,
             backoff: Duration::from_millis(10),
             timeout: Duration::from_secs(10),
+            speed_limit: 0,
+            speed_time: Duration::from_secs(10),
+            deadline: Duration::from_secs(60),
         },
         chunk_size: 64 << 10,
         max_request: 1 << 20,

@@ -21,6 +21,7 @@ mod images;
 mod incremental;
 mod layout;
 mod oci;
+mod pinned;
 mod profile;
 mod rebuild;
 mod tar;

@@ -422,7 +422,10 @@ fn a_damaged_pcluster_is_decoded_once_for_all_its_readers() {
                 })
             })
             .collect();
-        assert!(users.len() > 2, "{name}: the fixture shares its packed pcluster");
+        assert!(
+            users.len() > 2,
+            "{name}: the fixture shares its packed pcluster"
+        );
         let start = pc.at.offset() as usize;
         let end = start + pc.len as usize;
         let first = start + bytes[start..end].iter().position(|&b| b != 0).unwrap();
@@ -442,7 +445,11 @@ fn a_damaged_pcluster_is_decoded_once_for_all_its_readers() {
             }
         }
         let st = image.raw().cache_stats();
-        assert!(failed > 2, "{name}: {failed} of {} reads failed", users.len());
+        assert!(
+            failed > 2,
+            "{name}: {failed} of {} reads failed",
+            users.len()
+        );
         assert_eq!(st.decode_failures, 1, "{name}: {st:?}");
         assert_eq!(errors.len(), 1, "{name}: one error for all: {errors:?}");
     }

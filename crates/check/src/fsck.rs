@@ -194,6 +194,20 @@ impl Checker<'_> {
                 }
             }
         }
+        match self.image.raw().lookup_name_past_end(inode) {
+            Ok(None) => {}
+            Ok(Some((listed, looked_up))) => self.problem(
+                path,
+                Some(inode.nid()),
+                format!(
+                    "last name {:?} runs to the directory's end and bytes stored past it \
+                     follow: Linux lists it but looks it up as {:?}, so it cannot be found",
+                    String::from_utf8_lossy(&listed),
+                    String::from_utf8_lossy(&looked_up)
+                ),
+            ),
+            Err(e) => self.problem(path, Some(inode.nid()), format!("directory: {e}")),
+        }
         // A dot-omitted directory (48-bit images) stores no "." entry;
         // readers supply it.
         if dot == inode.dot_omitted() || !dotdot {

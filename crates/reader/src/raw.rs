@@ -96,6 +96,13 @@ impl<'a> Raw<'a> {
         dir::lookup(&self.open(dir.clone())?, name)
     }
 
+    /// The last name of a directory as Linux's lookup compares it, when
+    /// that differs from the name a listing shows: `(listed, looked_up)`.
+    /// See [`dir::lookup_name_past_end`].
+    pub fn lookup_name_past_end(&self, dir: &Inode) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        dir::lookup_name_past_end(&self.open(dir.clone())?)
+    }
+
     /// The target of a symlink inode.
     pub fn read_link(&self, inode: &Inode) -> Result<Vec<u8>> {
         read_link(self.image, inode)

@@ -110,6 +110,22 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            name: "bytes-past-a-directorys-end",
+            mkfs: &["-Enoinline_data"],
+            // Non-zero bytes after the directory's last name in its
+            // (raw) last block: Linux's lookup reads the name on into them.
+            patch: |b| {
+                let at = find(b, b"aaa1aaa2aaa3");
+                assert_eq!(b[at + 12..at + 16], [0; 4]);
+                b[at + 12..at + 16].copy_from_slice(b"XXXX");
+            },
+            says: "looks it up as \"aaa3XXXX\"",
+            kernel: Kernel::LookupFails {
+                dir: "d",
+                name: "aaa3",
+            },
+        },
+        Case {
             name: "nul-in-a-name",
             mkfs: &[],
             // aaa1 becomes "aa\01", still in order: the kernel lists and

@@ -307,17 +307,15 @@ impl Checker<'_> {
         if !self.opts.read_data {
             return Ok(());
         }
-        if inode.is_reg() && self.extracting {
-            // The extraction plans, reads and checks the data itself.
-            return Ok(());
-        }
-        if inode.is_reg() {
-            // Read after the walk, with every other file's data.
+        if !inode.is_reg() {
+            read_every_extent(&file, &mut self.report, Some(&mut self.meta_pclusters))?;
+        } else if !self.extracting {
+            // Read after the walk, with every other file's data. (An
+            // extraction plans, reads and checks the data itself; a
+            // fingerprint is checked below, reading the file once more.)
             let added = self.plan.add(&file)?;
             self.report.extents += added.extents;
             self.planned.push((path.to_vec(), inode.nid()));
-        } else {
-            read_every_extent(&file, &mut self.report, Some(&mut self.meta_pclusters))?;
         }
         let sb = self.image.superblock();
         if inode.is_reg() && sb.has_compat(ferrofs::format::superblock::compat::ISHARE_XATTRS) {

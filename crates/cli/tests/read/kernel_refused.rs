@@ -126,6 +126,30 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            name: "dot-pointing-elsewhere",
+            mkfs: &[],
+            // The "." dirent (the block's first) of d names another nid.
+            patch: |b| {
+                let names = find(b, b"...aaa1aaa2aaa3");
+                let first = names - 5 * 12;
+                b[first] ^= 1;
+            },
+            says: "'.' points to nid",
+            kernel: Kernel::Unchecked,
+        },
+        Case {
+            name: "fingerprint-mismatch",
+            mkfs: &["--xattr-inode-digest"],
+            // A byte of /file's (uncompressed) data: its fingerprint no
+            // longer matches (the kernel reads the changed byte).
+            patch: |b| {
+                let at = b.windows(4096).position(|w| w == [b'x'; 4096]).unwrap();
+                b[at] = b'y';
+            },
+            says: "fingerprint does not match",
+            kernel: Kernel::Unchecked,
+        },
+        Case {
             name: "nul-in-a-name",
             mkfs: &[],
             // aaa1 becomes "aa\01", still in order: the kernel lists and

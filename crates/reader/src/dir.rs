@@ -245,11 +245,12 @@ pub fn lookup_name_past_end(dir: &InodeFile) -> Result<Option<(Vec<u8>, Vec<u8>)
     dir_check(dir)?;
     let bs = dir.image().block_size();
     let size = dir.size();
-    let used = size % bs.bytes();
+    let at = dir.inode().loc();
+    let used = size.checked_rem(bs.bytes()).or_corrupt(at, "block size")?;
     if used == 0 {
         return Ok(None);
     }
-    let last = size / bs.bytes();
+    let last = size.checked_div(bs.bytes()).or_corrupt(at, "block size")?;
     let block = read_block(dir, last)?;
     let at = dir
         .inode()
@@ -273,7 +274,10 @@ pub fn lookup_name_past_end(dir: &InodeFile) -> Result<Option<(Vec<u8>, Vec<u8>)
         let ext = ext?;
         if ext.logical < size && size <= ext.end() {
             if let ExtentKind::Raw { device, pos } = ext.kind {
-                raw = pos.checked_add(size - ext.logical).map(|p| (device, p));
+                raw = size
+                    .checked_sub(ext.logical)
+                    .and_then(|rel| pos.checked_add(rel))
+                    .map(|p| (device, p));
             }
             break;
         }
@@ -282,7 +286,11 @@ pub fn lookup_name_past_end(dir: &InodeFile) -> Result<Option<(Vec<u8>, Vec<u8>)
         return Ok(None);
     };
     // Up to the end of the block, and a name is at most NAME_MAX bytes.
-    let rest = usize::try_from(bs.bytes() - used).unwrap_or(usize::MAX);
+    let rest = bs
+        .bytes()
+        .checked_sub(used)
+        .and_then(|r| usize::try_from(r).ok())
+        .or_corrupt(at, "directory block")?;
     let mut past = vec![0u8; rest.min(NAME_MAX.saturating_add(1))];
     if dir.image().read_physical(device, pos, &mut past).is_err() {
         // Past the image's end: the kernel's read fails too, and says so.

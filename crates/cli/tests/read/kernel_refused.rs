@@ -326,7 +326,7 @@ fn mutated_2025_format_images_fsck_and_extract_agree() {
     }
     let kernel = can_mount().is_ok();
     let mut failures = Vec::new();
-    let (mut cases, mut damaged, mut clean) = (0u32, 0u32, 0u32);
+    let (mut cases, mut damaged, mut clean, mut resolved) = (0u32, 0u32, 0u32, 0usize);
     let started = std::time::Instant::now();
     for (k, opts) in [
         &[
@@ -342,13 +342,16 @@ fn mutated_2025_format_images_fsck_and_extract_agree() {
             "-Efragments,dot-omitted",
             "-m4096:lzma",
         ][..],
+        // Uncompressed: directory blocks (last in ferrofs images) raw.
+        &["-E48bit,noinline_data"][..],
+        &["-E48bit,dot-omitted"][..],
     ]
     .into_iter()
     .enumerate()
     {
         let pristine = w.join(format!("pristine{k}.img"));
         let o = Command::new(FERROFS)
-            .args(["mkfs", "--quiet"])
+            .args(["mkfs", "--quiet", "-T", "1700000000"])
             .args(opts)
             .arg(&pristine)
             .arg(&src)
@@ -357,17 +360,38 @@ fn mutated_2025_format_images_fsck_and_extract_agree() {
         assert!(o.status.success(), "{opts:?}: {}", text(&o));
         let orig = fs::read(&pristine).unwrap();
         let len = orig.len() as u64;
+        // Where the entry names are stored (uncompressed directories):
+        // a flipped bit there makes names the kernel cannot look up.
+        let names: Vec<usize> = (0..40)
+            .map(|i| format!("f{i:03}"))
+            .chain((0..7).map(|i| format!("dir{i:02}")))
+            .flat_map(|n| {
+                let n = n.into_bytes();
+                orig.windows(n.len())
+                    .enumerate()
+                    .filter(|(_, w)| *w == &n[..])
+                    .map(|(at, _)| at)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ k as u64);
         for case in 0..60u32 {
             let mut img = orig.clone();
-            let what = match case % 4 {
+            let what = match case % 5 {
+                4 if !names.is_empty() => {
+                    let at = names[rng.below(names.len() as u64) as usize] + rng.below(4) as usize;
+                    let bit = rng.below(8);
+                    img[at] ^= 1 << bit;
+                    format!("flip bit {bit} of name byte {at}")
+                }
                 // Metadata lives at both ends of these images: flips
                 // anywhere, biased to the superblock block.
                 0 | 1 => {
-                    let pos = if rng.below(3) == 0 {
-                        rng.below(4096)
-                    } else {
-                        rng.below(len)
+                    let pos = match rng.below(3) {
+                        0 => rng.below(4096),
+                        // Directory blocks and inodes come last.
+                        1 => len - 1 - rng.below(len.min(16384)),
+                        _ => rng.below(len),
                     };
                     let bit = rng.below(8);
                     img[pos as usize] ^= 1 << bit;
@@ -420,7 +444,7 @@ fn mutated_2025_format_images_fsck_and_extract_agree() {
                 (true, true) => {
                     clean += 1;
                     if kernel {
-                        check_paths_resolve(
+                        resolved += check_paths_resolve(
                             &path,
                             &out,
                             &format!("{opts:?} {what}"),
@@ -434,9 +458,16 @@ fn mutated_2025_format_images_fsck_and_extract_agree() {
         }
     }
     eprintln!(
-        "2025-format mutations: {cases} cases, {damaged} damaged, {clean} clean, {:?}",
+        "2025-format mutations: {cases} cases, {damaged} damaged, {clean} clean, \
+         {resolved} extracted paths resolved through the kernel, {:?}",
         started.elapsed()
     );
+    if kernel {
+        assert!(
+            resolved > clean as usize * 40,
+            "only {resolved} paths resolved"
+        );
+    }
     assert!(
         damaged > cases / 10,
         "only {damaged} of {cases} reported damaged"
@@ -446,16 +477,23 @@ fn mutated_2025_format_images_fsck_and_extract_agree() {
 
 /// Every path of `extracted` resolves through the kernel's mount of `img`
 /// with the same file type.
-fn check_paths_resolve(img: &Path, extracted: &Path, what: &str, failures: &mut Vec<String>) {
+/// Returns how many paths it resolved.
+fn check_paths_resolve(
+    img: &Path,
+    extracted: &Path,
+    what: &str,
+    failures: &mut Vec<String>,
+) -> usize {
     let m = match LoopMount::new(img, &[]) {
         Ok(m) => m,
         Err(e) => {
             failures.push(format!(
                 "{what}: fsck passed but the kernel refused it: {e}"
             ));
-            return;
+            return 0;
         }
     };
+    let mut resolved = 0;
     let mut stack = vec![std::path::PathBuf::new()];
     while let Some(rel) = stack.pop() {
         let Ok(entries) = fs::read_dir(extracted.join(&rel)) else {
@@ -465,7 +503,7 @@ fn check_paths_resolve(img: &Path, extracted: &Path, what: &str, failures: &mut 
             let r = rel.join(e.file_name());
             let ours = e.file_type().unwrap();
             match fs::symlink_metadata(m.path().join(&r)) {
-                Ok(k) if k.file_type() == ours => {}
+                Ok(k) if k.file_type() == ours => resolved += 1,
                 got => failures.push(format!(
                     "{what}: /{} extracted as {ours:?}, the kernel says {got:?}",
                     r.display()
@@ -476,4 +514,5 @@ fn check_paths_resolve(img: &Path, extracted: &Path, what: &str, failures: &mut 
             }
         }
     }
+    resolved
 }

@@ -98,7 +98,12 @@ impl<'a> Raw<'a> {
 
     /// The last name of a directory as Linux's lookup compares it, when
     /// that differs from the name a listing shows: `(listed, looked_up)`.
-    /// See [`dir::lookup_name_past_end`].
+    /// A listing ends the last name of a block at a NUL or at the
+    /// directory's size; Linux's lookup reads it on to a NUL or the end of
+    /// the block, and its page of a directory whose last block is stored
+    /// raw holds the bytes stored past the directory's end (an inline tail
+    /// or compressed data it zero-fills). Such a name is listed but can
+    /// never be looked up.
     pub fn lookup_name_past_end(&self, dir: &Inode) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         dir::lookup_name_past_end(&self.open(dir.clone())?)
     }

@@ -94,9 +94,15 @@ fn show(path: &[u8]) -> String {
     }
 }
 
-struct Checker<'a> {
+/// The checks of one walk, shared by `fsck` and `extract`: extract runs
+/// the same per-directory and per-inode checks as it walks (file data
+/// aside, which its own data pass reads), so whatever fsck reports as
+/// damage also stops an extraction.
+pub(crate) struct Checker<'a> {
     image: &'a Image,
     opts: Options,
+    /// Checking for an extraction: regular files' data is left to it.
+    extracting: bool,
     report: Report,
     /// nid -> (links seen, nlink on disk, first path)
     links: HashMap<Nid, (u32, u32, Vec<u8>)>,
@@ -188,6 +194,20 @@ impl Checker<'_> {
                 }
             }
         }
+        match self.image.raw().lookup_name_past_end(inode) {
+            Ok(None) => {}
+            Ok(Some((listed, looked_up))) => self.problem(
+                path,
+                Some(inode.nid()),
+                format!(
+                    "last name {:?} runs to the directory's end and bytes stored past it \
+                     follow: Linux lists it but looks it up as {:?}, so it cannot be found",
+                    String::from_utf8_lossy(&listed),
+                    String::from_utf8_lossy(&looked_up)
+                ),
+            ),
+            Err(e) => self.problem(path, Some(inode.nid()), format!("directory: {e}")),
+        }
         // A dot-omitted directory (48-bit images) stores no "." entry;
         // readers supply it.
         if dot == inode.dot_omitted() || !dotdot {
@@ -250,8 +270,13 @@ impl Checker<'_> {
             _ => return,
         }
         if inode.is_symlink() {
-            if let Err(e) = self.image.raw().read_link(inode) {
-                self.problem(path, Some(inode.nid()), format!("symlink: {e}"));
+            match self.image.raw().read_link(inode) {
+                Ok(target) => {
+                    if let Err(why) = check_symlink_target(&target) {
+                        self.problem(path, Some(inode.nid()), format!("symlink: {why}"));
+                    }
+                }
+                Err(e) => self.problem(path, Some(inode.nid()), format!("symlink: {e}")),
             }
         }
         if let Err(e) = self.data(path, inode) {
@@ -282,13 +307,15 @@ impl Checker<'_> {
         if !self.opts.read_data {
             return Ok(());
         }
-        if inode.is_reg() {
-            // Read after the walk, with every other file's data.
+        if !inode.is_reg() {
+            read_every_extent(&file, &mut self.report, Some(&mut self.meta_pclusters))?;
+        } else if !self.extracting {
+            // Read after the walk, with every other file's data. (An
+            // extraction plans, reads and checks the data itself; a
+            // fingerprint is checked below, reading the file once more.)
             let added = self.plan.add(&file)?;
             self.report.extents += added.extents;
             self.planned.push((path.to_vec(), inode.nid()));
-        } else {
-            read_every_extent(&file, &mut self.report, Some(&mut self.meta_pclusters))?;
         }
         let sb = self.image.superblock();
         if inode.is_reg() && sb.has_compat(ferrofs::format::superblock::compat::ISHARE_XATTRS) {
@@ -365,6 +392,105 @@ impl Checker<'_> {
     }
 }
 
+/// Longest symlink target Linux follows or reads back whole: a target
+/// of a page or more is cut to `PATH_MAX - 1` bytes by the VFS.
+pub const SYMLINK_MAX: usize = 4095;
+
+/// Checks a symlink target as Linux will use it: not empty (`symlink(2)`
+/// refuses it, and a lookup through it fails), no NUL byte (the kernel
+/// ends the target there, so it names something else than the image
+/// stores), and shorter than a page.
+pub fn check_symlink_target(target: &[u8]) -> Result<(), String> {
+    if target.is_empty() {
+        return Err("empty target".into());
+    }
+    if let Some(at) = target.iter().position(|&b| b == 0) {
+        return Err(format!(
+            "NUL byte at offset {at} of a {}-byte target (Linux reads only {:?})",
+            target.len(),
+            String::from_utf8_lossy(target.get(..at).unwrap_or_default())
+        ));
+    }
+    if target.len() > SYMLINK_MAX {
+        return Err(format!(
+            "target of {} bytes, longer than Linux's {SYMLINK_MAX}",
+            target.len()
+        ));
+    }
+    Ok(())
+}
+
+impl<'a> Checker<'a> {
+    /// The checks of an extraction's walk: metadata, directories and
+    /// symlinks as fsck checks them; regular files' data is the
+    /// extraction's own data pass.
+    pub(crate) fn for_extract(image: &'a Image) -> Self {
+        Self::new(
+            image,
+            Options {
+                read_data: true,
+                jobs: 1,
+                memory: 0,
+            },
+            None,
+            true,
+        )
+    }
+
+    fn new(
+        image: &'a Image,
+        opts: Options,
+        progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+        extracting: bool,
+    ) -> Self {
+        Checker {
+            image,
+            opts,
+            extracting,
+            report: Report::default(),
+            links: HashMap::new(),
+            subdirs: HashMap::new(),
+            checked: Default::default(),
+            progress,
+            plan: ReadPlan::new(image),
+            planned: Vec::new(),
+            meta_pclusters: HashSet::new(),
+        }
+    }
+
+    /// Checks what the walk shows; errors of the walk itself are the
+    /// caller's.
+    pub(crate) fn visit(&mut self, v: &Visit<'_>) {
+        match v {
+            Visit::Dir {
+                path,
+                inode,
+                entries,
+                parent,
+            } => self.dir(path, inode, entries, *parent),
+            Visit::Entry { path, entry, inode } => self.entry(path, entry, inode),
+            Visit::Error { path, nid, error } => self.problem(path, *nid, error.to_string()),
+        }
+    }
+
+    /// The first damage found so far.
+    pub(crate) fn first_problem(&self) -> Option<&Problem> {
+        self.report.problems.first()
+    }
+
+    /// What an extraction checks after its walk: the metabox and the
+    /// packed inode whole, as fsck reads them (the data pass decodes each
+    /// packed pcluster once for both).
+    pub(crate) fn check_metabox(&mut self) {
+        if let Some(mb) = self.image.raw().metabox_file() {
+            if let Err(e) = read_every_extent(&mb, &mut self.report, Some(&mut self.meta_pclusters))
+            {
+                self.problem(b"<metabox>", Some(mb.inode().nid()), e.to_string());
+            }
+        }
+    }
+}
+
 /// Reads every extent of a file whole (so every pcluster is decoded in
 /// full and checked for its exact length); the compressed pclusters seen
 /// go into `pclusters` by (position, length).
@@ -413,28 +539,8 @@ pub fn read_every_extent(
 /// (from several threads during the data pass).
 pub fn check(image: &Image, opts: Options, progress: Option<&(dyn Fn(u64, u64) + Sync)>) -> Report {
     let before = image.cache_stats();
-    let mut c = Checker {
-        image,
-        opts,
-        report: Report::default(),
-        links: HashMap::new(),
-        subdirs: HashMap::new(),
-        checked: Default::default(),
-        progress,
-        plan: ReadPlan::new(image),
-        planned: Vec::new(),
-        meta_pclusters: HashSet::new(),
-    };
-    walk(image, |v| match v {
-        Visit::Dir {
-            path,
-            inode,
-            entries,
-            parent,
-        } => c.dir(path, inode, entries, parent),
-        Visit::Entry { path, entry, inode } => c.entry(path, entry, inode),
-        Visit::Error { path, nid, error } => c.problem(path, nid, error.to_string()),
-    });
+    let mut c = Checker::new(image, opts, progress, false);
+    walk(image, |v| c.visit(&v));
     // The kernel reports i_nlink as it is on disk and relies on it for
     // nothing else: writers that copy the source's count (of a file whose
     // other links were left out) make images it reads correctly.
@@ -459,11 +565,7 @@ pub fn check(image: &Image, opts: Options, progress: Option<&(dyn Fn(u64, u64) +
     if opts.read_data {
         // The metabox (inodes of metabox images) was read piecemeal by the
         // walk: every byte of it now (its pclusters come from the cache).
-        if let Some(mb) = image.raw().metabox_file() {
-            if let Err(e) = read_every_extent(&mb, &mut c.report, Some(&mut c.meta_pclusters)) {
-                c.problem(b"<metabox>", Some(mb.inode().nid()), e.to_string());
-            }
-        }
+        c.check_metabox();
         c.run_plan();
     }
     let after = image.cache_stats();

@@ -52,7 +52,27 @@ struct State {
     /// Buffers no entry uses any more, ready to decode into.
     free: Vec<Vec<u8>>,
     free_bytes: usize,
+    /// Pclusters whose decode failed, so they are not decoded again.
+    failed: HashMap<Key, Failure>,
+    /// Decodes that failed (each pcluster's first failure; later readers
+    /// get the remembered error without decoding).
+    decode_failures: u64,
 }
+
+/// A failed decode of a pcluster: the request and its error.
+struct Failure {
+    /// Bytes asked for.
+    target: usize,
+    /// Length of the extent.
+    llen: usize,
+    /// Whether the pcluster was partial.
+    partial: bool,
+    error: crate::error::Error,
+}
+
+/// Most failed pclusters remembered (each holds one error): a hostile
+/// image cannot grow this without bound.
+const MAX_FAILURES: usize = 4096;
 
 /// Most buffers kept for reuse, and the bytes they may hold: an eighth of
 /// the budget, at most 2 MiB (idle memory beyond the budget stays small).
@@ -107,6 +127,9 @@ pub struct CacheStats {
     pub bytes: usize,
     /// Pcluster decodes run so far.
     pub decodes: u64,
+    /// Pcluster decodes that failed. A pcluster that failed is not decoded
+    /// again for as much (or more) of it: its error is returned.
+    pub decode_failures: u64,
     /// Bytes those decodes produced.
     pub decoded_bytes: u64,
 }
@@ -159,6 +182,54 @@ impl PclusterCache {
     pub fn peek(&self, key: &Key) -> Option<Arc<Vec<u8>>> {
         let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         st.map.get(key).map(|e| e.data.clone())
+    }
+
+    /// The remembered error of an earlier failed decode of `key` that this
+    /// request (the first `target` bytes of an extent of `llen`) cannot
+    /// avoid: it asks for at least as many bytes of a decode that failed
+    /// short of its goal, or is the same request. A smaller prefix may
+    /// still decode, so it is tried.
+    pub fn failure(
+        &self,
+        key: &Key,
+        target: usize,
+        llen: usize,
+        partial: bool,
+    ) -> Option<crate::error::Error> {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let f = st.failed.get(key)?;
+        let was_prefix = f.partial || f.target != f.llen;
+        let same = f.target == target && f.llen == llen && f.partial == partial;
+        (same || (was_prefix && target >= f.target)).then(|| f.error.clone_lossy())
+    }
+
+    /// Remembers that decoding `key` for this request failed with `error`.
+    pub fn remember_failure(
+        &self,
+        key: Key,
+        target: usize,
+        llen: usize,
+        partial: bool,
+        error: &crate::error::Error,
+    ) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.decode_failures += 1;
+        if st.failed.len() >= MAX_FAILURES && !st.failed.contains_key(&key) {
+            return;
+        }
+        // Keep the smallest failing prefix: it rules out the most requests.
+        if st.failed.get(&key).is_some_and(|f| f.target < target) {
+            return;
+        }
+        st.failed.insert(
+            key,
+            Failure {
+                target,
+                llen,
+                partial,
+                error: error.clone_lossy(),
+            },
+        );
     }
 
     pub fn count_decode(&self, bytes: usize) {
@@ -252,6 +323,7 @@ impl PclusterCache {
             bytes: st.bytes,
             decodes: st.decodes,
             decoded_bytes: st.decoded_bytes,
+            decode_failures: st.decode_failures,
         }
     }
 }

@@ -141,7 +141,15 @@ pub(crate) fn decode_with(
     at: Location,
 ) -> Result<()> {
     let plen = usize::try_from(pc.len).map_err(|_| Error::corrupt(at, "pcluster too large"))?;
-    RAW.with(|cell| {
+    // A pcluster that failed to decode fails again without decoding: many
+    // files (or inodes of a metabox, directories of the packed inode) may
+    // share one damaged pcluster.
+    let cache = &image.inner.cache;
+    let key = Key::of(pc);
+    if let Some(e) = cache.failure(&key, out.len(), llen, pc.partial) {
+        return Err(e);
+    }
+    let r = RAW.with(|cell| {
         // Reused across decodes on this thread; an unusually large
         // pcluster's buffer is not kept.
         let mut raw = cell.take();
@@ -152,7 +160,14 @@ pub(crate) fn decode_with(
             cell.replace(raw);
         }
         r
-    })
+    });
+    if let Err(e) = &r {
+        // Damage, not an I/O error that may pass (a network source).
+        if matches!(e, Error::Codec { .. } | Error::Corrupt { .. }) {
+            cache.remember_failure(key, out.len(), llen, pc.partial, e);
+        }
+    }
+    r
 }
 
 /// Largest compressed-input buffer a thread keeps between decodes.

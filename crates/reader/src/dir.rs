@@ -9,6 +9,7 @@ use ferrofs_format::{BlockAddr, Nid, NAME_MAX};
 
 use crate::error::{Error, Location, OrCorrupt, Result};
 use crate::file::InodeFile;
+use crate::map::ExtentKind;
 
 /// One directory entry as stored: name, nid and type code.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -228,4 +229,78 @@ pub fn lookup(dir: &InodeFile, name: &[u8]) -> Result<Option<RawDirEntry>> {
         }
     }
     Ok(None)
+}
+
+/// The last entry of a directory as Linux's lookup sees it, when that
+/// differs from what a listing shows: `(listed, looked_up)`.
+///
+/// A listing ends the last name of a block at a NUL or at the directory's
+/// size; a lookup reads it to a NUL or to the end of the block. Linux's
+/// page of a directory whose last block is stored raw (flat or chunk-based
+/// layouts, not an inline tail nor compressed data, which it zero-fills)
+/// holds the bytes stored past the directory's end, so a last name that
+/// runs up to the size without a NUL, followed by non-zero bytes, is
+/// listed but can never be looked up.
+pub fn lookup_name_past_end(dir: &InodeFile) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    dir_check(dir)?;
+    let bs = dir.image().block_size();
+    let size = dir.size();
+    let at = dir.inode().loc();
+    let used = size.checked_rem(bs.bytes()).or_corrupt(at, "block size")?;
+    if used == 0 {
+        return Ok(None);
+    }
+    let last = size.checked_div(bs.bytes()).or_corrupt(at, "block size")?;
+    let block = read_block(dir, last)?;
+    let at = dir
+        .inode()
+        .loc()
+        .with_offset(last.saturating_mul(bs.bytes()));
+    let Some(i) = block.count.checked_sub(1) else {
+        return Ok(None);
+    };
+    let entry = block.entry(i, at)?;
+    // The name ends at the directory's end, not at a NUL.
+    let start = usize::from(
+        RawDirent::at(&block.data, i)
+            .ok_or_else(|| Error::corrupt(at, "dirent outside its block"))?
+            .nameoff,
+    );
+    if start.checked_add(entry.name.len()) != Some(block.valid) {
+        return Ok(None);
+    }
+    let mut raw = None;
+    for ext in dir.extents() {
+        let ext = ext?;
+        if ext.logical < size && size <= ext.end() {
+            if let ExtentKind::Raw { device, pos } = ext.kind {
+                raw = size
+                    .checked_sub(ext.logical)
+                    .and_then(|rel| pos.checked_add(rel))
+                    .map(|p| (device, p));
+            }
+            break;
+        }
+    }
+    let Some((device, pos)) = raw else {
+        return Ok(None);
+    };
+    // Up to the end of the block, and a name is at most NAME_MAX bytes.
+    let rest = bs
+        .bytes()
+        .checked_sub(used)
+        .and_then(|r| usize::try_from(r).ok())
+        .or_corrupt(at, "directory block")?;
+    let mut past = vec![0u8; rest.min(NAME_MAX.saturating_add(1))];
+    if dir.image().read_physical(device, pos, &mut past).is_err() {
+        // Past the image's end: the kernel's read fails too, and says so.
+        return Ok(None);
+    }
+    let n = past.iter().position(|&b| b == 0).unwrap_or(past.len());
+    if n == 0 {
+        return Ok(None);
+    }
+    let mut looked_up = entry.name.clone();
+    looked_up.extend_from_slice(past.get(..n).unwrap_or_default());
+    Ok(Some((entry.name, looked_up)))
 }

@@ -96,6 +96,18 @@ impl<'a> Raw<'a> {
         dir::lookup(&self.open(dir.clone())?, name)
     }
 
+    /// The last name of a directory as Linux's lookup compares it, when
+    /// that differs from the name a listing shows: `(listed, looked_up)`.
+    /// A listing ends the last name of a block at a NUL or at the
+    /// directory's size; Linux's lookup reads it on to a NUL or the end of
+    /// the block, and its page of a directory whose last block is stored
+    /// raw holds the bytes stored past the directory's end (an inline tail
+    /// or compressed data it zero-fills). Such a name is listed but can
+    /// never be looked up.
+    pub fn lookup_name_past_end(&self, dir: &Inode) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        dir::lookup_name_past_end(&self.open(dir.clone())?)
+    }
+
     /// The target of a symlink inode.
     pub fn read_link(&self, inode: &Inode) -> Result<Vec<u8>> {
         read_link(self.image, inode)

@@ -1,7 +1,7 @@
 //! Extended attributes: the long-prefix table, an inode's shared and inline
 //! entries, listing and lookup (with the bloom filter the kernel uses).
 
-use ferrofs_format::superblock::{compat, incompat};
+use ferrofs_format::superblock::compat;
 use ferrofs_format::xattr::{
     name_filter_bit, short_prefix, split_short_prefix, XattrBodyHeader, XattrEntryHeader,
     LONG_PREFIX_FLAG, XATTR_BODY_HEADER_SIZE, XATTR_ENTRY_HEADER_SIZE,
@@ -27,7 +27,10 @@ pub struct Xattr {
 /// Reads the long-prefix table (empty without XATTR_PREFIXES).
 pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
     let sb = image.superblock();
-    if !sb.has_incompat(incompat::XATTR_PREFIXES) || sb.xattr_prefix_count == 0 {
+    // Linux reads the table whenever the count is non-zero, whether or
+    // not XATTR_PREFIXES is set, and refuses to mount if it is unreadable:
+    // so does this reader.
+    if sb.xattr_prefix_count == 0 {
         return Ok(Vec::new());
     }
     // Where the table lives (the kernel's order): raw on the primary
@@ -62,7 +65,7 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
         .checked_mul(4)
         .or_corrupt(table, "xattr prefix table address overflows")?;
     let mut out = Vec::with_capacity(usize::from(sb.xattr_prefix_count));
-    for _ in 0..sb.xattr_prefix_count {
+    for i in 0..sb.xattr_prefix_count {
         pos = ferrofs_format::round_up(pos, 4).or_corrupt(table, "xattr prefix table overflows")?;
         let body = pos
             .checked_add(2)
@@ -73,7 +76,11 @@ pub(crate) fn read_prefix_table(image: &Image) -> Result<Vec<(u8, Vec<u8>)>> {
         if !(1..=256).contains(&len) {
             return Err(Error::corrupt(
                 Location::at(pos),
-                format!("xattr prefix of length {len}"),
+                format!(
+                    "long xattr prefix {i} of the superblock's xattr_prefix_count {}: \
+                     record length {len}, not 1..=256",
+                    sb.xattr_prefix_count
+                ),
             ));
         }
         let mut payload = vec![0u8; len];

@@ -40,6 +40,7 @@ use meta::{set_metadata, MetaOut};
 use rustix::fs::{AtFlags, FileType as RxType, Mode, Timespec, Timestamps, CWD};
 use thiserror::Error;
 
+use crate::fsck::Checker;
 use crate::walk::{walk, Visit};
 
 /// Why an extraction failed.
@@ -47,6 +48,10 @@ use crate::walk::{walk, Visit};
 pub enum ExtractError {
     #[error("{0}: target directory is not empty")]
     NotEmpty(PathBuf),
+    /// Damage fsck reports (the same checks, run as the tree is walked):
+    /// nothing is extracted from an image the kernel would serve wrongly.
+    #[error("{path}: damaged image: {message}")]
+    Damaged { path: String, message: String },
     #[error("{path}: refusing entry name {name:?} (it would escape the target)")]
     BadName { path: String, name: String },
     #[error("{path}: {source}")]
@@ -461,7 +466,15 @@ pub fn extract(
         fds_left: fd_budget(),
         error: None,
     };
-    // 1. The tree, and the plan of every file's data.
+    // 1. The tree, and the plan of every file's data; every directory and
+    // inode checked as fsck checks it before anything is made of it.
+    let mut checker = Checker::for_extract(image);
+    let damaged = |c: &Checker<'_>| {
+        c.first_problem().map(|p| ExtractError::Damaged {
+            path: p.path.clone(),
+            message: p.message.clone(),
+        })
+    };
     walk(image, |v| {
         if x.error.is_some() {
             return;
@@ -475,23 +488,39 @@ pub fn extract(
             return;
         }
         match v {
-            Visit::Dir { .. } => {}
-            Visit::Entry { path, entry, inode } => {
-                if let Err(e) = x.entry(path, &entry.name, inode) {
-                    x.error = Some(e);
-                }
-            }
             Visit::Error { path, error, .. } => {
                 x.error = Some(ExtractError::Image {
-                    path: String::from_utf8_lossy(path).into_owned(),
+                    path: show(path),
                     source: error,
                 });
+            }
+            v => {
+                checker.visit(&v);
+                if let Some(e) = damaged(&checker) {
+                    x.error = Some(e);
+                } else if let Visit::Entry { path, entry, inode } = v {
+                    if let Err(e) = x.entry(path, &entry.name, inode) {
+                        x.error = Some(e);
+                    }
+                }
             }
         }
     });
     if let Some(e) = x.error.take() {
         return Err(e);
     }
+    // The metabox whole, and every pcluster of the packed inode in the
+    // data pass (used by a file or not), as fsck reads them.
+    checker.check_metabox();
+    if let Some(e) = damaged(&checker) {
+        return Err(e);
+    }
+    x.plan
+        .add_packed_inode()
+        .map_err(|source| ExtractError::Image {
+            path: "<packed inode>".into(),
+            source,
+        })?;
     x.create_entries()?;
     // 2. The data, each stored cluster read once, in physical order.
     x.write_data(progress)?;

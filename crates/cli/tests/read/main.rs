@@ -13,6 +13,7 @@ mod dump_v19;
 mod extract_xattrs;
 mod fixtures_v19;
 mod fsck_warnings;
+mod kernel_refused;
 mod remote_errors;
 mod unsupported_features;
 mod upstream_images;

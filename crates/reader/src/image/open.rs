@@ -255,6 +255,9 @@ fn read_compression_config(src: &dyn ReadAt, sb: &Superblock) -> Result<Compress
         read_exact(src, &mut payload, body)?;
         cfg.apply_record(alg, &payload)
             .map_err(|e| Error::format(Location::at(pos), e))?;
+        if alg == ferrofs_format::compress::ALG_LZ4 {
+            check_lz4_pclusterblks(cfg.lz4_max_pclusterblks, sb, Location::at(pos))?;
+        }
         pos = body
             .checked_add(len as u64)
             .or_corrupt(Location::at(pos), "compression record overflows")?;
@@ -308,6 +311,24 @@ fn check_devices(devices: &[Device], sources: &[Box<dyn ReadAt>], bs: u64) -> Re
                 )))
             }
         }
+    }
+    Ok(())
+}
+
+/// The kernel refuses to mount an image whose LZ4 record allows
+/// pclusters larger than 1 MiB (`max_pclusterblks` blocks of the image's
+/// block size; 0 means 1).
+fn check_lz4_pclusterblks(blocks: u16, sb: &Superblock, at: Location) -> Result<()> {
+    let limit = ferrofs_format::compress::MAX_PCLUSTER_BYTES >> sb.blkszbits.min(63);
+    if u64::from(blocks) > limit {
+        return Err(Error::corrupt(
+            at,
+            format!(
+                "lz4 max_pclusterblks {blocks} allows pclusters past 1 MiB \
+                 (at most {limit} blocks of {} bytes; Linux refuses to mount it)",
+                1u64 << sb.blkszbits.min(63)
+            ),
+        ));
     }
     Ok(())
 }

@@ -60,10 +60,24 @@ pub(crate) fn fsck(
     let image = match open(img) {
         Ok(image) => image,
         Err(e) => {
-            return match crate::source::remote_change() {
-                Some(change) => Ok(changed_while_read(&change)),
-                None => Err(e),
+            if let Some(change) = crate::source::remote_change() {
+                return Ok(changed_while_read(&change));
             }
+            // Damage found at open (what Linux refuses to mount) is damage:
+            // exit 1. A file that is no image, or a short copy, stays 2.
+            let damaged = e.downcast_ref::<ferrofs::Error>().is_some_and(|r| {
+                matches!(
+                    r,
+                    ferrofs::Error::Corrupt { .. }
+                        | ferrofs::Error::Format { .. }
+                        | ferrofs::Error::Codec { .. }
+                )
+            });
+            if damaged {
+                eprintln!("ferrofs: {e:#}");
+                return Ok(ExitCode::from(1));
+            }
+            return Err(e);
         }
     };
     let pb = progress(None);

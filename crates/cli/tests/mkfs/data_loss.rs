@@ -462,16 +462,7 @@ fn ungzip_copies_are_whole_or_absent() {
     let work = work_dir!("data_loss_ungzip");
     let src = work.join("src");
     files(&src, "d", 4, 200_000, 3);
-    let tar = work.join("t.tar");
-    let st = Command::new("tar")
-        .arg("cf")
-        .arg(&tar)
-        .arg("-C")
-        .arg(&src)
-        .arg(".")
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let tar = tar_of(&src, &work.join("t.tar"));
     let plain = fs::read(&tar).unwrap();
     let mut gz = flate2_gzip(&plain);
     let mut failures = Vec::new();
@@ -505,6 +496,20 @@ fn ungzip_copies_are_whole_or_absent() {
     ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
+/// `tar cf TAR -C SRC .`; `TAR`.
+fn tar_of(src: &Path, tar: &Path) -> PathBuf {
+    let st = Command::new("tar")
+        .arg("cf")
+        .arg(tar)
+        .arg("-C")
+        .arg(src)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(st.success(), "tar cf {}", tar.display());
+    tar.to_path_buf()
+}
+
 /// `gzip -c` of `data`.
 fn flate2_gzip(data: &[u8]) -> Vec<u8> {
     let mut child = Command::new("gzip")
@@ -532,16 +537,7 @@ fn a_full_disk_under_the_spool_is_named() {
     let work = work_dir!("data_loss_spool");
     let src = work.join("src");
     files(&src, "d", 3, 1 << 20, 3);
-    let tar = work.join("t.tar");
-    let st = Command::new("tar")
-        .arg("cf")
-        .arg(&tar)
-        .arg("-C")
-        .arg(&src)
-        .arg(".")
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let tar = tar_of(&src, &work.join("t.tar"));
     let full = work.join("full");
     fs::create_dir(&full).unwrap();
     let st = Command::new("mount")

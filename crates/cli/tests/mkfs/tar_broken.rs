@@ -36,6 +36,36 @@ fn file_entry(name: &str, data: &[u8]) -> Vec<u8> {
     v
 }
 
+/// Each case's archive, from a file and from a pipe, must make `mkfs
+/// --tar` exit 2 with its reason in the message and leave no image; what
+/// did not.
+fn refusals(work: &std::path::Path, cases: Vec<(&str, Vec<u8>, &str)>) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (name, bytes, reason) in cases {
+        let tar = work.join(format!("{name}.tar"));
+        fs::write(&tar, &bytes).unwrap();
+        let img = work.join(format!("{name}.img"));
+        for pipe in [false, true] {
+            let mut cmd = Command::new(FERROFS);
+            cmd.args(["mkfs", "--quiet", "--tar"]).arg(&img);
+            if pipe {
+                cmd.arg("-").stdin(fs::File::open(&tar).unwrap());
+            } else {
+                cmd.arg(&tar).stdin(Stdio::null());
+            }
+            let out = cmd.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            if out.status.code() != Some(2) || !err.contains(reason) || img.exists() {
+                failures.push(format!(
+                    "{name} (pipe {pipe}): status {:?}, stderr {err:?}",
+                    out.status.code()
+                ));
+            }
+        }
+    }
+    failures
+}
+
 #[test]
 fn broken_archives_are_refused_with_the_reason() {
     let work = work_dir!("mkfs_tar_bad");
@@ -61,29 +91,7 @@ fn broken_archives_are_refused_with_the_reason() {
         ("dotdot", dotdot, ".."),
         ("bad-pax", bad_pax, "PAX"),
     ];
-    let mut failures = Vec::new();
-    for (name, bytes, reason) in cases {
-        let tar = work.join(format!("{name}.tar"));
-        fs::write(&tar, &bytes).unwrap();
-        let img = work.join(format!("{name}.img"));
-        for pipe in [false, true] {
-            let mut cmd = Command::new(FERROFS);
-            cmd.args(["mkfs", "--quiet", "--tar"]).arg(&img);
-            if pipe {
-                cmd.arg("-").stdin(fs::File::open(&tar).unwrap());
-            } else {
-                cmd.arg(&tar).stdin(Stdio::null());
-            }
-            let out = cmd.output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            if out.status.code() != Some(2) || !err.contains(reason) || img.exists() {
-                failures.push(format!(
-                    "{name} (pipe {pipe}): status {:?}, stderr {err:?}",
-                    out.status.code()
-                ));
-            }
-        }
-    }
+    let failures = refusals(&work, cases);
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -166,29 +174,7 @@ fn entries_past_linux_limits_are_refused() {
             "65536",
         ),
     ];
-    let mut failures = Vec::new();
-    for (name, bytes, reason) in cases {
-        let tar = work.join(format!("{name}.tar"));
-        fs::write(&tar, &bytes).unwrap();
-        let img = work.join(format!("{name}.img"));
-        for pipe in [false, true] {
-            let mut cmd = Command::new(FERROFS);
-            cmd.args(["mkfs", "--quiet", "--tar"]).arg(&img);
-            if pipe {
-                cmd.arg("-").stdin(fs::File::open(&tar).unwrap());
-            } else {
-                cmd.arg(&tar).stdin(Stdio::null());
-            }
-            let out = cmd.output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            if out.status.code() != Some(2) || !err.contains(reason) || img.exists() {
-                failures.push(format!(
-                    "{name} (pipe {pipe}): status {:?}, stderr {err:?}",
-                    out.status.code()
-                ));
-            }
-        }
-    }
+    let mut failures = refusals(&work, cases);
     // At the limits: taken, and read back whole.
     let target = long(4095);
     let xattr_255 = format!("SCHILY.xattr.user.{}", "x".repeat(250));

@@ -10,6 +10,7 @@ mod dropin;
 mod hotrecord;
 mod inspect;
 mod ls;
+mod manual;
 mod mkfs;
 mod mount;
 mod out;
@@ -148,6 +149,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a shell completion script (e.g. `ferrofs completions bash >
+    /// /etc/bash_completion.d/ferrofs`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (ferrofs.1 and one per command) into DIR.
+    #[command(hide = true)]
+    Manpages {
+        /// Where the pages go.
+        dir: PathBuf,
+    },
 }
 
 fn open(args: &ImageArgs) -> Result<Image> {
@@ -233,5 +246,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             readahead,
             json,
         } => inspect::dump(&img, (path, nid, profile), readahead, json),
+        Command::Completions { shell } => {
+            manual::completions(shell);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Manpages { dir } => manual::manpages(&dir).map(|()| ExitCode::SUCCESS),
     }
 }

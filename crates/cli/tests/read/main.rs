@@ -14,6 +14,7 @@ mod extract_xattrs;
 mod fixtures_v19;
 mod fsck_warnings;
 mod kernel_refused;
+mod manual;
 mod remote_errors;
 mod unsupported_features;
 mod upstream_images;

@@ -1,0 +1,213 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_ferrofs_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_ferrofs_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_ferrofs_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_ferrofs_using_subcommand
+    set -l cmd (__fish_ferrofs_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -s V -l version -d 'Print version'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "mkfs" -d 'Build an EROFS image from a directory tree'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "mount" -d 'Mount an image read-only through FUSE'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "fsck" -d 'Check every inode, directory entry and pcluster of an image. Exit status 1 on damage (what makes the kernel return wrong data or errors); warnings (a link count other than the entries naming the inode) are printed but leave it 0. 2: any other error; 3: the image, read by URL, changed on the server during the check'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "extract" -d 'Extract the image\'s tree into DIR (empty or absent). An xattr or owner the target refuses is reported (path, name, reason) and the extraction goes on; the exit status is then 1 (2: extraction failed)'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "ls" -d 'List a directory (or show one entry) as coreutils\' `ls` lists the kernel\'s mount of the image'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "cat" -d 'Write a file\'s contents to standard output'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "diff" -d 'Show what changed between two images: paths added, removed and changed (and what about them), and how many image blocks differ on disk. Exit status 0 when the trees are the same, 1 when not'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "dump" -d 'Describe the superblock, one inode, or whole-image statistics'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "completions" -d 'Print a shell completion script (e.g. `ferrofs completions bash > /etc/bash_completion.d/ferrofs`)'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "manpages" -d 'Write the man pages (ferrofs.1 and one per command) into DIR'
+complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l clean -d 'Rebuild mode: `data` (also `--clean` alone) copies every file\'s data into the image, which then stands alone; without it file data stays in the layers, which become the image\'s extra devices (one per layer, in order). Other sources always build clean' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l layer-images -d 'With an `oci:` SOURCE: also write each layer as an image of its own into DIR (layer-1.img, layer-2.img, ... bottom first, built with these options, whiteouts as overlayfs ones) and make IMAGE their merge, whose file data stays in them: readers take them, in order, as IMAGE\'s devices' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l tar -d 'Read a tar archive (ustar, GNU, PAX; owners and devices from the headers, no root needed) instead of a directory. `--tar=f` is the same; other mkfs.erofs modes (i, headerball) are not supported' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l ovlfs-strip -d 'With --tar or EROFS layers: 1 leaves overlayfs whiteouts and opaque/origin xattrs out of the image; 0 (default) keeps them' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l sort -d 'With --tar: the order of file data, `path` (default) or `none`: in an uncompressed image without inline data (-E noinline_data), the order the archive holds it, as mkfs.erofs does' -r -f -a "path\t''
+none\t''"
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l ungzip -d 'With --tar: decompress a gzip archive (one that does not start as gzip is read as it is). =FILE also writes the decompressed archive to FILE, and file data is read back from there instead of a spool' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l unxz -d 'With --tar: decompress an xz, lzma or lzip archive (a plain tar archive is read as it is). =FILE as for --ungzip. Also spelled --unlzma, as mkfs.erofs accepts it' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s b -d 'Block size in bytes: 512, 1024, 2048 or 4096' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s T -d 'Give every file this mtime (UNIX seconds) and use it as build time. Without -T, SOURCE_DATE_EPOCH (if set) clamps newer mtimes to it' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s U -d 'Volume UUID, `clear` (all zeros) or `random` (default: derived from the image\'s contents, so equal inputs give equal images)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s L -d 'Volume label (at most 15 bytes)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l uid-offset -d 'Add this to every uid' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l gid-offset -d 'Add this to every gid' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l force-uid -d 'Set every uid to this' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l force-gid -d 'Set every gid to this' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l exclude-path -d 'Leave out this path (relative to SOURCE; repeatable)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l exclude-regex -d 'Leave out paths (relative to SOURCE) matching this regex (repeatable)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s x -d 'Xattrs carried by at least N inodes are stored once, shared; a negative N drops all xattrs' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l xattr-prefix -d 'Store this long xattr name prefix once (e.g. trusted.overlay.; repeatable)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s m -d 'Put inodes, shared xattrs and the long-prefix table into the metabox (Linux 6.17+; implies -E 48bit), compressed in pclusters of BYTES with ALG (default: the first -z compressor; none without -z; naming one without -z compresses file data with it too, as mkfs.erofs does)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l zD -d 'Compress directories: every directory goes whole into the packed inode, compressed with the fragments (=0 turns it off; mkfs.erofs 1.9.4 reads its own `--zD=1` as off, ferrofs as its man page says)' -r -f -a "0\t''
+1\t''"
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l xattr-inode-digest -d 'Give every non-empty regular file an xattr NAME (default erofs.fingerprint.v1, which the kernel does not list) holding `sha256:` and the SHA-256 of its contents' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l chunksize -d 'Store every regular file chunk-based with chunks of this many bytes (sparse files are always stored chunk-based, with holes)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s E -d 'Extended options, comma-separated: force-inode-extended, force-inode-compact (an inode that needs the extended form is an error), noinline_data (or ^inline_data), ztailpacking, fragments[=PCLUSTER] (tails and small files compressed together in the packed inode), all-fragments (every file there), dedupe (identical files stored once, also done with fragments; without -z, identical blocks: files become chunk-based with one-block chunks unless --chunksize says otherwise), force-chunk-indexes (chunk tables of 8-byte indexes), force-inode-blockmap (4-byte block maps, the default), nosbcrc (no superblock checksum), ^xattr-name-filter (no xattr name bloom filters), 48bit (the 48-bit layout, Linux 6.15+: compact inodes keep their own mtime, all-hole files take no blocks), dot-omitted (directories without "."; implies 48bit), plain-xattr-prefixes (the long-prefix table raw on the device), legacy-compress (full, not compact, indexes of compressed files, as mkfs.erofs 1.9 writes them; its pre-5.4 layout without LZ4 0padding is not made, as 1.9 makes it no longer)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l MZ -d 'Metadata zone: i (inodes), d (directory blocks), id (both, the default) or 0 (none). ferrofs always writes inodes and directory blocks after all file data, so every value gives the same image' -r -f -a "i\t''
+d\t''
+id\t''
+di\t''
+0\t''"
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l preset -d 'A named set of options, for those who would rather not pick them: `fast` (-z lz4 -C 65536: quick to build and to read; Linux 5.13+), `balanced` (-z lz4hc,9 -C 65536 -E ztailpacking; Linux 5.17+), `dense` (-z lzma,6 -C 131072 -E fragments,dedupe,ztailpacking: the smallest image older kernels mount; Linux 6.1+; add -m 4096 --zD for the 2025 format, smaller still, Linux 6.17+). Options given beside it win over the preset\'s' -r -f -a "fast\t''
+balanced\t''
+dense\t''"
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s z -d 'Compress file data: lz4, lz4hc[,LEVEL], lzma[,LEVEL], deflate[,LEVEL], zstd[,LEVEL] (also `level=N`); alternatives for --compress-hints separated by \':\'. Default: none, data is stored uncompressed (or what --preset says)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s C -d 'Physical cluster size in bytes (a multiple of the block size, up to 1 MiB); default: one block' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l compress-hints -d 'Per-path compression: lines of `<pcluster bytes> <compressor index> <regex>`' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s j -l workers -d 'Compression threads (default: one per core); the image is the same for any number' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l mount-point -d 'Mount point the image is meant for (default /): the prefix of the paths --file-contexts, --fs-config-file and --block-list-file use' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l profile -d 'Lay data out for a recorded start-up (`ferrofs mount --trace`, or a list of paths): data in first-access order, pieces read in small bits in pclusters of their own, small hot fragments first. Repeat to merge traces (files read by at least half of them count)' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l profile-readahead -d 'With --profile: the read-around of the kernel that will read the image (its readahead, e.g. 128K): hot pieces are widened by half of it on each side. 0: pieces are exactly what the traces read' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l max-extent-bytes -d 'With -z: no pcluster decodes to more than this many bytes (rounded down to whole blocks), so a small read of very compressible data decodes little' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l offset -d 'Write the image this many bytes into IMAGE (the bytes before it are zeros); readers take the same `--offset`, the kernel a loop device\'s (`mount -o loop,offset=N`)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l file-contexts -d 'Label every file by its path (under --mount-point) from this SELinux file_contexts file: the last matching line wins, exact paths over regexes; labels from the source are dropped' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l fs-config-file -d 'Android\'s canned fs_config file: every file\'s owner, permission bits and capabilities by its path under --mount-point (lines `PATH UID GID MODE [capabilities=N]`); a file without a line is an error' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l product-out -d 'Android\'s product_out directory: accepted with --fs-config-file, which does not use it (as in mkfs.erofs); Android\'s built-in fs_config tables, which do, are not implemented' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l block-list-file -d 'Android\'s block list: write to FILE a line for every regular file whose data takes blocks of the image, `/MOUNT_POINT/PATH` and its blocks (`A` or `A-B`, from the image\'s first block), as mkfs.erofs 1.8 built for Android does. Without --mount-point nothing is listed (the file is written empty), as there' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l blobdev -d 'With --chunksize: write the chunks of chunk-based files to this file, the image\'s extra device (created or replaced; readers take it as `--device FILE`, the kernel as `-o device=FILE`)' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l root-xattr-isize -d 'Make the root directory\'s inline xattr area at least this many bytes (16 to 65532), zero-filled room for xattrs added later' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l dsunit -d 'Start every file\'s data at a multiple of this many blocks (a RAID stripe unit, say); 0 or 1: anywhere' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l base -d 'Rebuild from a previous image: every file whose bytes are unchanged (compared in full with what OLD decodes to) takes its compressed pclusters from OLD instead of being compressed again, when OLD was compressed with this build\'s options (checked on samples). The image is complete and self-contained; the summary says what was reused' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l incremental -d 'Put SOURCE over the image already at IMAGE and append only what changed: unchanged files keep their inodes and data, every byte of the image outside its superblock block stays as it was. MODE `data` (the default) takes file data from SOURCE; `rvsp` (with --tar) reserves the files\' blocks filled with zeros. See docs/incremental.md' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l aufs -d 'With --tar: turn aufs whiteouts (.wh.NAME, .wh..wh..opq) into overlayfs ones'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l mkfs-time -d 'With -T: use the timestamp as build time only; keep file mtimes'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l ignore-mtime -d 'Ignore file mtimes: every file gets the build time'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l all-root -d 'Make every file owned by root (uid 0, gid 0)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l hard-dereference -d 'Store every hard link as an inode of its own'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l quiet -d 'Print nothing but errors'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l json -d 'Print the summary as JSON'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l timings -d 'Print where the build\'s time went: wall and CPU seconds and cores used per phase (scan, plan, data, meta, sync), on standard error'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l offset -d 'The image starts this many bytes into the file (`mkfs --offset`)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l device -d 'Extra device (blob) files or URLs, in device-table order; without them, extra devices are expected concatenated to the image' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l cache-dir -d 'For an image (or device) given as an http:// or https:// URL: keep the fetched chunks in DIR, shared by later runs (default: a temporary directory removed at exit)' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l cache-dir-size -d 'Most bytes the cache directory may hold; the least recently used chunks are removed beyond it' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l http-timeout -d 'Per-request timeout of a URL\'s server: the longest wait to connect, for a response\'s headers, and for any read of its body' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l http-speed-limit -d 'Low-speed limit: a response body slower than this many bytes per second over --http-speed-time is abandoned (and retried); 0: none' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l http-speed-time -d 'The window of --http-speed-limit' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l http-deadline -d 'Total deadline of one request, its 5 attempts and their backoff included: the longest a request to a URL\'s server takes to fail (after such a failure the server is not asked for that long)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l threads -d 'FUSE worker threads' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l cache-size -d 'Byte budget of the decoded-pcluster cache (e.g. 64M)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -s o -d 'Mount options: allow_other' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l prefetch-size -d 'Most file bytes prefetched per directory' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l trace -d 'Append every read (path, offset, length, in arrival order) to this file, for `mkfs --profile` and `dump --profile`' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -s f -l foreground -d 'Stay in the foreground (default: detach once mounted)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l no-prefetch -d 'Do not prefetch. By default decoded data goes into the kernel\'s page cache in the background: the small files after the one being read in a listed directory, and the whole pcluster a small read decoded'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l device -d 'Extra device (blob) files or URLs, in device-table order; without them, extra devices are expected concatenated to the image' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l offset -d 'The image starts this many bytes into the file (`mkfs --offset`)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l cache-dir -d 'For an image (or device) given as an http:// or https:// URL: keep the fetched chunks in DIR, shared by later runs (default: a temporary directory removed at exit)' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l cache-dir-size -d 'Most bytes the cache directory may hold; the least recently used chunks are removed beyond it' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l http-timeout -d 'Per-request timeout of a URL\'s server: the longest wait to connect, for a response\'s headers, and for any read of its body' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l http-speed-limit -d 'Low-speed limit: a response body slower than this many bytes per second over --http-speed-time is abandoned (and retried); 0: none' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l http-speed-time -d 'The window of --http-speed-limit' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l http-deadline -d 'Total deadline of one request, its 5 attempts and their backoff included: the longest a request to a URL\'s server takes to fail (after such a failure the server is not asked for that long)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -s j -l jobs -d 'Threads reading and decoding file data (default: every core). Output and exit status are the same for any number' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l memory -d 'Most bytes of file data held in memory at once (each stored cluster is read and decoded once, in the order the image stores them)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l no-data -d 'Check metadata only; do not decode file data'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l json -d 'Print the report as JSON'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l device -d 'Extra device (blob) files or URLs, in device-table order; without them, extra devices are expected concatenated to the image' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l offset -d 'The image starts this many bytes into the file (`mkfs --offset`)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l cache-dir -d 'For an image (or device) given as an http:// or https:// URL: keep the fetched chunks in DIR, shared by later runs (default: a temporary directory removed at exit)' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l cache-dir-size -d 'Most bytes the cache directory may hold; the least recently used chunks are removed beyond it' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l http-timeout -d 'Per-request timeout of a URL\'s server: the longest wait to connect, for a response\'s headers, and for any read of its body' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l http-speed-limit -d 'Low-speed limit: a response body slower than this many bytes per second over --http-speed-time is abandoned (and retried); 0: none' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l http-speed-time -d 'The window of --http-speed-limit' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l http-deadline -d 'Total deadline of one request, its 5 attempts and their backoff included: the longest a request to a URL\'s server takes to fail (after such a failure the server is not asked for that long)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -s j -l jobs -d 'Threads reading and decoding file data (default: every core). Output and exit status are the same for any number' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l memory -d 'Most bytes of file data held in memory at once (each stored cluster is read and decoded once, in the order the image stores them)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l no-owners -d 'Do not restore owners (default: restore when running as root)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l owners -d 'Restore owners even when not running as root (what the target refuses is reported)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l no-xattrs -d 'Do not restore extended attributes (as tar\'s and fsck.erofs\'s --no-xattrs)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l xattrs -d 'Restore extended attributes (the default)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l json -d 'Print the summary as JSON'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l device -d 'Extra device (blob) files or URLs, in device-table order; without them, extra devices are expected concatenated to the image' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l offset -d 'The image starts this many bytes into the file (`mkfs --offset`)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l cache-dir -d 'For an image (or device) given as an http:// or https:// URL: keep the fetched chunks in DIR, shared by later runs (default: a temporary directory removed at exit)' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l cache-dir-size -d 'Most bytes the cache directory may hold; the least recently used chunks are removed beyond it' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l http-timeout -d 'Per-request timeout of a URL\'s server: the longest wait to connect, for a response\'s headers, and for any read of its body' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l http-speed-limit -d 'Low-speed limit: a response body slower than this many bytes per second over --http-speed-time is abandoned (and retried); 0: none' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l http-speed-time -d 'The window of --http-speed-limit' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l http-deadline -d 'Total deadline of one request, its 5 attempts and their backoff included: the longest a request to a URL\'s server takes to fail (after such a failure the server is not asked for that long)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s l -d 'Long format, as `ls -l`: mode, links, owner, group, size, date'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s R -d 'List subdirectories recursively'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s d -d 'List a directory itself, not its entries'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s i -d 'Print each entry\'s inode number (as the kernel numbers it)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s L -d 'Follow symbolic links: show what they point to'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s n -d 'Long format with numeric owners and groups'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s a -d 'Show entries whose names start with `.`, and `.` and `..`'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s A -d 'Show entries whose names start with `.`, but not `.` and `..`'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l device -d 'Extra device (blob) files or URLs, in device-table order; without them, extra devices are expected concatenated to the image' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l offset -d 'The image starts this many bytes into the file (`mkfs --offset`)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l cache-dir -d 'For an image (or device) given as an http:// or https:// URL: keep the fetched chunks in DIR, shared by later runs (default: a temporary directory removed at exit)' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l cache-dir-size -d 'Most bytes the cache directory may hold; the least recently used chunks are removed beyond it' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l http-timeout -d 'Per-request timeout of a URL\'s server: the longest wait to connect, for a response\'s headers, and for any read of its body' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l http-speed-limit -d 'Low-speed limit: a response body slower than this many bytes per second over --http-speed-time is abandoned (and retried); 0: none' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l http-speed-time -d 'The window of --http-speed-limit' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l http-deadline -d 'Total deadline of one request, its 5 attempts and their backoff included: the longest a request to a URL\'s server takes to fail (after such a failure the server is not asked for that long)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand diff" -l cache-dir -d 'For an image (or device) given as an http:// or https:// URL: keep the fetched chunks in DIR, shared by later runs (default: a temporary directory removed at exit)' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand diff" -l cache-dir-size -d 'Most bytes the cache directory may hold; the least recently used chunks are removed beyond it' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand diff" -l http-timeout -d 'Per-request timeout of a URL\'s server: the longest wait to connect, for a response\'s headers, and for any read of its body' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand diff" -l http-speed-limit -d 'Low-speed limit: a response body slower than this many bytes per second over --http-speed-time is abandoned (and retried); 0: none' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand diff" -l http-speed-time -d 'The window of --http-speed-limit' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand diff" -l http-deadline -d 'Total deadline of one request, its 5 attempts and their backoff included: the longest a request to a URL\'s server takes to fail (after such a failure the server is not asked for that long)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand diff" -l json -d 'Print JSON'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand diff" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand diff" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l device -d 'Extra device (blob) files or URLs, in device-table order; without them, extra devices are expected concatenated to the image' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l offset -d 'The image starts this many bytes into the file (`mkfs --offset`)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l cache-dir -d 'For an image (or device) given as an http:// or https:// URL: keep the fetched chunks in DIR, shared by later runs (default: a temporary directory removed at exit)' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l cache-dir-size -d 'Most bytes the cache directory may hold; the least recently used chunks are removed beyond it' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l http-timeout -d 'Per-request timeout of a URL\'s server: the longest wait to connect, for a response\'s headers, and for any read of its body' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l http-speed-limit -d 'Low-speed limit: a response body slower than this many bytes per second over --http-speed-time is abandoned (and retried); 0: none' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l http-speed-time -d 'The window of --http-speed-limit' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l http-deadline -d 'Total deadline of one request, its 5 attempts and their backoff included: the longest a request to a URL\'s server takes to fail (after such a failure the server is not asked for that long)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l path -d 'Show the inode at this path' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l nid -d 'Show the inode with this nid' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l profile -d 'Report what a cold replay of this trace touches: device blocks, pclusters, runs, decoded vs requested bytes' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l readahead -d 'With --profile: widen every read by the kernel\'s read-around, half of BYTES before and half after (e.g. 128K, the kernel\'s default readahead), to count what a kernel mount reads' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l json -d 'Print JSON'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand manpages" -s h -l help -d 'Print help'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "mkfs" -d 'Build an EROFS image from a directory tree'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "mount" -d 'Mount an image read-only through FUSE'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "fsck" -d 'Check every inode, directory entry and pcluster of an image. Exit status 1 on damage (what makes the kernel return wrong data or errors); warnings (a link count other than the entries naming the inode) are printed but leave it 0. 2: any other error; 3: the image, read by URL, changed on the server during the check'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "extract" -d 'Extract the image\'s tree into DIR (empty or absent). An xattr or owner the target refuses is reported (path, name, reason) and the extraction goes on; the exit status is then 1 (2: extraction failed)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "ls" -d 'List a directory (or show one entry) as coreutils\' `ls` lists the kernel\'s mount of the image'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "cat" -d 'Write a file\'s contents to standard output'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "diff" -d 'Show what changed between two images: paths added, removed and changed (and what about them), and how many image blocks differ on disk. Exit status 0 when the trees are the same, 1 when not'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "dump" -d 'Describe the superblock, one inode, or whole-image statistics'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "completions" -d 'Print a shell completion script (e.g. `ferrofs completions bash > /etc/bash_completion.d/ferrofs`)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "manpages" -d 'Write the man pages (ferrofs.1 and one per command) into DIR'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand help; and not __fish_seen_subcommand_from mkfs mount fsck extract ls cat diff dump completions manpages help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -15,7 +15,8 @@ ferrofs=$here/target/release/ferrofs
 [[ -x $ferrofs ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
 out=${OUT:-/tmp/density-bench}; mkdir -p "$out"
 pcl=${PCL:-131072}
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# shellcheck source=bench/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 measure() { # name cmd... -> sets size wall cpu
   local img=$out/img walls=() cpus=()
   for ((r = 0; r < runs; r++)); do

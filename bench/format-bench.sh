@@ -179,12 +179,8 @@ build_cmd() {
 }
 
 # ---- small numeric helpers -------------------------------------------------------
-median() {   # median of the arguments (mean of the two middle ones if even)
-    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-        END { if (NR == 0) { print "nan"; exit }
-              if (NR % 2) print v[(NR + 1) / 2]
-              else        print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+# shellcheck source=bench/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 maxof() { printf '%s\n' "$@" | sort -g | tail -n 1; }
 
 # ---- one build --------------------------------------------------------------------
@@ -330,8 +326,8 @@ for tree_arg in "$@"; do
             bytes=${s[-1]}
             mark=""
             [[ $(printf '%s\n' "${s[@]}" | sort -u | wc -l) == 1 ]] || mark="*"
-            mw=$(median "${w[@]}")
-            mc=$(median "${c[@]}")
+            mw=$(printf '%s\n' "${w[@]}" | median)
+            mc=$(printf '%s\n' "${c[@]}" | median)
             cores=$(awk -v c="$mc" -v w="$mw" 'BEGIN { if (w > 0) printf "%.2f", c / w; else print "nan" }')
             ratio="—"
             [[ -n $sq_bytes ]] && ratio=$(awk -v a="$bytes" -v b="$sq_bytes" 'BEGIN { printf "%.3f", a / b }')

@@ -28,7 +28,8 @@ for set in tree file; do
   "$U/mkfs.erofs" --quiet -zlz4hc -C65536 "$out/$set.erofs" "$src" >/dev/null 2>&1
   "$U/mksquashfs" "$src" "$out/$set.sqfs" -comp lz4 -Xhc -b 65536 -noappend -quiet -no-progress >/dev/null 2>&1
 done
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# shellcheck source=bench/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 daemon_pid() { pgrep -n -f "ferrofs mount|erofsfuse|squashfuse" || true; }
 cpu_of() { awk -v t="$tick" '{printf "%.2f", ($14 + $15) / t}' "/proc/$1/stat"; }
 mount_it() { # kind set

@@ -14,4 +14,6 @@ bench_setup() {
   [[ -x $ferrofs ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+median() {
+  sort -g | awk '{a[NR]=$1} END { if (NR == 0) { print "nan"; exit } print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2) }'
+}

@@ -27,7 +27,8 @@ alg=${ALG:-lz4hc}; pcl=${PCL:-65536}
 read -r -a extra <<<"${EXTRA:-}"
 out=${OUT:-/tmp/profile-bench}; mkdir -p "$out/mnt"
 mnt=$out/mnt
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# shellcheck source=bench/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 "$ferrofs" mkfs --quiet -z$alg -C$pcl "${extra[@]}" "$out/default.img" "$rootfs"
 record_traces "$ferrofs" "$out/default.img" "$mnt" "$out" "$@"
 "$ferrofs" mkfs --quiet -z$alg -C$pcl "${extra[@]}" --profile "$out/trace1.txt" --profile "$out/trace2.txt" "$out/profiled.img" "$rootfs"

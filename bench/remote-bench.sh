@@ -26,7 +26,8 @@ proxy=${PROXY:-$here/target/release/examples/delay-proxy}
 alg=${ALG:-lz4hc}; pcl=${PCL:-65536}; delays=${DELAYS:-0 20}
 out=${OUT:-/tmp/remote-bench}; mkdir -p "$out/mnt" "$out/www" "$out/nginx/tmp"
 mnt=$out/mnt
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# shellcheck source=bench/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 pids=()
 cleanup() {

@@ -22,7 +22,8 @@ timed() {
     read -r u s < "$WORK/time"
     echo "$(echo "$t1 - $t0" | bc -l) $(echo "$u + $s" | bc -l)" >> "$logf"
 }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# shellcheck source=bench/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 log "copying $TREE"
 cp -a "$TREE" "$WORK/old"

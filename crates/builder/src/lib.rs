@@ -8,13 +8,14 @@
 //! [`BuildError`] they return.
 //!
 //! Inside, the pipeline reads top to bottom: `source` scans the input into
-//! an in-memory `tree`; `plan` encodes what each inode needs (directory
-//! blocks, xattr bodies, data layout); `layout` gives every inode its nid
-//! and every data run its blocks before a byte is written; `zpass`
-//! compresses file data on all cores; `fragments` packs tails and small
-//! files into the packed inode; `emit` writes a temporary file, superblock
-//! last, fsyncs and renames it. ARCHITECTURE.md at the repository root
-//! draws it.
+//! an in-memory `tree` (relabelled there); `plan` encodes what each inode
+//! needs (directory blocks, xattr bodies, data layout); `layout` gives
+//! every inode its nid and every data run its blocks before a byte is
+//! written; `data` compresses file data on all cores and packs tails and
+//! small files into the packed inode; `emit` writes a temporary file,
+//! superblock last, fsyncs and renames it; `incremental` appends to an
+//! existing image instead. ARCHITECTURE.md at the repository root draws
+//! it.
 //!
 //! ```
 //! use ferrofs_builder::{build, BuildOptions, CompressOptions, Compressor};
@@ -44,41 +45,27 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod base;
-mod cnum;
-mod compress;
-mod content;
-mod dedupe;
+mod data;
 mod emit;
 mod error;
-mod fragments;
-mod fsconfig;
-mod hints;
 mod incremental;
 mod layout;
 mod options;
 mod plan;
-mod profile;
-mod selabel;
-mod similarity;
 pub mod source;
 mod spool;
 mod timing;
 mod tree;
-mod worth;
-mod xattrs;
-mod zinode;
-mod zpass;
 
-pub use base::BaseStats;
-pub use compress::{CompressOptions, Compressor, Hint};
+pub use data::base::BaseStats;
+pub use data::compress::{CompressOptions, Compressor, Hint};
 pub use emit::{build, build_tree, Progress, Summary};
 pub use error::{BuildError, Result};
-pub use fsconfig::CannedFsConfig;
-pub use hints::Hints;
 pub use incremental::{build as build_incremental, IncrementalStats, Layer as IncrementalLayer};
 pub use options::{BlockListOptions, BuildOptions, MetaboxOptions, TimePolicy};
-pub use profile::Profile;
-pub use selabel::FileContexts;
+pub use plan::hints::Hints;
+pub use plan::profile::Profile;
 pub use timing::Phase;
+pub use tree::fsconfig::CannedFsConfig;
+pub use tree::selabel::FileContexts;
 pub use tree::Tree;

@@ -67,13 +67,13 @@ pub struct BuildOptions {
     /// Target mount point; used as the prefix of the paths mkfs reports.
     pub mount_point: Vec<u8>,
     /// Compress regular files (`-z`); `None` builds an uncompressed image.
-    pub compress: Option<crate::compress::CompressOptions>,
+    pub compress: Option<crate::data::compress::CompressOptions>,
     /// Worker threads for compression (0: one per core).
     pub workers: usize,
     /// `-E dedupe`: files with identical contents share their data.
     pub dedupe: bool,
     /// `--profile`: lay data out for this access profile.
-    pub profile: Option<std::sync::Arc<crate::profile::Profile>>,
+    pub profile: Option<std::sync::Arc<crate::plan::profile::Profile>>,
     /// Write the xattr name bloom filters (`-E ^xattr-name-filter` turns
     /// them off).
     pub xattr_filter: bool,
@@ -97,10 +97,10 @@ pub struct BuildOptions {
     /// point into it). Needs `chunk_size`.
     pub blobdev: Option<std::path::PathBuf>,
     /// `--file-contexts`: SELinux labels by path.
-    pub file_contexts: Option<std::sync::Arc<crate::selabel::FileContexts>>,
+    pub file_contexts: Option<std::sync::Arc<crate::tree::selabel::FileContexts>>,
     /// `--fs-config-file`: Android's canned fs_config (owners, modes,
     /// capabilities by path, under `mount_point`).
-    pub fs_config: Option<std::sync::Arc<crate::fsconfig::CannedFsConfig>>,
+    pub fs_config: Option<std::sync::Arc<crate::tree::fsconfig::CannedFsConfig>>,
     /// `--offset`: the image starts this many bytes into the output file
     /// (the bytes before it are zeros).
     pub offset: u64,

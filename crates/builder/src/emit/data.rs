@@ -12,15 +12,15 @@ use super::dispatch::{window_bytes, windows, Dispatch, Inbox};
 use super::stored::{PclusterDedupe, CHUNK_KEY};
 use super::zfile::{apply_z, compact_ok, write_compressed};
 use super::{check_stop, Progress, Writer};
-use crate::compress::Extent;
-use crate::content::{Content, ContentReader};
+use crate::data::compress::Extent;
+use crate::data::fragments::{add_packed_inode, Fragments};
+use crate::data::zinode::{encode_map, encode_whole_fragment, Tail};
+use crate::data::zpass::compress_window;
 use crate::error::Result;
-use crate::fragments::{add_packed_inode, Fragments};
 use crate::options::BuildOptions;
 use crate::plan::{InodePlan, Plan};
+use crate::tree::content::{Content, ContentReader};
 use crate::tree::{InodeId, Kind, Tree};
-use crate::zinode::{encode_map, encode_whole_fragment, Tail};
-use crate::zpass::compress_window;
 
 /// Where the data pass put each inode's data (indexed by inode id).
 pub(super) struct Placed {
@@ -36,7 +36,7 @@ pub(super) struct Placed {
     /// Fragments not written yet (`--zD` adds the directories first).
     pub(super) frags: Option<Fragments>,
     /// What `--base` gave.
-    pub(super) base: Option<crate::base::BaseStats>,
+    pub(super) base: Option<crate::data::base::BaseStats>,
 }
 
 /// Writes every file's data, the packed inode and long symlink targets;
@@ -78,8 +78,8 @@ pub(super) fn write_data<'a>(
     // ones' first), while this thread writes finished windows in order.
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
     let tree_ref: &Tree = tree;
-    let eligible = |id| crate::zpass::plain_segments(tree_ref, &zc, opts, frag_mode, id);
-    let base = pool.install(|| crate::base::open_for(opts, tree_ref, &zc, &eligible))?;
+    let eligible = |id| crate::data::zpass::plain_segments(tree_ref, &zc, opts, frag_mode, id);
+    let base = pool.install(|| crate::data::base::open_for(opts, tree_ref, &zc, &eligible))?;
     let copies = same_bytes(tree_ref, plan, opts, frag_mode, &zc, pool)?;
     // How many later files still copy each original's extents, and the
     // extents of originals until their last copy is written.
@@ -242,7 +242,7 @@ fn duplicates(
     let dup = if opts.dedupe || frag_mode {
         let p: &Plan = plan;
         let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking);
-        pool.install(|| crate::dedupe::find_duplicates(tree, p, ztail))?
+        pool.install(|| crate::data::dedupe::find_duplicates(tree, p, ztail))?
     } else {
         vec![None; tree.inodes.len()]
     };
@@ -275,7 +275,8 @@ fn same_bytes(
     if opts.dedupe || frag_mode || opts.profile.is_some() || opts.base.is_some() {
         return Ok(Vec::new());
     }
-    let mut same = pool.install(|| crate::dedupe::find_duplicates(tree, plan, c.ztailpacking))?;
+    let mut same =
+        pool.install(|| crate::data::dedupe::find_duplicates(tree, plan, c.ztailpacking))?;
     for (id, s) in same.iter_mut().enumerate() {
         if s.is_some_and(|orig| zc[id].is_none() || zc[orig] != zc[id]) {
             *s = None;

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
-use crate::compress::Extent;
+use crate::data::compress::Extent;
+use crate::data::zpass::{prepare_window, Encoders, Settled, WindowUnits};
 use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
 use crate::tree::{InodeId, Tree};
-use crate::zpass::{prepare_window, Encoders, Settled, WindowUnits};
 
 /// Files per window of the data pass, and input bytes per window.
 const WINDOW_FILES: usize = 1024;
@@ -66,7 +66,7 @@ pub(super) struct Dispatch<'a, 'b> {
     pub(super) zc: &'b [Option<(u64, usize)>],
     pub(super) opts: &'a BuildOptions,
     pub(super) frag_mode: bool,
-    pub(super) base: Option<&'b crate::base::Base>,
+    pub(super) base: Option<&'b crate::data::base::Base>,
     pub(super) copies: &'b [Option<InodeId>],
     pub(super) interrupted: Option<&'b AtomicBool>,
 }
@@ -172,7 +172,7 @@ impl<'a> Inbox<'a> {
         rx: &Receiver<Msg<'a>>,
         ids: &[InodeId],
         zc: &[Option<(u64, usize)>],
-        base: Option<&crate::base::Base>,
+        base: Option<&crate::data::base::Base>,
         output: &std::path::Path,
     ) -> Result<Vec<Option<Vec<Extent>>>> {
         loop {

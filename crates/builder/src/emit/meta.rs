@@ -12,10 +12,10 @@ use ferrofs_format::Nid;
 
 use super::data::Placed;
 use super::Writer;
-use crate::content::ContentReader;
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, MetaLayout};
 use crate::plan::{InodePlan, Plan};
+use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Kind, Tree};
 
 /// Where the metadata went, and the image's size.

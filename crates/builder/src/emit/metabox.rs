@@ -13,12 +13,12 @@ use std::os::unix::fs::FileExt;
 use super::data::{write_synthetic, Placed};
 use super::meta::{dir_block, item_lengths, put_inode, Meta};
 use super::Writer;
-use crate::content::Segment;
+use crate::data::fragments::{add_internal_file, InternalFile};
 use crate::error::{BuildError, Result};
-use crate::fragments::{add_internal_file, InternalFile};
 use crate::layout::{layout_meta, METABOX_NID_BIT};
 use crate::options::{BuildOptions, MetaboxOptions};
 use crate::plan::Plan;
+use crate::tree::content::Segment;
 use crate::tree::{InodeId, Tree};
 
 /// Writes the directory blocks, the metabox and the primary metadata area

@@ -70,7 +70,7 @@ pub struct Summary {
     /// Physical clusters written.
     pub pclusters: u64,
     /// With `--base`: what came from the base image.
-    pub base: Option<crate::base::BaseStats>,
+    pub base: Option<crate::data::base::BaseStats>,
     /// Wall and CPU time of each phase of the build, in order.
     pub phases: Vec<crate::timing::Phase>,
     /// With EROFS images as the source: what became of their files.

@@ -12,7 +12,7 @@ use ferrofs_format::BlockSize;
 
 use super::meta::Meta;
 use super::Writer;
-use crate::compress::lzma_dict;
+use crate::data::compress::lzma_dict;
 use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
 use crate::plan::Plan;

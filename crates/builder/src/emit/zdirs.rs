@@ -9,13 +9,13 @@
 use super::data::{write_packed, Placed};
 use super::meta::{dir_block, item_lengths, Meta};
 use super::Writer;
+use crate::data::fragments::Fragments;
+use crate::data::zinode::{encode_whole_fragment, ZInode};
 use crate::error::{BuildError, Result};
-use crate::fragments::Fragments;
 use crate::layout::{layout_meta, METABOX_NID_BIT};
 use crate::options::BuildOptions;
 use crate::plan::Plan;
 use crate::tree::{InodeId, Tree};
-use crate::zinode::{encode_whole_fragment, ZInode};
 use ferrofs_format::inode::DataLayout;
 
 /// Smallest directory that goes to the packed inode (as mkfs.erofs).

@@ -7,14 +7,14 @@ use ferrofs_format::inode::DataLayout;
 
 use super::stored::PclusterDedupe;
 use super::Writer;
-use crate::compress::Extent;
-use crate::content::ContentReader;
+use crate::data::compress::Extent;
+use crate::data::fragments::Fragments;
+use crate::data::zinode::{encode_index, encode_map, encode_whole_fragment, Tail, ZExtent, ZInode};
 use crate::error::Result;
-use crate::fragments::Fragments;
 use crate::options::BuildOptions;
 use crate::plan::Plan;
+use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Tree};
-use crate::zinode::{encode_index, encode_map, encode_whole_fragment, Tail, ZExtent, ZInode};
 
 /// Whether compressed files may take compact indexes (not with `-E
 /// legacy-compress`).

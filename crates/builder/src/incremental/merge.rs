@@ -14,8 +14,8 @@ use ferrofs::Image;
 use rayon::prelude::*;
 
 use super::load::OldTree;
-use crate::content::ContentReader;
 use crate::error::Result;
+use crate::tree::content::ContentReader;
 use crate::tree::{Inode, InodeId, Kind, Tree};
 
 /// overlayfs's opaque-directory xattrs.

@@ -335,7 +335,9 @@ pub fn build(
             let mut m = crate::source::tar::scan_onto(input, opts, t, spool, old.tree.clone())?;
             if zero_data {
                 for ino in &mut m.inodes[n_old..] {
-                    if let crate::content::Content::Archive { segments, .. } = &mut ino.content {
+                    if let crate::tree::content::Content::Archive { segments, .. } =
+                        &mut ino.content
+                    {
                         *segments = Vec::new().into();
                     }
                 }

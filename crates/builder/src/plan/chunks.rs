@@ -125,7 +125,7 @@ pub(super) fn chunk_plan(
 }
 
 /// The chunk table of a file whose data stays on extra devices.
-pub(super) fn external_plan(x: &crate::content::External, size: u64, bs: u64) -> ChunkPlan {
+pub(super) fn external_plan(x: &crate::tree::content::External, size: u64, bs: u64) -> ChunkPlan {
     let cs = bs << x.bits_extra;
     let chunks = x
         .chunks

@@ -11,9 +11,12 @@ use ferrofs_format::inode::{DataLayout, COMPACT_INODE_SIZE, EXTENDED_INODE_SIZE}
 use crate::error::{BuildError, Result};
 use crate::options::{BuildOptions, TimePolicy};
 use crate::tree::{InodeId, Kind, Tree};
-use crate::xattrs::{self, XattrPlan};
+use xattrs::XattrPlan;
 
 mod chunks;
+pub(crate) mod hints;
+pub(crate) mod profile;
+pub(crate) mod xattrs;
 
 pub use chunks::ChunkPlan;
 use chunks::{chunk_plan, external_plan};
@@ -50,7 +53,7 @@ pub struct InodePlan {
     /// Regular files to try compressing: (pcluster bytes, compressor).
     pub compress: Option<(u64, usize)>,
     /// Filled by the writer when the file was stored compressed.
-    pub z: Option<crate::zinode::ZInode>,
+    pub z: Option<crate::data::zinode::ZInode>,
     /// A directory written without its "." entry (`-E dot-omitted`).
     pub dot_omitted: bool,
     /// A regular file of holes only, stored without blocks (48-bit

@@ -136,7 +136,7 @@ fn make_inode(
         content: Default::default(),
         rel: rel.to_vec(),
         parent,
-        stamp: ft.is_file().then(|| crate::content::Stamp::of(meta)),
+        stamp: ft.is_file().then(|| crate::tree::content::Stamp::of(meta)),
     })
 }
 

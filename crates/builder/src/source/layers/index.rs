@@ -6,8 +6,8 @@ use ferrofs::map::ExtentKind;
 use ferrofs::raw::InodeFile;
 
 use super::Layer;
-use crate::content::External;
 use crate::options::BuildOptions;
+use crate::tree::content::External;
 
 /// Why a file of this layout cannot be indexed (for the summary).
 pub(super) fn layout_reason(file: &InodeFile) -> String {

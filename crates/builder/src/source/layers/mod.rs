@@ -27,9 +27,9 @@ use std::sync::Arc;
 use ferrofs::raw::Inode as RawInode;
 use ferrofs::Image;
 
-use crate::content::Content;
 use crate::error::{BuildError, Result};
 use crate::options::{BuildOptions, ExtraDevice};
+use crate::tree::content::Content;
 use crate::tree::{Inode, InodeId, Kind, Tree};
 
 mod index;

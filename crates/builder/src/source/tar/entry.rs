@@ -5,8 +5,8 @@
 use super::header::Header;
 use super::input::Src;
 use super::{sparse, Builder, TarOptions, OVL_OPAQUE, OVL_ORIGIN};
-use crate::content::Content;
 use crate::error::Result;
+use crate::tree::content::Content;
 use crate::tree::{Inode, InodeId, Kind};
 
 impl Builder<'_> {

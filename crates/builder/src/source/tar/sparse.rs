@@ -6,8 +6,8 @@
 use super::fields::{number, parse_u64, Pax};
 use super::input::Src;
 use super::{BLOCK, MAX_META, MAX_SPARSE};
-use crate::content::Segment;
 use crate::error::Result;
+use crate::tree::content::Segment;
 
 /// Data runs of a file: (offset, length).
 pub(super) type Runs = Vec<(u64, u64)>;

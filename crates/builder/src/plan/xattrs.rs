@@ -170,7 +170,7 @@ fn add_digests(tree: &Tree, opts: &BuildOptions, plan: &mut XattrPlan, name: &[u
 /// SHA-256 of a file's `size` bytes as the image will hold them.
 fn sha256_of(ino: &crate::tree::Inode, size: u64) -> Result<[u8; 32]> {
     use sha2::{Digest, Sha256};
-    let f = crate::content::ContentReader::open(ino)?;
+    let f = crate::tree::content::ContentReader::open(ino)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; (1 << 20).min(size as usize)];
     let mut pos = 0u64;

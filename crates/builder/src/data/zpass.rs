@@ -8,15 +8,15 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use crate::base::{Base, Reused};
-use crate::compress::{compress_segment, is_machine_code, Compressor, Extent, Shape};
-use crate::content::ContentReader;
-use crate::error::Result;
-use crate::options::BuildOptions;
-use crate::tree::{InodeId, Tree};
-use crate::worth::{
+use crate::data::base::{Base, Reused};
+use crate::data::compress::{compress_segment, is_machine_code, Compressor, Extent, Shape};
+use crate::data::worth::{
     compressed_file_still_shrinks, flat_is_no_bigger, looks_compressed, worth_compressing,
 };
+use crate::error::Result;
+use crate::options::BuildOptions;
+use crate::tree::content::ContentReader;
+use crate::tree::{InodeId, Tree};
 
 /// One segment of a file to compress.
 struct Unit {

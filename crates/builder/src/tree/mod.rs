@@ -1,7 +1,12 @@
 //! The in-memory tree: an arena of inodes with directory entries pointing
 //! at inode ids (so hard links are one inode with several names). File
 //! contents stay where they are (a file, an archive) and are read when the
-//! image is written.
+//! image is written (`content`). The relabel stage acts here too: Android's
+//! canned fs-config (`fsconfig`) and SELinux file contexts (`selabel`).
+
+pub(crate) mod content;
+pub(crate) mod fsconfig;
+pub(crate) mod selabel;
 
 use std::path::PathBuf;
 
@@ -50,15 +55,15 @@ pub struct Inode {
     /// Where the inode came from (for reading data and for messages).
     pub source: PathBuf,
     /// Where a regular file's bytes are read from.
-    pub content: crate::content::Content,
+    pub content: crate::tree::content::Content,
     /// Its first path relative to the source root (for hints and messages).
     pub rel: Vec<u8>,
     /// Parent directory (directories only; the root is its own parent).
     pub parent: InodeId,
     /// A local regular file's size and times when it was scanned: its
     /// data is read only while they still hold (see
-    /// [`crate::content::ContentReader`]).
-    pub stamp: Option<crate::content::Stamp>,
+    /// [`crate::tree::content::ContentReader`]).
+    pub stamp: Option<crate::tree::content::Stamp>,
 }
 
 impl Inode {
@@ -75,7 +80,7 @@ impl Inode {
             mtime_nsec: 0,
             xattrs: Vec::new(),
             source,
-            content: crate::content::Content::Local,
+            content: crate::tree::content::Content::Local,
             rel: rel.to_vec(),
             parent,
             stamp: None,

@@ -11,9 +11,9 @@ use xxhash_rust::xxh3::Xxh3;
 
 use ferrofs_format::inode::DataLayout;
 
-use crate::content::ContentReader;
 use crate::error::Result;
 use crate::plan::Plan;
+use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Kind, Tree};
 
 const BUF: usize = 1 << 20;

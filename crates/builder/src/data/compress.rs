@@ -7,8 +7,8 @@
 use ferrofs_codec::{Algorithm, Encoder, EncoderConfig};
 use regex::bytes::Regex;
 
+use crate::data::worth::saves_a_block;
 use crate::error::{BuildError, Result};
-use crate::worth::saves_a_block;
 
 /// One configured compressor (`-z lz4hc,12`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,7 +200,7 @@ pub const MAX_EXTENT_BLOCKS: u64 = 2000;
 ///
 /// Also returns whether the file is worth keeping compressed as far as
 /// the first trial tells: it saved a block (the test
-/// [`worth_compressing`](crate::worth::worth_compressing) applies to a
+/// [`worth_compressing`](crate::data::worth::worth_compressing) applies to a
 /// file's first pcluster), or, with `ztail`, the file fits in one
 /// pcluster (its tail may still shrink inline; the caller compares the
 /// result with storing it flat). With `decide` (the segment is a whole

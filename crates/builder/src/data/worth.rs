@@ -6,7 +6,7 @@
 
 use ferrofs_codec::{Algorithm, Encoder, EncoderConfig};
 
-use crate::compress::Extent;
+use crate::data::compress::Extent;
 use crate::error::{BuildError, Result};
 
 /// Whether `head`, a file's first bytes, starts like a format whose data

@@ -12,11 +12,11 @@ use ferrofs_format::inode::DataLayout;
 use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::content::{Content, ContentReader, Segment};
+use crate::data::similarity::{self, Class, Sketch};
 use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
 use crate::plan::{InodePlan, Plan};
-use crate::similarity::{self, Class, Sketch};
+use crate::tree::content::{Content, ContentReader, Segment};
 use crate::tree::{InodeId, Kind, Tree};
 
 /// File tails and small files on their way to the packed inode: their bytes
@@ -158,7 +158,7 @@ impl Fragments {
 pub(crate) fn fragment_offsets(
     tree: &Tree,
     entries: &[FragEntry],
-    profile: Option<&crate::profile::Profile>,
+    profile: Option<&crate::plan::profile::Profile>,
     sketches: &[Sketch],
 ) -> (Vec<usize>, Vec<u64>) {
     let rank = |id: InodeId| {

@@ -17,8 +17,8 @@
 
 use regex::bytes::Regex;
 
-use crate::cnum::atoi;
-use crate::compress::Hint;
+use crate::data::cnum::atoi;
+use crate::data::compress::Hint;
 use crate::error::{BuildError, Result};
 
 /// A parsed `--compress-hints` file: per line, `<pcluster size>

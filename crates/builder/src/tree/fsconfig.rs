@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::cnum::{atoi, strtoul};
+use crate::data::cnum::{atoi, strtoul};
 use crate::error::{BuildError, Result};
 use crate::tree::Tree;
 

@@ -36,10 +36,10 @@ use ferrofs::Image;
 use ferrofs_codec::Algorithm;
 use rayon::prelude::*;
 
-use crate::compress::{first_extent, Compressor, Extent, Shape, MAX_EXTENT_BLOCKS};
-use crate::content::ContentReader;
+use crate::data::compress::{first_extent, Compressor, Extent, Shape, MAX_EXTENT_BLOCKS};
 use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
+use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Tree};
 
 /// Unchanged files per (cluster size, compressor) whose first extent is
@@ -281,7 +281,7 @@ impl Base {
             };
             let ino = &tree.inodes[id];
             let size = ino.data_size();
-            let seg = crate::zpass::segment_len(pcl).min(size);
+            let seg = crate::data::zpass::segment_len(pcl).min(size);
             let mut input = vec![0u8; seg as usize];
             ContentReader::open(ino)?.read_exact_at(&mut input, 0)?;
             let shape = Shape {
@@ -292,7 +292,7 @@ impl Base {
                 max_extent: ctx.max_extent,
                 ztail: ctx.ztail && seg == size,
             };
-            let elf = crate::compress::is_machine_code(&input);
+            let elf = crate::data::compress::is_machine_code(&input);
             enc.set_machine_code(elf);
             let mut again = first_extent(&mut enc, &input, 0, &shape)?;
             if elf && again.as_ref() != Some(&old) {

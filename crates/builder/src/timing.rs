@@ -6,14 +6,20 @@
 use std::time::{Duration, Instant};
 
 /// One phase of a build.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Phase {
     /// `scan`, `plan`, `data`, `dirs`, `meta`, `sync`.
     pub name: &'static str,
-    /// Wall-clock time the phase took.
+    /// Wall-clock time the phase took (`wall_s` in seconds).
+    #[serde(rename = "wall_s", serialize_with = "seconds")]
     pub wall: Duration,
-    /// CPU time of every thread of the process during the phase.
+    /// CPU time of every thread of the process during the phase (`cpu_s`).
+    #[serde(rename = "cpu_s", serialize_with = "seconds")]
     pub cpu: Duration,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
 }
 
 impl Phase {

@@ -29,52 +29,13 @@ pub(crate) fn print(
     }
     let mut out = crate::out::stdout();
     if json {
-        let mut v = serde_json::json!({"image": image.display().to_string(), "inodes": s.inodes, "compact_inodes": s.compact_inodes, "blocks": s.blocks, "meta_blocks": s.meta_blocks, "bytes": s.bytes, "compressed_files": s.compressed_files, "pclusters": s.pclusters});
-        v["phases"] = s
-            .phases
-            .iter()
-            .map(|p| serde_json::json!({"name": p.name, "wall_s": p.wall.as_secs_f64(), "cpu_s": p.cpu.as_secs_f64()}))
-            .collect();
+        let mut v = serde_json::to_value(s)?;
+        v["image"] = image.display().to_string().into();
         if let Some(k) = &kernels {
             v["linux"] = serde_json::json!({
                 "oldest": format!("{}.{}", k.oldest.0, k.oldest.1),
                 "because": k.because,
                 "experimental": k.experimental,
-            });
-        }
-        if let Some(b) = &s.base {
-            v["base"] = serde_json::json!({
-                "reused_files": b.reused_files,
-                "reused_bytes": b.reused_bytes,
-                "copied_bytes": b.copied_bytes,
-                "compressed_files": b.compressed_files,
-                "compressed_bytes": b.compressed_bytes,
-                "changed_files": b.changed_files,
-                "unreadable_files": b.unreadable_files,
-                "notes": b.notes,
-            });
-        }
-        if let Some(l) = &s.layers {
-            v["layers"] = serde_json::json!({
-                "indexed_files": l.indexed_files,
-                "indexed_bytes": l.indexed_bytes,
-                "tails": l.tails,
-                "copied_files": l.copied_files,
-                "copied_bytes": l.copied_bytes,
-                "copied_why": l.copied_why.iter().map(|(w, n)| serde_json::json!({"why": w, "files": n})).collect::<Vec<_>>(),
-            });
-        }
-        if let Some(i) = &s.incremental {
-            v["incremental"] = serde_json::json!({
-                "old_bytes": i.old_bytes,
-                "appended_bytes": i.appended_bytes,
-                "dead_bytes": i.dead_bytes,
-                "kept_inodes": i.kept_inodes,
-                "unchanged_files": i.unchanged_files,
-                "new_inodes": i.new_inodes,
-                "root_in_place": i.root_in_place,
-                "rewritten_outside_block0": i.rewritten_outside_block0,
-                "shared_files": i.shared_files,
             });
         }
         writeln!(out, "{v}")?;

@@ -49,7 +49,7 @@ const SAMPLES: usize = 4;
 const BUF: usize = 1 << 20;
 
 /// What a rebuild took from its base image.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BaseStats {
     /// Files whose data came from OLD (copied pclusters, or OLD's decision
     /// to store them flat).

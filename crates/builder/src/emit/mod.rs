@@ -50,8 +50,9 @@ pub struct Progress {
     pub packing: u64,
 }
 
-/// What was built.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What was built; serializes as `mkfs --json` prints it (the parts that
+/// do not apply left out).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Summary {
     /// Inodes in the image.
     pub inodes: u64,
@@ -70,12 +71,15 @@ pub struct Summary {
     /// Physical clusters written.
     pub pclusters: u64,
     /// With `--base`: what came from the base image.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub base: Option<crate::data::base::BaseStats>,
     /// Wall and CPU time of each phase of the build, in order.
     pub phases: Vec<crate::timing::Phase>,
     /// With EROFS images as the source: what became of their files.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub layers: Option<crate::source::layers::LayerStats>,
     /// With `--incremental`: what was kept and what was appended.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub incremental: Option<crate::incremental::IncrementalStats>,
 }
 

@@ -48,7 +48,7 @@ pub enum Layer<'a> {
 }
 
 /// What an incremental build kept and appended.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct IncrementalStats {
     /// Bytes the image had (its file length).
     pub old_bytes: u64,

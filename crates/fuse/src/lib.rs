@@ -376,6 +376,11 @@ impl Filesystem for ErofsFuse {
         reply: ReplyEmpty,
     ) {
         self.remove(fh);
+        // A closed file's reads are on disk: a trace does not depend on
+        // the daemon reaching its end to be complete.
+        if let Some(mut t) = self.tracer() {
+            t.flush();
+        }
         reply.ok();
     }
 

@@ -62,6 +62,14 @@ impl Tracer {
     }
 }
 
+impl Tracer {
+    /// Writes out the lines recorded so far.
+    pub(crate) fn flush(&mut self) {
+        let _ = self.out.flush();
+        self.pending = 0;
+    }
+}
+
 impl Drop for Tracer {
     fn drop(&mut self) {
         let _ = self.out.flush();

@@ -251,7 +251,7 @@ impl Lister<'_> {
         });
         Ok(Row {
             ino,
-            mode: format!("{t}{}", crate::inspect::mode_string(inode.mode())),
+            mode: format!("{t}{}", mode_string(inode.mode())),
             acl: has_acl(self.image, inode)?,
             nlink: u64::from(inode.nlink()),
             owner,
@@ -428,4 +428,27 @@ fn has_acl(image: &Image, inode: &Inode) -> Result<bool> {
         }
     }
     Ok(false)
+}
+
+/// `rwxr-xr-x` of a mode (setuid, setgid and sticky as `s`/`S`, `t`/`T`).
+pub(crate) fn mode_string(mode: u16) -> String {
+    let mut s = String::with_capacity(9);
+    for (i, c) in ['r', 'w', 'x', 'r', 'w', 'x', 'r', 'w', 'x']
+        .iter()
+        .enumerate()
+    {
+        let bit = 1u16 << (8 - i);
+        s.push(if mode & bit != 0 { *c } else { '-' });
+    }
+    let mut b = s.into_bytes();
+    if mode & 0o4000 != 0 {
+        b[2] = if b[2] == b'x' { b's' } else { b'S' };
+    }
+    if mode & 0o2000 != 0 {
+        b[5] = if b[5] == b'x' { b's' } else { b'S' };
+    }
+    if mode & 0o1000 != 0 {
+        b[8] = if b[8] == b'x' { b't' } else { b'T' };
+    }
+    String::from_utf8_lossy(&b).into_owned()
 }

@@ -5,10 +5,13 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cat;
 mod diff;
 mod dropin;
+mod dump;
+mod extract;
+mod fsck;
 mod hotrecord;
-mod inspect;
 mod ls;
 mod manual;
 mod mkfs;
@@ -51,6 +54,27 @@ struct ImageArgs {
     remote: source::RemoteArgs,
 }
 
+/// How the commands that read every file's data run their data pass.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct DataArgs {
+    /// Threads reading and decoding file data (default: every core).
+    /// Output and exit status are the same for any number.
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    jobs: Option<usize>,
+    /// Most bytes of file data held in memory at once (each stored cluster
+    /// is read and decoded once, in the order the image stores them).
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::size::parse)]
+    memory: usize,
+}
+
+impl DataArgs {
+    fn jobs(&self) -> usize {
+        self.jobs
+            .filter(|&j| j > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Build an EROFS image from a directory tree.
@@ -69,7 +93,7 @@ enum Command {
         #[arg(long)]
         no_data: bool,
         #[command(flatten)]
-        data: inspect::DataArgs,
+        data: DataArgs,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -97,7 +121,7 @@ enum Command {
         #[arg(long, overrides_with = "no_xattrs")]
         xattrs: bool,
         #[command(flatten)]
-        data: inspect::DataArgs,
+        data: DataArgs,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -225,7 +249,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             no_data,
             data,
             json,
-        } => inspect::fsck(&img, no_data, &data, json),
+        } => fsck::fsck(&img, no_data, &data, json),
         Command::Extract {
             img,
             dir,
@@ -235,9 +259,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             xattrs: _,
             data,
             json,
-        } => inspect::extract(&img, &dir, (owners, no_owners), no_xattrs, &data, json),
+        } => extract::extract(&img, &dir, (owners, no_owners), no_xattrs, &data, json),
         Command::Ls(a) => ls::run(&a),
-        Command::Cat { img, path } => inspect::cat(&img, &path),
+        Command::Cat { img, path } => cat::cat(&img, &path),
         Command::Dump {
             img,
             path,
@@ -245,7 +269,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             profile,
             readahead,
             json,
-        } => inspect::dump(&img, (path, nid, profile), readahead, json),
+        } => dump::dump(&img, (path, nid, profile), readahead, json),
         Command::Completions { shell } => {
             manual::completions(shell);
             Ok(ExitCode::SUCCESS)

@@ -50,7 +50,7 @@ pub(crate) fn fsck(
                 )
             });
             if damaged {
-                eprintln!("ferrofs: {e:#}");
+                eprintln!("ferrofs: {}", crate::report(&e));
                 return Ok(ExitCode::from(1));
             }
             return Err(e);

@@ -8,11 +8,6 @@
 //! `layout` reads and chooses the JSON documents, `blob` reads and checks
 //! blobs, `zstd` decodes zstd layers.
 
-#![warn(
-    clippy::arithmetic_side_effects,
-    clippy::indexing_slicing,
-    clippy::cast_possible_truncation
-)]
 
 use std::cell::Cell;
 use std::io::{BufReader, Read};

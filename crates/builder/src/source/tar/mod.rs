@@ -14,11 +14,6 @@
 //! header with its PAX and GNU extensions applied, `entry` one entry into
 //! the tree; this module holds the tree being built and the member loop.
 
-#![warn(
-    clippy::arithmetic_side_effects,
-    clippy::indexing_slicing,
-    clippy::cast_possible_truncation
-)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

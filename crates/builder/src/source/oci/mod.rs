@@ -8,7 +8,6 @@
 //! `layout` reads and chooses the JSON documents, `blob` reads and checks
 //! blobs, `zstd` decodes zstd layers.
 
-
 use std::cell::Cell;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};

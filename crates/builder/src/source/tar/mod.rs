@@ -14,7 +14,6 @@
 //! header with its PAX and GNU extensions applied, `entry` one entry into
 //! the tree; this module holds the tree being built and the member loop.
 
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

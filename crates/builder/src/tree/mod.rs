@@ -66,6 +66,19 @@ pub struct Inode {
     pub stamp: Option<crate::tree::content::Stamp>,
 }
 
+impl Tree {
+    /// The inode `id` of this tree. Ids come from the tree's own arena
+    /// (never from input), so one out of range is a builder bug.
+    pub(crate) fn inode(&self, id: InodeId) -> &Inode {
+        &self.inodes[id]
+    }
+
+    /// [`Tree::inode`], to change.
+    pub(crate) fn inode_mut(&mut self, id: InodeId) -> &mut Inode {
+        &mut self.inodes[id]
+    }
+}
+
 impl Inode {
     /// An inode of `kind` named `rel` under `parent`, from `source`: no
     /// permission bits, owned by root, mtime 0, no xattrs, its data (if

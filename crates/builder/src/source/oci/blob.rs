@@ -33,8 +33,9 @@ pub(super) fn blob_ref(dir: &Path, digest: &str, size: u64) -> Result<BlobRef> {
         return Err(bad("not 64 lower-case hex digits"));
     }
     let mut hash = [0u8; 32];
-    for (i, h) in hash.iter_mut().enumerate() {
-        *h = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad("bad hex"))?;
+    for (h, pair) in hash.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+        let pair = std::str::from_utf8(pair).map_err(|_| bad("bad hex"))?;
+        *h = u8::from_str_radix(pair, 16).map_err(|_| bad("bad hex"))?;
     }
     Ok(BlobRef {
         digest: digest.to_string(),
@@ -144,14 +145,14 @@ impl<R: Read> Read for Verified<R> {
             self.done.set(true);
             return Ok(0);
         }
-        self.len += n as u64;
+        self.len = self.len.saturating_add(n as u64);
         if self.len > self.blob.size {
             return Err(bad(format!(
                 "blob {} is longer than its descriptor's {} bytes",
                 self.blob.digest, self.blob.size
             )));
         }
-        self.hasher.update(&buf[..n]);
+        self.hasher.update(buf.get(..n).unwrap_or_default());
         Ok(n)
     }
 }
@@ -166,7 +167,9 @@ pub(super) struct Hashing<R> {
 impl<R: Read> Read for Hashing<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.r.read(buf)?;
-        self.hasher.borrow_mut().update(&buf[..n]);
+        self.hasher
+            .borrow_mut()
+            .update(buf.get(..n).unwrap_or_default());
         Ok(n)
     }
 }

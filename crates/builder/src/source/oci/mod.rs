@@ -8,6 +8,12 @@
 //! `layout` reads and chooses the JSON documents, `blob` reads and checks
 //! blobs, `zstd` decodes zstd layers.
 
+#![warn(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation
+)]
+
 use std::cell::Cell;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -131,13 +137,13 @@ pub fn scan_layers(
 fn inherit(tree: &mut Tree, implicit: &[InodeId], below: &[Tree]) {
     const OVL: &[u8] = b"trusted.overlay.";
     for &id in implicit {
-        let rel = tree.inodes[id].rel.clone();
+        let rel = tree.inode(id).rel.clone();
         let found = below
             .iter()
             .rev()
-            .find_map(|t| find_dir(t, &rel).map(|d| &t.inodes[d]));
+            .find_map(|t| find_dir(t, &rel).map(|d| t.inode(d)));
         let Some(src) = found else { continue };
-        let d = &mut tree.inodes[id];
+        let d = tree.inode_mut(id);
         (d.perm, d.uid, d.gid) = (src.perm, src.uid, src.gid);
         (d.mtime, d.mtime_nsec) = (src.mtime, src.mtime_nsec);
         d.xattrs.retain(|(n, _)| n.starts_with(OVL));
@@ -151,15 +157,15 @@ fn inherit(tree: &mut Tree, implicit: &[InodeId], below: &[Tree]) {
 fn find_dir(tree: &Tree, rel: &[u8]) -> Option<InodeId> {
     let mut cur = tree.root;
     for c in rel.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
-        let Kind::Dir { entries } = &tree.inodes[cur].kind else {
+        let Kind::Dir { entries } = &tree.inode(cur).kind else {
             return None;
         };
         let i = entries
             .binary_search_by(|(n, _)| n.as_slice().cmp(c))
             .ok()?;
-        cur = entries[i].1;
+        cur = entries.get(i)?.1;
     }
-    tree.inodes[cur].is_dir().then_some(cur)
+    tree.inode(cur).is_dir().then_some(cur)
 }
 
 /// A layer's uncompressed tar stream, the blob itself when it is a plain
@@ -196,7 +202,7 @@ fn for_each_layer(dir: &Path, reference: Option<&str>, each: &mut LayerFn) -> Re
                 &b.path,
                 format!(
                     "layer {} of manifest {} ({}) has the unsupported media type {:?}",
-                    i + 1,
+                    i.saturating_add(1),
                     manifest.digest,
                     d.digest,
                     d.media_type
@@ -213,7 +219,7 @@ fn for_each_layer(dir: &Path, reference: Option<&str>, each: &mut LayerFn) -> Re
     }
     let n = layers.len();
     for (i, (b, kind)) in layers.into_iter().enumerate() {
-        let what = format!("layer {} of {n}", i + 1);
+        let what = format!("layer {} of {n}", i.saturating_add(1));
         let path = b.path.clone();
         let check = blob_ref(dir, &b.digest, b.size)?;
         let file = blob::open(&b, &what)?;

@@ -1,5 +1,12 @@
 //! The zstd stream reader and the checked blob reader on their own.
 
+// Tests index what they built themselves; a panic is a failed test.
+#![allow(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+
 use std::cell::Cell;
 use std::io::Read;
 use std::rc::Rc;

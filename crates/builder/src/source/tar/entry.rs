@@ -60,10 +60,10 @@ impl Builder<'_> {
         if comps.iter().any(|c| c.starts_with(b".wh..wh.")) {
             if comps.last().is_some_and(|c| c == b".wh..wh..opq") {
                 // The directory hides what lower layers hold.
-                let parents = &comps[..comps.len() - 1];
+                let parents = comps.split_last().map_or(&[][..], |(_, p)| p);
                 let dir = self.dir(parents).map_err(|e| src.err(member, e))?;
                 if !tar_opts.ovlfs_strip {
-                    let x = &mut self.tree.inodes[dir].xattrs;
+                    let x = &mut self.tree.inode_mut(dir).xattrs;
                     x.retain(|(n, _)| n != OVL_OPAQUE);
                     x.push((OVL_OPAQUE.to_vec(), b"y".to_vec()));
                     x.sort();
@@ -99,7 +99,7 @@ impl Builder<'_> {
         let id = self.new_inode(Kind::CharDevice { major: 0, minor: 0 }, &rel, dir);
         self.link(dir, name, id);
         // Mode 0, as overlayfs and mkfs.erofs make whiteouts.
-        set_meta(&mut self.tree.inodes[id], 0, hd);
+        set_meta(self.tree.inode_mut(id), 0, hd);
         whiteout_dirs.push(dir);
         Ok(true)
     }
@@ -109,7 +109,7 @@ impl Builder<'_> {
         let member = &hd.member;
         src.skip_data(hd.size, member)?;
         let target = self.link_target(&hd.link).map_err(|e| src.err(member, e))?;
-        if self.tree.inodes[target].is_dir() {
+        if self.tree.inode(target).is_dir() {
             return Err(src.err(member, "hard link to a directory"));
         }
         let Some((name, parents)) = hd.comps.split_last() else {
@@ -138,12 +138,12 @@ impl Builder<'_> {
         };
         let dir = self.dir(parents).map_err(|e| src.err(member, e))?;
         let id = self.new_inode(Kind::File { size: real, data }, rel, dir);
-        self.tree.inodes[id].content = Content::Archive {
+        self.tree.inode_mut(id).content = Content::Archive {
             archive: file,
             segments: segments.into(),
         };
         self.link(dir, name, id);
-        set_meta(&mut self.tree.inodes[id], hd.mode, &mut hd);
+        set_meta(self.tree.inode_mut(id), hd.mode, &mut hd);
         Ok(())
     }
 
@@ -183,7 +183,7 @@ impl Builder<'_> {
         let Some((name, parents)) = hd.comps.split_last() else {
             if is_dir {
                 let r = self.tree.root;
-                set_meta(&mut self.tree.inodes[r], hd.mode, &mut hd);
+                set_meta(self.tree.inode_mut(r), hd.mode, &mut hd);
                 self.implicit.remove(&r);
                 return Ok(());
             }
@@ -192,14 +192,14 @@ impl Builder<'_> {
         let dir = self.dir(parents).map_err(|e| src.err(member, e))?;
         let existing = self.children.get(&dir).and_then(|m| m.get(name)).copied();
         let id = match existing {
-            Some(id) if is_dir && self.tree.inodes[id].is_dir() => id,
+            Some(id) if is_dir && self.tree.inode(id).is_dir() => id,
             _ => {
                 let id = self.new_inode(kind, rel, dir);
                 self.link(dir, name, id);
                 id
             }
         };
-        set_meta(&mut self.tree.inodes[id], hd.mode, &mut hd);
+        set_meta(self.tree.inode_mut(id), hd.mode, &mut hd);
         self.implicit.remove(&id);
         Ok(())
     }

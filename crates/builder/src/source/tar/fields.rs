@@ -9,11 +9,9 @@ pub(super) fn number(field: &[u8]) -> Option<i64> {
     let first = *field.first()?;
     if first & 0x80 != 0 {
         let neg = first == 0xff;
-        let mut v: i128 = i128::from(if neg { first } else { first & 0x7f });
-        if neg {
-            v -= 256;
-        }
-        for &b in &field[1..] {
+        let first = i128::from(if neg { first } else { first & 0x7f });
+        let mut v: i128 = if neg { first.checked_sub(256)? } else { first };
+        for &b in field.get(1..)? {
             v = v.checked_mul(256)?.checked_add(i128::from(b))?;
         }
         return i64::try_from(v).ok();
@@ -32,25 +30,27 @@ pub(super) fn number(field: &[u8]) -> Option<i64> {
         if !(b'0'..=b'7').contains(&c) {
             return None;
         }
-        v = v.checked_mul(8)?.checked_add(i64::from(c - b'0'))?;
+        v = v
+            .checked_mul(8)?
+            .checked_add(i64::from(c.checked_sub(b'0')?))?;
     }
     Some(v)
 }
 
 pub(super) fn cstr(field: &[u8]) -> &[u8] {
-    let end = field.iter().position(|&c| c == 0).unwrap_or(field.len());
-    &field[..end]
+    field.split(|&c| c == 0).next().unwrap_or_default()
 }
 
 pub(super) fn checksum_ok(h: &[u8; BLOCK]) -> bool {
-    let Some(stored) = number(&h[148..156]) else {
+    let Some(stored) = h.get(148..156).and_then(number) else {
         return false;
     };
+    // 512 bytes: the sums stay far from any overflow.
     let (mut unsigned, mut signed) = (0i64, 0i64);
     for (i, &b) in h.iter().enumerate() {
         let b = if (148..156).contains(&i) { b' ' } else { b };
-        unsigned += i64::from(b);
-        signed += i64::from(b as i8);
+        unsigned = unsigned.saturating_add(i64::from(b));
+        signed = signed.saturating_add(i64::from(b as i8));
     }
     stored == unsigned || stored == signed
 }
@@ -67,45 +67,51 @@ pub(super) fn pax_records(data: &[u8]) -> std::result::Result<Vec<(String, Vec<u
             .iter()
             .position(|&c| c == b' ')
             .ok_or("PAX record without a length")?;
-        let len: usize = std::str::from_utf8(&rest[..sp])
+        let len: usize = std::str::from_utf8(rest.get(..sp).unwrap_or_default())
             .ok()
             .and_then(|s| s.parse().ok())
             .ok_or("bad PAX record length")?;
-        if len <= sp + 1 || len > rest.len() || rest[len - 1] != b'\n' {
-            return Err("bad PAX record length".into());
-        }
-        let rec = &rest[sp + 1..len - 1];
+        // `LEN ` counted in LEN, the record ends with a newline.
+        let (record, next) = rest.split_at_checked(len).ok_or("bad PAX record length")?;
+        let rec = match record.strip_suffix(b"\n") {
+            Some(r) if r.len() > sp => r.get(sp.saturating_add(1)..).unwrap_or_default(),
+            _ => return Err("bad PAX record length".into()),
+        };
         let eq = rec
             .iter()
             .position(|&c| c == b'=')
             .ok_or("PAX record without '='")?;
-        let key = String::from_utf8_lossy(&rec[..eq]).into_owned();
-        out.push((key, rec[eq + 1..].to_vec()));
-        rest = &rest[len..];
+        let (key, value) = rec.split_at(eq);
+        let value = value.get(1..).unwrap_or_default();
+        out.push((String::from_utf8_lossy(key).into_owned(), value.to_vec()));
+        rest = next;
     }
     Ok(out)
 }
 
 pub(super) fn base64(s: &[u8]) -> Option<Vec<u8>> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let val = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        } as u32)
+        let c = match c {
+            b'-' => b'+',
+            b'_' => b'/',
+            c => c,
+        };
+        ALPHABET
+            .iter()
+            .position(|&a| a == c)
+            .and_then(|v| u32::try_from(v).ok())
     };
     let mut out = Vec::new();
-    let (mut acc, mut bits) = (0u32, 0);
+    // Bits waiting in `acc`: at most 6 + 7, so `acc` stays below 2^14.
+    let (mut acc, mut bits) = (0u32, 0u32);
     for &c in s.iter().filter(|&&c| c != b'=' && c != b'\n') {
         acc = (acc << 6) | val(c)?;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
+        bits = bits.checked_add(6)?;
+        if let Some(left) = bits.checked_sub(8) {
+            bits = left;
+            out.push(u8::try_from((acc >> bits) & 0xff).ok()?);
+            acc &= (1u32 << bits).checked_sub(1)?;
         }
     }
     Some(out)
@@ -113,17 +119,18 @@ pub(super) fn base64(s: &[u8]) -> Option<Vec<u8>> {
 
 pub(super) fn url_decode(s: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len());
-    let mut i = 0;
-    while i < s.len() {
-        if s[i] == b'%' && i + 2 < s.len() {
-            if let Ok(v) = u8::from_str_radix(&String::from_utf8_lossy(&s[i + 1..i + 3]), 16) {
+    let mut rest = s;
+    while let Some((&c, tail)) = rest.split_first() {
+        if c == b'%' {
+            let hex = tail.get(..2).and_then(|h| std::str::from_utf8(h).ok());
+            if let Some(v) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
                 out.push(v);
-                i += 3;
+                rest = tail.get(2..).unwrap_or_default();
                 continue;
             }
         }
-        out.push(s[i]);
-        i += 1;
+        out.push(c);
+        rest = tail;
     }
     out
 }
@@ -141,16 +148,21 @@ pub(super) fn parse_time(v: &[u8]) -> Option<(i64, u32)> {
     };
     let (sec, frac) = s.split_once('.').unwrap_or((s, ""));
     let sec: i64 = sec.parse().ok()?;
-    let sec = if neg { -sec } else { sec };
+    let sec = if neg { sec.checked_neg()? } else { sec };
+    // Nanoseconds: the first nine digits, padded with zeros.
     let mut ns = 0u32;
-    for (i, c) in frac.bytes().take(9).enumerate() {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        ns += u32::from(c - b'0') * 10u32.pow(8 - i as u32);
+    let digits = frac.bytes().take(9).chain(std::iter::repeat(b'0')).take(9);
+    for c in digits {
+        let d = c
+            .is_ascii_digit()
+            .then(|| u32::from(c.wrapping_sub(b'0')))?;
+        ns = ns.checked_mul(10)?.checked_add(d)?;
+    }
+    if frac.bytes().take(9).any(|c| !c.is_ascii_digit()) {
+        return None;
     }
     if neg && ns > 0 {
-        Some((sec - 1, 1_000_000_000 - ns))
+        Some((sec.checked_sub(1)?, 1_000_000_000u32.checked_sub(ns)?))
     } else {
         Some((sec, ns))
     }
@@ -170,26 +182,26 @@ pub(super) fn acl_xattr(text: &[u8]) -> std::result::Result<(Vec<u8>, Option<u16
         .filter(|e| !e.is_empty())
     {
         let f: Vec<&str> = e.split(':').collect();
-        if f.len() < 3 {
+        let (Some(&kind), Some(&name), Some(&perms)) = (f.first(), f.get(1), f.get(2)) else {
             return Err(format!("bad ACL entry {e:?}"));
-        }
-        let perm = f[2].chars().try_fold(0u16, |p, c| match c {
+        };
+        let perm = perms.chars().try_fold(0u16, |p, c| match c {
             'r' => Ok(p | 4),
             'w' => Ok(p | 2),
             'x' => Ok(p | 1),
             '-' => Ok(p),
             _ => Err(format!("bad ACL permissions in {e:?}")),
         })?;
-        let id = if f[1].is_empty() {
+        let id = if name.is_empty() {
             None
         } else {
-            let n = f.get(3).copied().unwrap_or(f[1]);
+            let n = f.get(3).copied().unwrap_or(name);
             Some(
                 n.parse::<u32>()
                     .map_err(|_| format!("ACL entry {e:?} has no numeric id"))?,
             )
         };
-        let (tag, id) = match (f[0], id) {
+        let (tag, id) = match (kind, id) {
             ("user" | "u", None) => (0x01, u32::MAX),
             ("user" | "u", Some(i)) => (0x02, i),
             ("group" | "g", None) => (0x04, u32::MAX),

@@ -50,7 +50,9 @@ fn field(
     r: std::ops::Range<usize>,
     what: &str,
 ) -> std::result::Result<i64, String> {
-    number(&h[r]).ok_or_else(|| format!("bad {what} field"))
+    h.get(r)
+        .and_then(number)
+        .ok_or_else(|| format!("bad {what} field"))
 }
 
 /// What to do with an archive whose first bytes are a compressor's magic
@@ -81,20 +83,20 @@ pub(super) fn compressed_hint(head: &[u8]) -> Option<&'static str> {
 /// end of the stream).
 pub(super) fn next(src: &mut Src, pending: &mut Pending) -> Result<Option<Header>> {
     let mut h = [0u8; BLOCK];
-    let mut zero_blocks = 0;
+    let mut zero_blocks = 0u8;
     loop {
         if !src.block(&mut h)? {
             return Ok(None);
         }
         if h.iter().all(|&c| c == 0) {
-            zero_blocks += 1;
+            zero_blocks = zero_blocks.saturating_add(1);
             if zero_blocks == 2 {
                 return Ok(None);
             }
             continue;
         }
         zero_blocks = 0;
-        let at = src.pos - BLOCK as u64;
+        let at = src.pos.saturating_sub(BLOCK as u64);
         let shown = String::from_utf8_lossy(cstr(&h[0..100])).into_owned();
         let member = if shown.is_empty() {
             format!("header at byte {at}")
@@ -183,8 +185,11 @@ fn entry(src: &Src, pending: &mut Pending, h: [u8; BLOCK], hdr_size: u64) -> Res
     // Extended records carry lengths, so they can hold NULs; no file
     // system name can (a trailing one is tolerated as a terminator).
     for (what, v) in [("path", &path), ("link target", &link)] {
-        let end = v.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-        if v[..end].contains(&0) {
+        let end = v
+            .iter()
+            .rposition(|&b| b != 0)
+            .map_or(0, |i| i.saturating_add(1));
+        if v.get(..end).unwrap_or_default().contains(&0) {
             return Err(src.err(&member, format!("its {what} contains a NUL byte")));
         }
     }

@@ -70,21 +70,22 @@ impl Src {
 
     /// Reads a whole block; `false` at a clean end of input.
     pub(super) fn block(&mut self, b: &mut [u8; BLOCK]) -> Result<bool> {
-        let mut got = 0;
-        while got < BLOCK {
-            match self.r.read(&mut b[got..]) {
+        let mut got = 0usize;
+        while let Some(rest) = b.get_mut(got..).filter(|r| !r.is_empty()) {
+            match self.r.read(rest) {
                 Ok(0) => break,
-                Ok(n) => got += n,
+                Ok(n) => got = got.saturating_add(n).min(BLOCK),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.io()(e)),
             }
         }
-        self.pos += got as u64;
+        self.pos = self.pos.saturating_add(got as u64);
         match got {
             0 => Ok(false),
             BLOCK => Ok(true),
             // A short compressed archive is shorter than a header block.
-            _ => match super::header::compressed_hint(&b[..got]).filter(|_| self.pos == got as u64)
+            _ => match super::header::compressed_hint(b.get(..got).unwrap_or_default())
+                .filter(|_| self.pos == got as u64)
             {
                 Some(hint) => Err(self.err("", format!("not a tar archive: {hint}"))),
                 None => Err(self.err("", "truncated archive (partial header block)")),
@@ -95,7 +96,7 @@ impl Src {
     pub(super) fn exact(&mut self, buf: &mut [u8], member: &str) -> Result<()> {
         match self.r.read_exact(buf) {
             Ok(()) => {
-                self.pos += buf.len() as u64;
+                self.pos = self.pos.saturating_add(buf.len() as u64);
                 Ok(())
             }
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
@@ -114,7 +115,7 @@ impl Src {
                     source: e,
                 }
             })?;
-        self.pos += copied;
+        self.pos = self.pos.saturating_add(copied);
         if copied != n {
             return Err(self.err(member, "truncated archive (data ends early)"));
         }
@@ -123,11 +124,17 @@ impl Src {
 
     /// Skips a member's `n` bytes of data and the padding after them.
     pub(super) fn skip_data(&mut self, n: u64, member: &str) -> Result<()> {
-        self.skip(n + Self::padding(n), member)
+        let total = n
+            .checked_add(Self::padding(n))
+            .ok_or_else(|| self.err(member, "member size out of range"))?;
+        self.skip(total, member)
     }
 
     pub(super) fn padding(len: u64) -> u64 {
-        len.div_ceil(BLOCK as u64) * BLOCK as u64 - len
+        // The distance to the next multiple of 512 (a power of two): the
+        // low bits of -len.
+        const MASK: u64 = BLOCK as u64 - 1;
+        len.wrapping_neg() & MASK
     }
 
     /// Reads a small member body (long name, PAX records).
@@ -138,7 +145,8 @@ impl Src {
                 format!("metadata entry of {size} bytes is too large"),
             ));
         }
-        let mut v = vec![0u8; size as usize];
+        // At most MAX_META (checked above).
+        let mut v = vec![0u8; usize::try_from(size).unwrap_or(0)];
         self.exact(&mut v, member)?;
         self.skip(Self::padding(size), member)?;
         Ok(v)
@@ -150,20 +158,27 @@ impl Src {
         let pad = Self::padding(size);
         if let Some(f) = self.file.clone() {
             let at = self.pos;
-            self.skip(size + pad, member)?;
+            let total = size
+                .checked_add(pad)
+                .ok_or_else(|| self.err(member, "member size out of range"))?;
+            self.skip(total, member)?;
             return Ok((f, at));
         }
         let (spool, at) = match &self.spool {
             Some((f, len)) => (f.clone(), *len),
             None => return Err(self.err(member, "no place for file data")),
         };
-        let mut buf = vec![0u8; size.min(1 << 20) as usize];
+        let mut buf = vec![0u8; usize::try_from(size.min(1 << 20)).unwrap_or(1 << 20)];
         let mut done = 0u64;
-        while done < size {
-            let n = (size - done).min(buf.len() as u64) as usize;
-            self.exact(&mut buf[..n], member)?;
+        while let Some(left) = size.checked_sub(done).filter(|&l| l > 0) {
+            let n = usize::try_from(left).map_or(buf.len(), |l| l.min(buf.len()));
+            let chunk = buf.get_mut(..n).unwrap_or_default();
+            self.exact(chunk, member)?;
+            let to = at
+                .checked_add(done)
+                .ok_or_else(|| self.err(member, "spool offset out of range"))?;
             spool
-                .write_all_at(&buf[..n], at + done)
+                .write_all_at(chunk, to)
                 .map_err(|source| BuildError::Output {
                     path: PathBuf::from(format!(
                         "the scratch file in {} that holds the file data of {}",
@@ -172,11 +187,11 @@ impl Src {
                     )),
                     source,
                 })?;
-            done += n as u64;
+            done = done.saturating_add(n as u64);
         }
         self.skip(pad, member)?;
         if let Some(s) = self.spool.as_mut() {
-            s.1 += size;
+            s.1 = s.1.saturating_add(size);
         }
         Ok((spool, at))
     }
@@ -254,7 +269,9 @@ impl<R: Read> Read for Tee<R> {
         let named = |e: std::io::Error| {
             std::io::Error::new(e.kind(), format!("{}: {e}", self.path.display()))
         };
-        self.out.write_all(&buf[..n]).map_err(named)?;
+        self.out
+            .write_all(buf.get(..n).unwrap_or_default())
+            .map_err(named)?;
         if n == 0 && !buf.is_empty() && !self.done {
             // The whole stream (its checksums verified by the decoder).
             self.out.sync_all().map_err(named)?;

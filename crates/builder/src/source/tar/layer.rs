@@ -79,7 +79,7 @@ impl Builder<'_> {
         let mut cur = self.tree.root;
         for c in comps {
             match self.children.get(&cur).and_then(|k| k.get(c)) {
-                Some(&id) if self.tree.inodes[id].is_dir() => cur = id,
+                Some(&id) if self.tree.inode(id).is_dir() => cur = id,
                 Some(_) => return true,
                 None => return false,
             }

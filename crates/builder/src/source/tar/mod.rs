@@ -14,6 +14,12 @@
 //! header with its PAX and GNU extensions applied, `entry` one entry into
 //! the tree; this module holds the tree being built and the member loop.
 
+#![warn(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation
+)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -129,7 +135,7 @@ impl Builder<'_> {
             rel.extend_from_slice(c);
             let next = self.children.get(&cur).and_then(|m| m.get(c)).copied();
             cur = match next {
-                Some(id) if self.tree.inodes[id].is_dir() => id,
+                Some(id) if self.tree.inode(id).is_dir() => id,
                 Some(_) => {
                     return Err(format!(
                         "{} is not a directory",
@@ -144,10 +150,10 @@ impl Builder<'_> {
                         &rel,
                         cur,
                     );
-                    let p = &self.tree.inodes[cur];
+                    let p = self.tree.inode(cur);
                     let (perm, uid, gid) = (0o755 | (p.perm & 0o022), p.uid, p.gid);
                     let (mtime, nsec) = (p.mtime, p.mtime_nsec);
-                    let d = &mut self.tree.inodes[id];
+                    let d = self.tree.inode_mut(id);
                     (d.perm, d.uid, d.gid, d.mtime, d.mtime_nsec) = (perm, uid, gid, mtime, nsec);
                     self.implicit.insert(id);
                     self.link(cur, c, id);
@@ -186,7 +192,7 @@ impl Builder<'_> {
         let mut prefixes = Vec::new();
         for (i, &c) in rel.iter().enumerate() {
             if c == b'/' {
-                prefixes.push(&rel[..i]);
+                prefixes.push(rel.get(..i).unwrap_or_default());
             }
         }
         prefixes.push(rel);
@@ -202,7 +208,7 @@ impl Builder<'_> {
         for (dir, kids) in std::mem::take(&mut self.children) {
             let mut entries: Vec<(Vec<u8>, InodeId)> = kids.into_iter().collect();
             entries.sort();
-            self.tree.inodes[dir].kind = Kind::Dir { entries };
+            self.tree.inode_mut(dir).kind = Kind::Dir { entries };
         }
         self.tree
     }
@@ -266,8 +272,8 @@ impl<'a> Builder<'a> {
                     0,
                 );
                 b.tree.root = root;
-                b.tree.inodes[root].perm = 0o777;
-                b.tree.inodes[root].mtime = root_mtime;
+                b.tree.inode_mut(root).perm = 0o777;
+                b.tree.inode_mut(root).mtime = root_mtime;
                 b.implicit.insert(root);
             }
         }
@@ -298,7 +304,7 @@ fn members(mut src: Src, mut b: Builder, tar_opts: &TarOptions) -> Result<(Tree,
     }
     if !tar_opts.ovlfs_strip {
         for dir in whiteout_dirs {
-            let x = &mut b.tree.inodes[dir].xattrs;
+            let x = &mut b.tree.inode_mut(dir).xattrs;
             if !x.iter().any(|(n, _)| n == OVL_ORIGIN) {
                 x.push((OVL_ORIGIN.to_vec(), Vec::new()));
                 x.sort();

@@ -25,17 +25,23 @@ pub(super) fn map(
     member: &str,
 ) -> Result<(Runs, u64, u64)> {
     let num = |r: std::ops::Range<usize>, what: &str| -> std::result::Result<i64, String> {
-        number(&h[r]).ok_or_else(|| format!("bad {what} field"))
+        h.get(r)
+            .and_then(number)
+            .ok_or_else(|| format!("bad {what} field"))
     };
     let mut map: Runs = Vec::new();
     let mut real = size;
     let mut stored = size;
     if gnu_sparse {
         let add = |map: &mut Runs, e: &[u8]| -> std::result::Result<(), &str> {
-            let off = number(&e[0..12]).and_then(|v| u64::try_from(v).ok());
-            let len = number(&e[12..24]).and_then(|v| u64::try_from(v).ok());
+            let field = |r: std::ops::Range<usize>| {
+                e.get(r)
+                    .and_then(number)
+                    .and_then(|v| u64::try_from(v).ok())
+            };
+            let (off, len) = (field(0..12), field(12..24));
             match (off, len) {
-                (Some(o), Some(l)) if e[0] != 0 => {
+                (Some(o), Some(l)) if e.first().is_some_and(|&b| b != 0) => {
                     if map.len() >= MAX_SPARSE {
                         return Err("sparse map too long");
                     }
@@ -46,21 +52,23 @@ pub(super) fn map(
                 _ => Err("bad sparse map entry"),
             }
         };
-        for i in 0..4 {
-            add(&mut map, &h[386 + 24 * i..386 + 24 * (i + 1)]).map_err(|e| src.err(member, e))?;
+        // Four 24-byte entries at byte 386 of the header.
+        for entry in h.get(386..482).unwrap_or_default().chunks_exact(24) {
+            add(&mut map, entry).map_err(|e| src.err(member, e))?;
         }
         real = u64::try_from(num(483..495, "realsize").map_err(|e| src.err(member, e))?)
             .map_err(|_| src.err(member, "bad realsize"))?;
-        let mut extended = h[482] != 0;
+        let mut extended = h.get(482).is_some_and(|&b| b != 0);
         let mut e = [0u8; BLOCK];
         while extended {
             if !src.block(&mut e)? {
                 return Err(src.err(member, "truncated sparse header"));
             }
-            for i in 0..21 {
-                add(&mut map, &e[24 * i..24 * (i + 1)]).map_err(|e| src.err(member, e))?;
+            // 21 entries, then the "more follow" flag at byte 504.
+            for entry in e.get(..504).unwrap_or_default().chunks_exact(24) {
+                add(&mut map, entry).map_err(|e| src.err(member, e))?;
             }
-            extended = e[504] != 0;
+            extended = e.get(504).is_some_and(|&b| b != 0);
         }
     } else if let Some(major) = pax.sparse_major {
         real = pax
@@ -77,7 +85,7 @@ pub(super) fn map(
                 if !src.block(&mut block)? {
                     return Err(src.err(member, "truncated sparse map"));
                 }
-                used += BLOCK as u64;
+                used = used.saturating_add(BLOCK as u64);
                 if used > MAX_META {
                     return Err(src.err(member, "sparse map too long"));
                 }
@@ -87,14 +95,15 @@ pub(super) fn map(
                 let mut complete = 0;
                 for (i, &c) in text.iter().enumerate() {
                     if c == b'\n' {
-                        let line = &text[complete..i];
-                        complete = i + 1;
+                        let line = text.get(complete..i).unwrap_or_default();
+                        complete = i.saturating_add(1);
                         let v = parse_u64(line).ok_or_else(|| src.err(member, "bad sparse map"))?;
                         if lines_needed.is_none() {
                             if v > MAX_SPARSE as u64 {
                                 return Err(src.err(member, "sparse map too long"));
                             }
-                            lines_needed = Some(2 * v);
+                            // At most MAX_SPARSE: no overflow.
+                            lines_needed = Some(v.saturating_mul(2));
                         } else {
                             nums.push(v);
                             if lines_needed.is_some_and(|n| nums.len() as u64 == n) {
@@ -107,15 +116,23 @@ pub(super) fn map(
             stored = size
                 .checked_sub(used)
                 .ok_or_else(|| src.err(member, "sparse map larger than the entry"))?;
-            map = nums.chunks(2).map(|p| (p[0], p[1])).collect();
+            map = pairs(&nums);
         } else {
             if !pax.sparse_map.len().is_multiple_of(2) {
                 return Err(src.err(member, "odd sparse map"));
             }
-            map = pax.sparse_map.chunks(2).map(|p| (p[0], p[1])).collect();
+            map = pairs(&pax.sparse_map);
         }
     }
     Ok((map, real, stored))
+}
+
+/// (offset, length) pairs of a flat list of numbers (a trailing odd one
+/// is left out; callers check the count).
+fn pairs(nums: &[u64]) -> Runs {
+    nums.chunks_exact(2)
+        .filter_map(|p| Some((*p.first()?, *p.get(1)?)))
+        .collect()
 }
 
 /// Where a member's bytes are in the archive (its stored data starts at
@@ -143,7 +160,9 @@ pub(super) fn segments(
                 segments.push(Segment {
                     logical: off,
                     len,
-                    physical: base + phys,
+                    physical: base
+                        .checked_add(phys)
+                        .ok_or("sparse map beyond the archive")?,
                 });
                 ranges.push((off, end));
             }
@@ -160,7 +179,7 @@ pub(super) fn segments(
             physical: base,
         });
     }
-    let data = if sparse && !(ranges.len() == 1 && ranges[0] == (0, real)) {
+    let data = if sparse && ranges.as_slice() != [(0, real)] {
         Some(ranges)
     } else {
         None

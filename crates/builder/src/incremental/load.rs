@@ -2,6 +2,12 @@
 //! inode remembering the nid it has in the image (hard links are one
 //! inode), so the layer put over it can keep what did not change.
 
+#![warn(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation
+)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -44,11 +50,10 @@ pub(crate) fn load(image: &Image, path: &Path) -> Result<OldTree> {
     let root_id = add(&mut out, image, &root, Vec::new(), 0, path)?;
     by_nid.insert(root.nid().0, root_id);
     queue.push((root, root_id));
-    let mut next = 0;
-    while next < queue.len() {
-        let (dir, id) = (queue[next].0.clone(), queue[next].1);
-        next += 1;
-        let rel = out.tree.inodes[id].rel.clone();
+    let mut next = 0usize;
+    while let Some((dir, id)) = queue.get(next).cloned() {
+        next = next.saturating_add(1);
+        let rel = out.tree.inode(id).rel.clone();
         let entries = raw
             .read_dir(&dir)
             .map_err(|e| bad(path, format!("directory /{}: {e}", show(&rel))))?;
@@ -59,7 +64,7 @@ pub(crate) fn load(image: &Image, path: &Path) -> Result<OldTree> {
             }
             let child_rel = join(&rel, &e.name);
             let child = match by_nid.get(&e.nid.0) {
-                Some(&c) if out.tree.inodes[c].is_dir() => {
+                Some(&c) if out.tree.inode(c).is_dir() => {
                     return Err(bad(
                         path,
                         format!("directory /{} is linked twice", show(&child_rel)),
@@ -81,7 +86,7 @@ pub(crate) fn load(image: &Image, path: &Path) -> Result<OldTree> {
             kids.push((e.name, child));
         }
         kids.sort();
-        out.tree.inodes[id].kind = Kind::Dir { entries: kids };
+        out.tree.inode_mut(id).kind = Kind::Dir { entries: kids };
     }
     out.tree.root = root_id;
     Ok(out)

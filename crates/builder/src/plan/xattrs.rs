@@ -244,16 +244,8 @@ fn plan_named(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
     // Count how many inodes carry each name/value pair.
     let mut counts: BTreeMap<(&[u8], &[u8]), u32> = BTreeMap::new();
     for ino in &tree.inodes {
+        // Value sizes were checked by check_linux_limits.
         for (n, v) in &ino.xattrs {
-            if v.len() > usize::from(u16::MAX) {
-                return Err(BuildError::input(
-                    &ino.source,
-                    format!(
-                        "xattr {} value longer than 65535 bytes",
-                        String::from_utf8_lossy(n)
-                    ),
-                ));
-            }
             *counts.entry((n, v)).or_default() += 1;
         }
     }

@@ -92,6 +92,15 @@ impl BuildError {
         let path = path.into();
         move |source| BuildError::Io { path, source }
     }
+    /// The error of a failed write (or create, sync, rename) of `path`, an
+    /// output of the build.
+    pub fn output(path: impl Into<PathBuf>) -> impl Fn(io::Error) -> BuildError {
+        let path = path.into();
+        move |source| BuildError::Output {
+            path: path.clone(),
+            source,
+        }
+    }
     pub(crate) fn input(path: impl Into<PathBuf>, reason: impl Into<String>) -> BuildError {
         BuildError::Input {
             path: path.into(),

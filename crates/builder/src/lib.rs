@@ -45,6 +45,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod build;
 mod data;
 mod emit;
 mod error;
@@ -53,19 +54,20 @@ mod layout;
 mod options;
 mod plan;
 pub mod source;
-mod spool;
-mod timing;
-mod tree;
+mod summary;
 
-pub use data::base::BaseStats;
-pub use data::compress::{CompressOptions, Compressor, Hint};
-pub use emit::{build, build_tree, Progress, Summary};
+mod tree;
+mod util;
+
+pub use build::{build, build_tree};
 pub use error::{BuildError, Result};
-pub use incremental::{build as build_incremental, IncrementalStats, Layer as IncrementalLayer};
+pub use incremental::{build as build_incremental, Layer as IncrementalLayer};
+pub use options::compress::{CompressOptions, Compressor, Hint};
+pub use options::hints::Hints;
+pub use options::profile::Profile;
 pub use options::{BlockListOptions, BuildOptions, MetaboxOptions, TimePolicy};
-pub use plan::hints::Hints;
-pub use plan::profile::Profile;
-pub use timing::Phase;
+pub use summary::{BaseStats, IncrementalStats, Progress, Summary};
 pub use tree::fsconfig::CannedFsConfig;
 pub use tree::selabel::FileContexts;
 pub use tree::Tree;
+pub use util::timing::Phase;

@@ -100,10 +100,7 @@ pub(crate) fn oci_layers(
     tick: &dyn Fn(Progress),
 ) -> Result<Summary, BuildError> {
     let trees = ferrofs_builder::source::oci::scan_layers(layout, reference, o, topts, spool)?;
-    std::fs::create_dir_all(out_dir).map_err(|source| BuildError::Output {
-        path: out_dir.to_path_buf(),
-        source,
-    })?;
+    std::fs::create_dir_all(out_dir).map_err(BuildError::output(out_dir))?;
     let mut paths = Vec::new();
     for (i, tree) in trees.into_iter().enumerate() {
         let p = out_dir.join(format!("layer-{}.img", i + 1));

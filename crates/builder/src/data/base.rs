@@ -36,9 +36,12 @@ use ferrofs::Image;
 use ferrofs_codec::Algorithm;
 use rayon::prelude::*;
 
-use crate::data::compress::{first_extent, Compressor, Extent, Shape, MAX_EXTENT_BLOCKS};
+use crate::data::compress::{first_extent, Shape};
+use crate::data::extent::{segment_len, Extent, MAX_EXTENT_BLOCKS};
 use crate::error::{BuildError, Result};
+use crate::options::compress::Compressor;
 use crate::options::BuildOptions;
+use crate::summary::BaseStats;
 use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Tree};
 
@@ -47,28 +50,6 @@ use crate::tree::{InodeId, Tree};
 const SAMPLES: usize = 4;
 /// Bytes compared at a time.
 const BUF: usize = 1 << 20;
-
-/// What a rebuild took from its base image.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct BaseStats {
-    /// Files whose data came from OLD (copied pclusters, or OLD's decision
-    /// to store them flat).
-    pub reused_files: u64,
-    /// Their sizes, summed.
-    pub reused_bytes: u64,
-    /// Bytes of OLD's pclusters copied.
-    pub copied_bytes: u64,
-    /// Files this build compressed itself (new, changed, not reusable).
-    pub compressed_files: u64,
-    /// Their sizes, summed.
-    pub compressed_bytes: u64,
-    /// Files OLD has at the same path with the same size but other bytes.
-    pub changed_files: u64,
-    /// Files whose data OLD could not give back (corrupt or truncated).
-    pub unreadable_files: u64,
-    /// Why parts of OLD were not used at all.
-    pub notes: Vec<String>,
-}
 
 /// One extent of a file in OLD.
 struct OldExtent {
@@ -281,7 +262,7 @@ impl Base {
             };
             let ino = &tree.inodes[id];
             let size = ino.data_size();
-            let seg = crate::data::zpass::segment_len(pcl).min(size);
+            let seg = segment_len(pcl).min(size);
             let mut input = vec![0u8; seg as usize];
             ContentReader::open(ino)?.read_exact_at(&mut input, 0)?;
             let shape = Shape {

@@ -18,6 +18,7 @@ use crate::options::BuildOptions;
 use crate::plan::{InodePlan, Plan};
 use crate::tree::content::{Content, ContentReader, Segment};
 use crate::tree::{InodeId, Kind, Tree};
+use crate::util::staged::dir_of;
 
 /// File tails and small files on their way to the packed inode: their bytes
 /// in an unlinked spool file beside the output, identical ones kept once.
@@ -39,11 +40,7 @@ pub(crate) struct FragEntry {
 
 impl Fragments {
     pub(crate) fn new(output: &Path) -> Result<Self> {
-        let dir = output
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let spool = crate::spool::unlinked_file(dir, "fragments")?;
+        let spool = crate::util::spool::unlinked_file(dir_of(output), "fragments")?;
         Ok(Self {
             spool,
             output: output.to_path_buf(),
@@ -54,10 +51,7 @@ impl Fragments {
     }
 
     pub(crate) fn io(&self) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
-        |source| BuildError::Output {
-            path: self.output.clone(),
-            source,
-        }
+        BuildError::output(&self.output)
     }
 
     /// Adds bytes `[from, to)` of a file; returns the fragment's index
@@ -158,7 +152,7 @@ impl Fragments {
 pub(crate) fn fragment_offsets(
     tree: &Tree,
     entries: &[FragEntry],
-    profile: Option<&crate::plan::profile::Profile>,
+    profile: Option<&crate::options::profile::Profile>,
     sketches: &[Sketch],
 ) -> (Vec<usize>, Vec<u64>) {
     let rank = |id: InodeId| {

@@ -8,11 +8,14 @@
 //! the pass and writes what it returns.
 
 pub(crate) mod base;
-pub(crate) mod cnum;
 pub(crate) mod compress;
 pub(crate) mod dedupe;
+pub(crate) mod extent;
 pub(crate) mod fragments;
+pub(crate) mod pass;
+pub(crate) mod schedule;
 pub(crate) mod similarity;
+pub(crate) mod stored;
 pub(crate) mod worth;
-pub(crate) mod zinode;
+pub(crate) mod zfile;
 pub(crate) mod zpass;

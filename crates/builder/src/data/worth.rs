@@ -6,7 +6,7 @@
 
 use ferrofs_codec::{Algorithm, Encoder, EncoderConfig};
 
-use crate::data::compress::Extent;
+use crate::data::extent::{saves_a_block, Extent};
 use crate::error::{BuildError, Result};
 
 /// Whether `head`, a file's first bytes, starts like a format whose data
@@ -65,11 +65,6 @@ pub fn flat_is_no_bigger(extents: &[Extent], size: u64, bs: u64, inline_tail: bo
         };
     }
     bytes >= size
-}
-
-/// Whether `written` compressed bytes take fewer blocks than `consumed`.
-pub(crate) fn saves_a_block(consumed: usize, written: usize, bs: u64) -> bool {
-    consumed > 0 && written > 0 && (written as u64).div_ceil(bs) < (consumed as u64).div_ceil(bs)
 }
 
 /// Whether compressing a pcluster from any of the `samples` of a file (its

@@ -9,11 +9,13 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::data::base::{Base, Reused};
-use crate::data::compress::{compress_segment, is_machine_code, Compressor, Extent, Shape};
+use crate::data::compress::{compress_segment, is_machine_code, Shape};
+use crate::data::extent::{segment_len, Extent};
 use crate::data::worth::{
     compressed_file_still_shrinks, flat_is_no_bigger, looks_compressed, worth_compressing,
 };
 use crate::error::Result;
+use crate::options::compress::Compressor;
 use crate::options::BuildOptions;
 use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Tree};
@@ -389,12 +391,6 @@ pub(crate) fn plain_segments(
     zc[id].is_some()
         && !whole_fragment(tree, zc, opts, fragments, id)
         && hot_pieces(tree, opts, id).is_empty()
-}
-
-/// Input bytes per independently compressed segment of a file (segments
-/// of one file compress on several cores at once).
-pub(crate) fn segment_len(pcl: u64) -> u64 {
-    (pcl * 16).max(4 << 20)
 }
 
 /// The thread's encoder for a compressor and pcluster size, made once.

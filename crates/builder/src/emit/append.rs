@@ -16,12 +16,15 @@ use ferrofs_format::superblock::{checksum_len, compat, compute_checksum, incompa
 use ferrofs_format::BlockSize;
 use xxhash_rust::xxh3::Xxh3;
 
-use super::{data, meta, Progress, Summary, Writer};
+use super::meta;
+use crate::data::pass as data;
 use crate::error::{BuildError, Result};
 use crate::layout::layout_meta;
 use crate::options::BuildOptions;
 use crate::plan::Plan;
+use crate::summary::{Progress, Summary};
 use crate::tree::Tree;
+use crate::util::out::Writer;
 
 /// Where the new root inode goes.
 #[derive(Clone, Copy, Debug)]
@@ -54,13 +57,6 @@ pub(crate) struct Appended {
     pub(crate) start_block: u64,
 }
 
-fn out_err(path: &Path) -> impl Fn(std::io::Error) -> BuildError + '_ {
-    move |source| BuildError::Output {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 /// Appends the inodes of `plan.order` (the root aside) with their data and
 /// writes block 0 last.
 #[allow(clippy::too_many_arguments)]
@@ -74,7 +70,7 @@ pub(crate) fn append(
     pool: &rayon::ThreadPool,
 ) -> Result<Appended> {
     let bs = opts.block_size();
-    let err = out_err(t.path);
+    let err = BuildError::output(t.path);
     let root = tree.root;
     let start = t.old_len.div_ceil(bs).max(t.sb.total_blocks());
     // The root is a directory: its record does not depend on the data.
@@ -208,7 +204,7 @@ pub(crate) fn append(
     }
     t.file.set_len(total_blocks * bs).map_err(&err)?;
     t.file.sync_all().map_err(&err)?;
-    super::check_stop(interrupted, t.path)?;
+    crate::util::out::check_stop(interrupted, t.path)?;
 
     let new_inodes = plan.order.len() as u64 + u64::from(matches!(t.root, RootPlace::Appended));
     let sb = patch_superblock(&mut head, t, plan, opts, root_nid, total_blocks, new_inodes)?;

@@ -59,14 +59,14 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::data::Placed;
+use crate::data::pass::Placed;
 use crate::options::BuildOptions;
 use crate::plan::Plan;
 use crate::tree::{InodeId, Tree};
 
 /// The block list of a laid-out image: `files` are the source's regular
 /// files with data in data order.
-pub(super) fn render(
+pub(crate) fn render(
     tree: &Tree,
     plan: &Plan,
     placed: &Placed,

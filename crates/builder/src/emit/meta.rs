@@ -10,38 +10,38 @@ use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
 use ferrofs_format::inode::{DataLayout, RawInode, I_FORMAT_NLINK1_OR_DOT_OMITTED};
 use ferrofs_format::Nid;
 
-use super::data::Placed;
-use super::Writer;
+use crate::data::pass::Placed;
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, MetaLayout};
 use crate::plan::{InodePlan, Plan};
 use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Kind, Tree};
+use crate::util::out::Writer;
 
 /// Where the metadata went, and the image's size.
-pub(super) struct Meta {
+pub(crate) struct Meta {
     /// The metadata area on the primary device.
-    pub(super) lay: MetaLayout,
-    pub(super) total_blocks: u64,
-    pub(super) root_nid: u64,
+    pub(crate) lay: MetaLayout,
+    pub(crate) total_blocks: u64,
+    pub(crate) root_nid: u64,
     /// The metabox inode's nid, when there is one.
-    pub(super) metabox_nid: Option<u64>,
+    pub(crate) metabox_nid: Option<u64>,
     /// Byte offset of the long-prefix table in its space (the primary
     /// device or the metabox data; unused when it is in the packed inode).
-    pub(super) prefix_start: u64,
+    pub(crate) prefix_start: u64,
     /// Base block of shared xattr ids (in the metabox data with one).
-    pub(super) xattr_blkaddr: u64,
+    pub(crate) xattr_blkaddr: u64,
     /// The nid each inode got (by inode id; 0 for ids not laid out).
-    pub(super) nids: Vec<u64>,
+    pub(crate) nids: Vec<u64>,
     /// The root's record and its byte position, when it goes into the
     /// superblock's block (written with the superblock).
-    pub(super) root_record: Option<(u64, Vec<u8>)>,
+    pub(crate) root_record: Option<(u64, Vec<u8>)>,
 }
 
 /// Writes the metadata area and the directory blocks after the data; the
 /// root's record at byte `root_at` of the superblock's block instead, when
 /// given (it is returned, for the superblock's writer).
-pub(super) fn write_meta(
+pub(crate) fn write_meta(
     w: &mut Writer,
     tree: &Tree,
     plan: &mut Plan,
@@ -154,7 +154,7 @@ pub(super) fn write_meta(
 
 /// Bytes of an inode's record: the inode, its xattrs and what follows
 /// them (index, chunk table, inline tail).
-pub(super) fn item_length(plan: &Plan, id: InodeId) -> u64 {
+pub(crate) fn item_length(plan: &Plan, id: InodeId) -> u64 {
     let p = &plan.inodes[id];
     let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
     match &p.z {
@@ -164,7 +164,7 @@ pub(super) fn item_length(plan: &Plan, id: InodeId) -> u64 {
 }
 
 /// [`item_length`] of every inode id below `n`.
-pub(super) fn item_lengths(plan: &Plan, n: usize) -> Vec<u64> {
+pub(crate) fn item_lengths(plan: &Plan, n: usize) -> Vec<u64> {
     (0..n).map(|id| item_length(plan, id)).collect()
 }
 
@@ -172,7 +172,7 @@ pub(super) fn item_lengths(plan: &Plan, n: usize) -> Vec<u64> {
 /// planned when that fits in `inline_room` (inline data must not cross a
 /// block), or else with its last entry block no longer inline (the plan
 /// is changed to that); `None`, the plan as it was, if neither fits.
-pub(super) fn fit_record(
+pub(crate) fn fit_record(
     plan: &mut Plan,
     id: InodeId,
     (inline_room, room): (u64, u64),
@@ -198,7 +198,7 @@ pub(super) fn fit_record(
 }
 
 /// The record of inode `id` (the `serial`-th in nid order) on its own.
-pub(super) fn lone_record(
+pub(crate) fn lone_record(
     tree: &Tree,
     plan: &Plan,
     placed: &Placed,
@@ -216,7 +216,7 @@ pub(super) fn lone_record(
 /// what follows them into its place in `meta`, whose first byte is at
 /// image position `origin`.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn put_inode(
+pub(crate) fn put_inode(
     (meta, origin): (&mut [u8], u64),
     tree: &Tree,
     plan: &Plan,
@@ -359,7 +359,7 @@ pub(super) fn put_inode(
 }
 
 /// Encodes a directory block (entries, then names).
-pub(super) fn dir_block(p: &InodePlan, block: usize, lay: &MetaLayout, bs: u64) -> Vec<u8> {
+pub(crate) fn dir_block(p: &InodePlan, block: usize, lay: &MetaLayout, bs: u64) -> Vec<u8> {
     let entries = &p.dir_blocks[block];
     let mut b = Vec::new();
     let mut nameoff = (entries.len() * DIRENT_SIZE) as u16;

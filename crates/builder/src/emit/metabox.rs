@@ -10,20 +10,21 @@
 
 use std::os::unix::fs::FileExt;
 
-use super::data::{write_synthetic, Placed};
 use super::meta::{dir_block, item_lengths, put_inode, Meta};
-use super::Writer;
 use crate::data::fragments::{add_internal_file, InternalFile};
+use crate::data::pass::{write_synthetic, Placed};
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, METABOX_NID_BIT};
 use crate::options::{BuildOptions, MetaboxOptions};
 use crate::plan::Plan;
 use crate::tree::content::Segment;
 use crate::tree::{InodeId, Tree};
+use crate::util::out::Writer;
+use crate::util::staged::dir_of;
 
 /// Writes the directory blocks, the metabox and the primary metadata area
 /// after the data.
-pub(super) fn write_meta(
+pub(crate) fn write_meta(
     w: &mut Writer,
     tree: &mut Tree,
     plan: &mut Plan,
@@ -164,11 +165,7 @@ fn add_metabox_inode(
     mb: MetaboxOptions,
     output: &std::path::Path,
 ) -> Result<InodeId> {
-    let dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let spool = crate::spool::unlinked_file(dir, "metabox")?;
+    let spool = crate::util::spool::unlinked_file(dir_of(output), "metabox")?;
     spool
         .write_all_at(data, 0)
         .map_err(BuildError::io(output))?;

@@ -11,12 +11,12 @@ use ferrofs_format::superblock::{checksum_len, compat, compute_checksum, incompa
 use ferrofs_format::BlockSize;
 
 use super::meta::Meta;
-use super::Writer;
-use crate::data::compress::lzma_dict;
 use crate::error::{BuildError, Result};
+use crate::options::compress::lzma_dict;
 use crate::options::BuildOptions;
 use crate::plan::Plan;
 use crate::tree::InodeId;
+use crate::util::out::Writer;
 
 /// Compression records that follow the superblock, and the SB fields they
 /// imply: (records, available bitmap, use COMPR_CFGS).
@@ -83,7 +83,7 @@ pub(crate) fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16
 
 /// Bytes of the superblock: one extension slot (the metabox nid) with a
 /// metabox.
-pub(super) fn sb_size(opts: &BuildOptions) -> usize {
+pub(crate) fn sb_size(opts: &BuildOptions) -> usize {
     if opts.metabox.is_some() {
         144
     } else {
@@ -93,27 +93,27 @@ pub(super) fn sb_size(opts: &BuildOptions) -> usize {
 
 /// The blob (`--blobdev`): where its device slot goes, its length, and a
 /// hash of its bytes (its id, and part of the default uuid).
-pub(super) struct Blob {
-    pub(super) slot_at: u64,
-    pub(super) blocks: u64,
-    pub(super) hash: u128,
+pub(crate) struct Blob {
+    pub(crate) slot_at: u64,
+    pub(crate) blocks: u64,
+    pub(crate) hash: u128,
 }
 
 /// What goes into the head of the image besides the superblock.
-pub(super) struct Head {
-    pub(super) packed: Option<InodeId>,
+pub(crate) struct Head {
+    pub(crate) packed: Option<InodeId>,
     /// Compression records, the superblock fields they imply.
-    pub(super) records: (Vec<u8>, u16, bool),
+    pub(crate) records: (Vec<u8>, u16, bool),
     /// Where the records (and the device table) end.
-    pub(super) sb_end: u64,
-    pub(super) blob: Option<Blob>,
+    pub(crate) sb_end: u64,
+    pub(crate) blob: Option<Blob>,
     /// Where rebuild mode's device table starts (`opts.devices`).
-    pub(super) devt_at: u64,
+    pub(crate) devt_at: u64,
 }
 
 /// Writes the superblock, the compression records and the device table at
 /// the start of `file`, and sets the image's length.
-pub(super) fn write_head(
+pub(crate) fn write_head(
     file: &File,
     w: &Writer,
     opts: &BuildOptions,
@@ -284,12 +284,9 @@ pub(super) fn write_head(
         sb.checksum = compute_checksum(&head[1024..1024 + checksum_len(bsz)]);
     }
     head[1024..1152].copy_from_slice(&sb.to_bytes());
-    let out_err = |source| BuildError::Output {
-        path: output.to_path_buf(),
-        source,
-    };
-    file.write_all_at(&head, opts.offset).map_err(out_err)?;
+    file.write_all_at(&head, opts.offset)
+        .map_err(BuildError::output(output))?;
     file.set_len(opts.offset + total_blocks * bs)
-        .map_err(out_err)?;
+        .map_err(BuildError::output(output))?;
     Ok(())
 }

@@ -6,16 +6,16 @@
 //! packed inode that comes last), the blocks are encoded with those nids,
 //! and once the metadata is written the nids are checked to be the same.
 
-use super::data::{write_packed, Placed};
 use super::meta::{dir_block, item_lengths, Meta};
-use super::Writer;
 use crate::data::fragments::Fragments;
-use crate::data::zinode::{encode_whole_fragment, ZInode};
+use crate::data::pass::{write_packed, Placed};
 use crate::error::{BuildError, Result};
+use crate::layout::zmap::{encode_whole_fragment, ZInode};
 use crate::layout::{layout_meta, METABOX_NID_BIT};
 use crate::options::BuildOptions;
 use crate::plan::Plan;
 use crate::tree::{InodeId, Tree};
+use crate::util::out::Writer;
 use ferrofs_format::inode::DataLayout;
 
 /// Smallest directory that goes to the packed inode (as mkfs.erofs).
@@ -23,7 +23,7 @@ const MIN_DIR_BYTES: u64 = 16;
 
 /// Moves the directories into the packed inode and writes it; returns
 /// the nid every directory entry was encoded with (by inode id).
-pub(super) fn pack_dirs(
+pub(crate) fn pack_dirs(
     w: &mut Writer,
     tree: &mut Tree,
     plan: &mut Plan,
@@ -105,7 +105,7 @@ pub(super) fn pack_dirs(
 
 /// Checks that the metadata pass gave every inode the nid its directory
 /// entries were encoded with.
-pub(super) fn check_nids(nids: &[(InodeId, u64)], meta: &Meta) -> Result<()> {
+pub(crate) fn check_nids(nids: &[(InodeId, u64)], meta: &Meta) -> Result<()> {
     for &(id, nid) in nids {
         let got = meta.nids.get(id).copied();
         if got != Some(nid) {

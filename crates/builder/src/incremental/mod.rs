@@ -22,11 +22,11 @@ use ferrofs::format::superblock::{checksum_len, compat, incompat};
 use ferrofs::Image;
 
 use crate::emit::append::{append, RootPlace, Target};
-use crate::emit::{Progress, Summary};
 use crate::error::{BuildError, Result};
 use crate::options::{BuildOptions, TimePolicy};
 use crate::plan::Plan;
 use crate::source::tar::{TarInput, TarOptions};
+use crate::summary::{IncrementalStats, Progress, Summary};
 use crate::tree::{InodeId, Tree};
 
 /// What is put over the image.
@@ -45,34 +45,6 @@ pub enum Layer<'a> {
         /// filled with zeros, instead of their data.
         zero_data: bool,
     },
-}
-
-/// What an incremental build kept and appended.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct IncrementalStats {
-    /// Bytes the image had (its file length).
-    pub old_bytes: u64,
-    /// Bytes appended to it.
-    pub appended_bytes: u64,
-    /// Bytes past the image's recorded end (left by a run killed before
-    /// it could commit) that were cut off first.
-    pub dead_bytes: u64,
-    /// Inodes of the image the new tree still uses as they are.
-    pub kept_inodes: u64,
-    /// Of those, files the layer has with the same bytes and metadata.
-    pub unchanged_files: u64,
-    /// Inodes written (the root included).
-    pub new_inodes: u64,
-    /// The root inode was rewritten in its place (its nid stays, so
-    /// directories the layer does not touch stay too): in block 0, or when
-    /// a new root after the image could not have a 16-bit nid, where it was.
-    pub root_in_place: bool,
-    /// Bytes of the old image outside block 0 that were rewritten: the old
-    /// root's record in that last case, else 0.
-    pub rewritten_outside_block0: u64,
-    /// New inodes (other metadata, same bytes) whose blocks are the
-    /// image's (flat files only).
-    pub shared_files: u64,
 }
 
 fn refuse(path: &Path, reason: impl Into<String>) -> BuildError {
@@ -175,7 +147,7 @@ fn fit_options(
         o.xattr_tolerance = i32::MAX;
     }
     if o.compress.is_some() {
-        let (records, algs, cfgs) = crate::emit::compression_records(&o, bs);
+        let (records, algs, cfgs) = crate::emit::superblock::compression_records(&o, bs);
         let zero_pad = sb.has_incompat(incompat::ZERO_PADDING);
         let old_cfgs = sb.has_incompat(incompat::COMPR_CFGS);
         let ok = zero_pad
@@ -280,10 +252,7 @@ pub fn build(
         .read(true)
         .write(true)
         .open(dest)
-        .map_err(|source| BuildError::Output {
-            path: dest.to_path_buf(),
-            source,
-        })?;
+        .map_err(BuildError::output(dest))?;
     // One writer at a time, and readers (which take a shared lock) wait
     // for this run to end; released when `file` is closed, or if this
     // process dies.
@@ -314,7 +283,7 @@ pub fn build(
     // The layer over the image's tree (its inodes keep their ids).
     let merged = match layer {
         Layer::Dir(src) => {
-            let pool = crate::emit::worker_pool(opts)?;
+            let pool = crate::util::out::worker_pool(opts.workers)?;
             let mut s = pool.install(|| crate::source::dir::scan(src, opts))?;
             let all: Vec<InodeId> = (0..s.inodes.len()).collect();
             layer_meta(&mut s, &all, opts);
@@ -443,7 +412,7 @@ pub fn build(
     let kept_inodes = kept.iter().filter(|k| k.is_some()).count() as u64;
     let new_inodes = plan.order.len() as u64 + 1;
 
-    let pool = crate::emit::worker_pool(&o)?;
+    let pool = crate::util::out::worker_pool(o.workers)?;
     let target = Target {
         file: &file,
         path: dest,

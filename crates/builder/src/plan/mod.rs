@@ -14,8 +14,6 @@ use crate::tree::{InodeId, Kind, Tree};
 use xattrs::XattrPlan;
 
 mod chunks;
-pub(crate) mod hints;
-pub(crate) mod profile;
 pub(crate) mod xattrs;
 
 pub use chunks::ChunkPlan;
@@ -53,7 +51,7 @@ pub struct InodePlan {
     /// Regular files to try compressing: (pcluster bytes, compressor).
     pub compress: Option<(u64, usize)>,
     /// Filled by the writer when the file was stored compressed.
-    pub z: Option<crate::data::zinode::ZInode>,
+    pub z: Option<crate::layout::zmap::ZInode>,
     /// A directory written without its "." entry (`-E dot-omitted`).
     pub dot_omitted: bool,
     /// A regular file of holes only, stored without blocks (48-bit

@@ -20,9 +20,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::data::cnum::{atoi, strtoul};
 use crate::error::{BuildError, Result};
 use crate::tree::Tree;
+use crate::util::cnum::{atoi, strtoul};
 
 /// One fs_config entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

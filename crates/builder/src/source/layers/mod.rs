@@ -29,6 +29,7 @@ use ferrofs::Image;
 
 use crate::error::{BuildError, Result};
 use crate::options::{BuildOptions, ExtraDevice};
+pub use crate::summary::LayerStats;
 use crate::tree::content::Content;
 use crate::tree::{Inode, InodeId, Kind, Tree};
 
@@ -48,40 +49,6 @@ pub enum DataMode {
     BlobIndex,
     /// Everything copied (`--clean=data`).
     Full,
-}
-
-/// What became of the layers' regular files.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct LayerStats {
-    /// Files left on the layers, pointed at by chunk indexes.
-    pub indexed_files: u64,
-    /// Their bytes.
-    pub indexed_bytes: u64,
-    /// Of those, files whose inline tail was copied into a block.
-    pub tails: u64,
-    /// Files whose data was copied into the new image.
-    pub copied_files: u64,
-    /// Their bytes.
-    pub copied_bytes: u64,
-    /// In blob-index mode, the copied files by why they could not be
-    /// indexed ("compressed", "all inline"); serialized as
-    /// `[{"why": ..., "files": N}]`.
-    #[serde(serialize_with = "why_files")]
-    pub copied_why: Vec<(String, u64)>,
-}
-
-fn why_files<S: serde::Serializer>(v: &[(String, u64)], s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeSeq;
-    #[derive(serde::Serialize)]
-    struct Why<'a> {
-        why: &'a str,
-        files: u64,
-    }
-    let mut seq = s.serialize_seq(Some(v.len()))?;
-    for (why, files) in v {
-        seq.serialize_element(&Why { why, files: *files })?;
-    }
-    seq.end()
 }
 
 /// The merged tree, the devices its files index, what was done.

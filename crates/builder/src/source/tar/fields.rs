@@ -356,3 +356,26 @@ impl Pax {
         Ok(())
     }
 }
+
+/// What to do with an archive whose first bytes are a compressor's magic
+/// number rather than a tar header; `None` when they are not one.
+pub(super) fn compressed_hint(head: &[u8]) -> Option<&'static str> {
+    const HINTS: &[(&[u8], &str)] = &[
+        (&[0x1f, 0x8b], "it is gzip-compressed: add --ungzip"),
+        (&[0xfd, b'7', b'z', b'X', b'Z', 0], "it is xz-compressed: add --unxz"),
+        (b"LZIP", "it is lzip-compressed: add --unxz"),
+        (&[0x5d, 0, 0], "it looks lzma-compressed: add --unxz"),
+        (
+            &[0x28, 0xb5, 0x2f, 0xfd],
+            "it is zstd-compressed: decompress it on the way in (zstd -dc ARCHIVE | ferrofs mkfs --tar IMAGE -)",
+        ),
+        (
+            b"BZh",
+            "it is bzip2-compressed: decompress it on the way in (bzip2 -dc ARCHIVE | ferrofs mkfs --tar IMAGE -)",
+        ),
+    ];
+    HINTS
+        .iter()
+        .find(|(magic, _)| head.starts_with(magic))
+        .map(|&(_, hint)| hint)
+}

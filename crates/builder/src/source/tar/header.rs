@@ -3,7 +3,7 @@
 //! records, GNU long names and link targets). Extension members themselves
 //! are taken in here and never reach the tree.
 
-use super::fields::{checksum_ok, cstr, normalize, number, pax_records, Pax};
+use super::fields::{checksum_ok, compressed_hint, cstr, normalize, number, pax_records, Pax};
 use super::input::Src;
 use super::BLOCK;
 use crate::error::Result;
@@ -53,29 +53,6 @@ fn field(
     h.get(r)
         .and_then(number)
         .ok_or_else(|| format!("bad {what} field"))
-}
-
-/// What to do with an archive whose first bytes are a compressor's magic
-/// number rather than a tar header; `None` when they are not one.
-pub(super) fn compressed_hint(head: &[u8]) -> Option<&'static str> {
-    const HINTS: &[(&[u8], &str)] = &[
-        (&[0x1f, 0x8b], "it is gzip-compressed: add --ungzip"),
-        (&[0xfd, b'7', b'z', b'X', b'Z', 0], "it is xz-compressed: add --unxz"),
-        (b"LZIP", "it is lzip-compressed: add --unxz"),
-        (&[0x5d, 0, 0], "it looks lzma-compressed: add --unxz"),
-        (
-            &[0x28, 0xb5, 0x2f, 0xfd],
-            "it is zstd-compressed: decompress it on the way in (zstd -dc ARCHIVE | ferrofs mkfs --tar IMAGE -)",
-        ),
-        (
-            b"BZh",
-            "it is bzip2-compressed: decompress it on the way in (bzip2 -dc ARCHIVE | ferrofs mkfs --tar IMAGE -)",
-        ),
-    ];
-    HINTS
-        .iter()
-        .find(|(magic, _)| head.starts_with(magic))
-        .map(|&(_, hint)| hint)
 }
 
 /// Reads headers until an entry proper, taking in the extension members

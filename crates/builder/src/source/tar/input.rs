@@ -35,7 +35,10 @@ impl Src {
         spool_dir: &std::path::Path,
     ) -> Result<Src> {
         let spool = if file.is_none() {
-            Some((Arc::new(crate::spool::unlinked_file(spool_dir, "tar")?), 0))
+            Some((
+                Arc::new(crate::util::spool::unlinked_file(spool_dir, "tar")?),
+                0,
+            ))
         } else {
             None
         };
@@ -84,7 +87,7 @@ impl Src {
             0 => Ok(false),
             BLOCK => Ok(true),
             // A short compressed archive is shorter than a header block.
-            _ => match super::header::compressed_hint(b.get(..got).unwrap_or_default())
+            _ => match super::fields::compressed_hint(b.get(..got).unwrap_or_default())
                 .filter(|_| self.pos == got as u64)
             {
                 Some(hint) => Err(self.err("", format!("not a tar archive: {hint}"))),
@@ -357,7 +360,7 @@ pub(super) fn filtered(opened: Opened, opts: &TarOptions, input: &TarInput) -> R
     let name_of = copy
         .file_name()
         .ok_or_else(|| BuildError::input(copy, "is not a file path"))?;
-    let tmp = crate::emit::temp_beside(copy, name_of);
+    let tmp = crate::util::staged::temp_beside(copy, name_of);
     let out = fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
-use crate::data::compress::Extent;
+use crate::data::extent::Extent;
 use crate::data::zpass::{prepare_window, Encoders, Settled, WindowUnits};
 use crate::error::{BuildError, Result};
 use crate::options::BuildOptions;
@@ -29,7 +29,7 @@ const AHEAD_WINDOWS: usize = 64;
 
 /// Cuts `files` into windows of at most [`WINDOW_FILES`] files and about
 /// [`WINDOW_BYTES`] of data.
-pub(super) fn windows(tree: &Tree, files: &[InodeId]) -> Vec<Range<usize>> {
+pub(crate) fn windows(tree: &Tree, files: &[InodeId]) -> Vec<Range<usize>> {
     let mut windows = Vec::new();
     let mut i = 0;
     while i < files.len() {
@@ -46,12 +46,12 @@ pub(super) fn windows(tree: &Tree, files: &[InodeId]) -> Vec<Range<usize>> {
 }
 
 /// Input bytes of a window's files.
-pub(super) fn window_bytes(tree: &Tree, window: &[InodeId]) -> u64 {
+pub(crate) fn window_bytes(tree: &Tree, window: &[InodeId]) -> u64 {
     window.iter().map(|&id| tree.inodes[id].data_size()).sum()
 }
 
 /// What the dispatcher tells the writer.
-pub(super) enum Msg<'a> {
+pub(crate) enum Msg<'a> {
     /// Window `n` is cut into units (or failed to be).
     Window(usize, Result<(Arc<WindowUnits<'a>>, Settled)>),
     /// Unit `i` of window `n` is compressed (or failed).
@@ -61,18 +61,18 @@ pub(super) enum Msg<'a> {
 /// The data pass's dispatcher: prepares windows in order and puts each
 /// unit on the pool as a job of its own, oldest first, at most
 /// [`AHEAD_BYTES`] / [`AHEAD_WINDOWS`] ahead of the writer.
-pub(super) struct Dispatch<'a, 'b> {
-    pub(super) tree: &'a Tree,
-    pub(super) zc: &'b [Option<(u64, usize)>],
-    pub(super) opts: &'a BuildOptions,
-    pub(super) frag_mode: bool,
-    pub(super) base: Option<&'b crate::data::base::Base>,
-    pub(super) copies: &'b [Option<InodeId>],
-    pub(super) interrupted: Option<&'b AtomicBool>,
+pub(crate) struct Dispatch<'a, 'b> {
+    pub(crate) tree: &'a Tree,
+    pub(crate) zc: &'b [Option<(u64, usize)>],
+    pub(crate) opts: &'a BuildOptions,
+    pub(crate) frag_mode: bool,
+    pub(crate) base: Option<&'b crate::data::base::Base>,
+    pub(crate) copies: &'b [Option<InodeId>],
+    pub(crate) interrupted: Option<&'b AtomicBool>,
 }
 
 impl<'a> Dispatch<'a, '_> {
-    pub(super) fn run(
+    pub(crate) fn run(
         &self,
         pool: &rayon::ThreadPool,
         windows: &[Range<usize>],
@@ -152,7 +152,7 @@ impl<'a> Dispatch<'a, '_> {
 /// The writer's side: units finished in any order, gathered per window
 /// until the window it needs next is complete.
 #[derive(Default)]
-pub(super) struct Inbox<'a> {
+pub(crate) struct Inbox<'a> {
     windows: HashMap<usize, Gathering<'a>>,
 }
 
@@ -166,7 +166,7 @@ struct Gathering<'a> {
 
 impl<'a> Inbox<'a> {
     /// Window `n`'s extents per file, waiting for its units.
-    pub(super) fn take(
+    pub(crate) fn take(
         &mut self,
         n: usize,
         rx: &Receiver<Msg<'a>>,

@@ -5,20 +5,20 @@
 
 use ferrofs_format::inode::DataLayout;
 
-use super::stored::PclusterDedupe;
-use super::Writer;
-use crate::data::compress::Extent;
+use crate::data::extent::Extent;
 use crate::data::fragments::Fragments;
-use crate::data::zinode::{encode_index, encode_map, encode_whole_fragment, Tail, ZExtent, ZInode};
+use crate::data::stored::PclusterDedupe;
 use crate::error::Result;
+use crate::layout::zmap::{encode_index, encode_map, encode_whole_fragment, Tail, ZExtent, ZInode};
 use crate::options::BuildOptions;
 use crate::plan::Plan;
 use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Tree};
+use crate::util::out::Writer;
 
 /// Whether compressed files may take compact indexes (not with `-E
 /// legacy-compress`).
-pub(super) fn compact_ok(opts: &BuildOptions) -> bool {
+pub(crate) fn compact_ok(opts: &BuildOptions) -> bool {
     !opts.compress.as_ref().is_some_and(|c| c.legacy_compress)
 }
 
@@ -27,7 +27,7 @@ pub(super) fn compact_ok(opts: &BuildOptions) -> bool {
 /// pcluster goes, the last one inline when it fits (ztailpacking), the
 /// pclusters themselves, and the file's map.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn write_compressed(
+pub(crate) fn write_compressed(
     w: &mut Writer,
     tree: &Tree,
     plan: &Plan,
@@ -259,7 +259,7 @@ fn write_pclusters(
 }
 
 /// Records where a compressed file went.
-pub(super) fn apply_z(plan: &mut Plan, id: InodeId, z: ZInode) {
+pub(crate) fn apply_z(plan: &mut Plan, id: InodeId, z: ZInode) {
     let p = &mut plan.inodes[id];
     p.layout = if z.compact {
         DataLayout::CompressedCompact

@@ -8,40 +8,41 @@ use std::collections::HashMap;
 
 use ferrofs_format::inode::DataLayout;
 
-use super::dispatch::{window_bytes, windows, Dispatch, Inbox};
-use super::stored::{PclusterDedupe, CHUNK_KEY};
-use super::zfile::{apply_z, compact_ok, write_compressed};
-use super::{check_stop, Progress, Writer};
-use crate::data::compress::Extent;
+use crate::data::extent::Extent;
 use crate::data::fragments::{add_packed_inode, Fragments};
-use crate::data::zinode::{encode_map, encode_whole_fragment, Tail};
+use crate::data::schedule::{window_bytes, windows, Dispatch, Inbox};
+use crate::data::stored::{PclusterDedupe, CHUNK_KEY};
+use crate::data::zfile::{apply_z, compact_ok, write_compressed};
 use crate::data::zpass::compress_window;
 use crate::error::Result;
+use crate::layout::zmap::{encode_map, encode_whole_fragment, Tail};
 use crate::options::BuildOptions;
 use crate::plan::{InodePlan, Plan};
+use crate::summary::Progress;
 use crate::tree::content::{Content, ContentReader};
 use crate::tree::{InodeId, Kind, Tree};
+use crate::util::out::{check_stop, Writer};
 
 /// Where the data pass put each inode's data (indexed by inode id).
-pub(super) struct Placed {
+pub(crate) struct Placed {
     /// First block of a flat file's, a long symlink's or (set by the
     /// metadata pass) a directory's data.
-    pub(super) start_blk: Vec<u64>,
+    pub(crate) start_blk: Vec<u64>,
     /// Block of each chunk of a chunk-based file (`None`: a hole).
-    pub(super) chunk_blk: Vec<Vec<Option<u64>>>,
+    pub(crate) chunk_blk: Vec<Vec<Option<u64>>>,
     /// The packed inode, when fragments went into one.
-    pub(super) packed: Option<InodeId>,
+    pub(crate) packed: Option<InodeId>,
     /// Chunks are on the blob (extra device 1).
-    pub(super) chunks_on_blob: bool,
+    pub(crate) chunks_on_blob: bool,
     /// Fragments not written yet (`--zD` adds the directories first).
-    pub(super) frags: Option<Fragments>,
+    pub(crate) frags: Option<Fragments>,
     /// What `--base` gave.
-    pub(super) base: Option<crate::data::base::BaseStats>,
+    pub(crate) base: Option<crate::summary::BaseStats>,
 }
 
 /// Writes every file's data, the packed inode and long symlink targets;
 /// the chunks of chunk-based files into `blob` when there is one.
-pub(super) fn write_data<'a>(
+pub(crate) fn write_data<'a>(
     w: &mut Writer<'a>,
     mut blob: Option<&mut Writer<'a>>,
     tree: &mut Tree,
@@ -202,7 +203,7 @@ pub(super) fn write_data<'a>(
 }
 
 /// The regular files with data, in the order their data is written.
-pub(super) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<InodeId> {
+pub(crate) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<InodeId> {
     let mut files: Vec<InodeId> = plan
         .order
         .iter()
@@ -323,7 +324,7 @@ fn share_data(
 
 /// Writes the packed inode (the fragments) and sets the fragment offsets
 /// in the inodes that use it; returns its id.
-pub(super) fn write_packed(
+pub(crate) fn write_packed(
     w: &mut Writer,
     tree: &mut Tree,
     plan: &mut Plan,
@@ -373,7 +374,7 @@ pub(super) fn write_packed(
 /// Writes the data of an inode the build made itself (the packed inode,
 /// the metabox), just added to the tree and the plan: compressed as its
 /// plan says when that saves space, else flat.
-pub(super) fn write_synthetic(
+pub(crate) fn write_synthetic(
     w: &mut Writer,
     tree: &Tree,
     plan: &mut Plan,

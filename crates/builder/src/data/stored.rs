@@ -5,17 +5,17 @@
 
 use std::collections::HashMap;
 
-use super::Writer;
 use crate::error::Result;
+use crate::util::out::Writer;
 
 /// The "algorithm" under which [`PclusterDedupe`] keeps raw data chunks.
-pub(super) const CHUNK_KEY: u8 = u8::MAX;
+pub(crate) const CHUNK_KEY: u8 = u8::MAX;
 
 /// `-E dedupe` across files: compressed pclusters already stored (same
 /// stream, same decoded length) are pointed at instead of written again.
 /// A hash match is confirmed against the stored bytes.
 #[derive(Default)]
-pub(super) struct PclusterDedupe {
+pub(crate) struct PclusterDedupe {
     seen: HashMap<(u128, u64, u8), u64>,
     shared: u64,
 }
@@ -25,7 +25,7 @@ impl PclusterDedupe {
         (xxhash_rust::xxh3::xxh3_128(stream), llen, alg)
     }
 
-    pub(super) fn find(
+    pub(crate) fn find(
         &mut self,
         w: &mut Writer,
         stream: &[u8],
@@ -46,7 +46,7 @@ impl PclusterDedupe {
         Ok(Some(pblk))
     }
 
-    pub(super) fn insert(&mut self, stream: &[u8], llen: u64, alg: u8, pblk: u64) {
+    pub(crate) fn insert(&mut self, stream: &[u8], llen: u64, alg: u8, pblk: u64) {
         self.seen
             .entry(Self::key(stream, llen, alg))
             .or_insert(pblk);

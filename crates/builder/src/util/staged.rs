@@ -7,7 +7,6 @@
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
-use super::dir_of;
 use crate::error::{BuildError, Result};
 
 /// A file written under a temporary name beside its target
@@ -16,25 +15,22 @@ use crate::error::{BuildError, Result};
 /// holds a lock on it, so that a later build of the same target can tell
 /// the temporary files of killed builds (unlocked, their process gone),
 /// and removes them.
-pub(super) struct Staged<'p> {
-    pub(super) file: File,
+pub(crate) struct Staged<'p> {
+    pub(crate) file: File,
     tmp: PathBuf,
-    pub(super) target: &'p Path,
+    pub(crate) target: &'p Path,
     done: bool,
 }
 
 impl<'p> Staged<'p> {
-    pub(super) fn new(target: &'p Path) -> Result<Self> {
+    pub(crate) fn new(target: &'p Path) -> Result<Self> {
         let name = target.file_name().ok_or_else(|| {
             BuildError::Option(format!("{} is not a file path", target.display()))
         })?;
         let tmp = temp_beside(target, name);
         // Errors name the image, not the temporary file the user never
         // asked for.
-        let fail = |source| BuildError::Output {
-            path: target.to_path_buf(),
-            source,
-        };
+        let fail = BuildError::output(target);
         if target.is_dir() {
             return Err(fail(std::io::Error::new(
                 std::io::ErrorKind::IsADirectory,
@@ -64,20 +60,17 @@ impl<'p> Staged<'p> {
         })
     }
 
-    pub(super) fn err(&self) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
-        |source| BuildError::Output {
-            path: self.target.to_path_buf(),
-            source,
-        }
+    pub(crate) fn err(&self) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
+        BuildError::output(self.target)
     }
 
     /// Makes the bytes durable.
-    pub(super) fn sync(&self) -> Result<()> {
+    pub(crate) fn sync(&self) -> Result<()> {
         self.file.sync_all().map_err(self.err())
     }
 
     /// Puts the (synced) file in place.
-    pub(super) fn commit(&mut self) -> Result<()> {
+    pub(crate) fn commit(&mut self) -> Result<()> {
         fs::rename(&self.tmp, self.target).map_err(self.err())?;
         self.done = true;
         if let Ok(d) = File::open(dir_of(self.target)) {
@@ -136,4 +129,12 @@ fn remove_dead_temps(dir: &Path, prefix: &str) {
             let _ = fs::remove_file(&path);
         }
     }
+}
+
+/// The directory `path` is in (`.` for a bare file name): where files
+/// written for `path` are staged and scratch files go.
+pub(crate) fn dir_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }

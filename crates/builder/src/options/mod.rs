@@ -1,5 +1,10 @@
 //! What a build may be asked to do, with mkfs.erofs's meanings.
 
+mod check;
+pub(crate) mod compress;
+pub(crate) mod hints;
+pub(crate) mod profile;
+
 use regex::bytes::Regex;
 
 /// How inode timestamps are chosen.
@@ -67,13 +72,13 @@ pub struct BuildOptions {
     /// Target mount point; used as the prefix of the paths mkfs reports.
     pub mount_point: Vec<u8>,
     /// Compress regular files (`-z`); `None` builds an uncompressed image.
-    pub compress: Option<crate::data::compress::CompressOptions>,
+    pub compress: Option<compress::CompressOptions>,
     /// Worker threads for compression (0: one per core).
     pub workers: usize,
     /// `-E dedupe`: files with identical contents share their data.
     pub dedupe: bool,
     /// `--profile`: lay data out for this access profile.
-    pub profile: Option<std::sync::Arc<crate::plan::profile::Profile>>,
+    pub profile: Option<std::sync::Arc<crate::options::profile::Profile>>,
     /// Write the xattr name bloom filters (`-E ^xattr-name-filter` turns
     /// them off).
     pub xattr_filter: bool,

@@ -7,6 +7,8 @@
 //! may instead sit in the superblock's block (see [`layout_meta`]'s
 //! `root_at`); nids then count from byte 0 of the image.
 
+pub(crate) mod zmap;
+
 use std::collections::BTreeSet;
 
 use crate::error::{BuildError, Result};

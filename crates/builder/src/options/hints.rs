@@ -17,9 +17,9 @@
 
 use regex::bytes::Regex;
 
-use crate::data::cnum::atoi;
-use crate::data::compress::Hint;
 use crate::error::{BuildError, Result};
+use crate::options::compress::Hint;
+use crate::util::cnum::atoi;
 
 /// A parsed `--compress-hints` file: per line, `<pcluster size>
 /// [<compressor index>] <regex>`; the first line whose regex matches a

@@ -1,0 +1,51 @@
+//! The unit the data pass produces for compressed files: one extent (its
+//! logical range and its stream, or raw), and the rules every stage that
+//! cuts or reuses extents shares: how long an extent may be, when a stream
+//! saves a block, how long a file's independently compressed segment is.
+
+/// One extent of a compressed file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Extent {
+    /// Logical start and length.
+    pub la: u64,
+    pub llen: u64,
+    /// Compressed stream, or `None` when the extent is stored raw.
+    pub compressed: Option<Vec<u8>>,
+}
+
+impl Extent {
+    /// Blocks the writer gives the extent: its stream's when that saves a
+    /// block, else its raw bytes' (a stream that saves none is stored raw).
+    pub fn stored_blocks(&self, bs: u64) -> u64 {
+        match &self.compressed {
+            Some(c) if (c.len() as u64).div_ceil(bs) < self.llen.div_ceil(bs) => {
+                (c.len() as u64).div_ceil(bs)
+            }
+            _ => self.llen.div_ceil(bs),
+        }
+    }
+
+    /// Blocks the pcluster takes (raw: the data rounded up; compressed: the
+    /// stream rounded up).
+    pub fn blocks(&self, bs: u64) -> u64 {
+        match &self.compressed {
+            Some(c) => (c.len() as u64).div_ceil(bs),
+            None => self.llen.div_ceil(bs),
+        }
+    }
+}
+
+/// Longest extent, in blocks: compact indexes reach at most 2047
+/// lclusters back to a head, and the kernel takes at most 12 MiB.
+pub const MAX_EXTENT_BLOCKS: u64 = 2000;
+
+/// Whether `written` compressed bytes take fewer blocks than `consumed`.
+pub(crate) fn saves_a_block(consumed: usize, written: usize, bs: u64) -> bool {
+    consumed > 0 && written > 0 && (written as u64).div_ceil(bs) < (consumed as u64).div_ceil(bs)
+}
+
+/// Input bytes per independently compressed segment of a file (segments
+/// of one file compress on several cores at once).
+pub(crate) fn segment_len(pcl: u64) -> u64 {
+    (pcl * 16).max(4 << 20)
+}

@@ -10,17 +10,17 @@
 //! that is fsynced and renamed only when everything succeeded. Any failure
 //! or an interrupt removes the temporary files.
 
-use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use ferrofs_format::device::{blob_trailer, BLOB_TRAILER_LEN, DEVICE_SLOT_SIZE};
+use ferrofs_format::device::{blob_trailer, BLOB_TRAILER_LEN};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::data::pass as data;
 use crate::emit::{blocklist, meta, metabox, superblock, zdirs};
 use crate::error::{BuildError, Result};
+use crate::layout::head::Head;
 use crate::options::BuildOptions;
 use crate::plan::{plan, Plan};
 use crate::summary::{Progress, Summary};
@@ -65,216 +65,183 @@ pub fn build_tree(
     )
 }
 
-/// [`build_tree`] on the worker `pool`, timing its phases on `clock`
-/// (which may hold the scan's).
+/// What a build is told while it runs, besides its options: a flag that
+/// interrupts it, where to report progress, and the clock that times its
+/// phases (which may already hold the scan's).
+struct Control<'a> {
+    interrupted: Option<&'a AtomicBool>,
+    progress: &'a dyn Fn(Progress),
+    clock: Clock,
+}
+
+/// The pipeline, on the worker `pool`: relabel the tree, plan it, lay out
+/// the head, write the data, lay out and write the metadata, the
+/// superblock last, then make everything durable and put it in place.
 fn build_timed(
     mut tree: Tree,
     output: &Path,
     opts: &BuildOptions,
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
-    (pool, mut clock): (rayon::ThreadPool, Clock),
+    (pool, clock): (rayon::ThreadPool, Clock),
 ) -> Result<Summary> {
-    opts.validate()?;
-    if let Some(fc) = &opts.fs_config {
-        fc.apply(&mut tree, &opts.mount_point)?;
-    }
-    if let Some(fc) = &opts.file_contexts {
-        fc.apply(&mut tree, &opts.mount_prefix());
-    }
-    let mut plan = plan(&tree, opts)?;
-    clock.lap("plan");
-
-    let mut image = Staged::new(output)?;
-    let mut blob = opts.blobdev.as_deref().map(Staged::new).transpose()?;
-    let mut block_list = match &opts.block_list {
-        // Its own path in the message, not the temporary file's.
-        Some(bl) => Some(Staged::new(&bl.path).map_err(|e| match e {
-            BuildError::Output { source, .. } => BuildError::Output {
-                path: bl.path.clone(),
-                source,
-            },
-            other => other,
-        })?),
-        None => None,
-    };
-    let (mut summary, list) = write_image(
-        &mut tree,
-        &mut plan,
-        opts,
-        (&image.file, output),
-        blob.as_ref().map(|b| (&b.file, b.target)),
+    let mut ctl = Control {
         interrupted,
         progress,
-        (&pool, &mut clock),
-    )?;
-    image.sync()?;
-    if let Some(b) = &blob {
-        b.sync()?;
-    }
-    if let Some(l) = &mut block_list {
-        (&l.file).write_all(&list).map_err(l.err())?;
-        l.sync()?;
-    }
-    // The last moment an interrupt can still cancel the build.
-    check_stop(interrupted, output)?;
-    // The blob first: an image is never there without the data it names.
-    if let Some(b) = &mut blob {
-        b.commit()?;
-    }
-    if let Some(l) = &mut block_list {
-        l.commit()?;
-    }
-    image.commit()?;
-    clock.lap("sync");
-    summary.phases = clock.take();
+        clock,
+    };
+    opts.validate()?;
+    relabel(&mut tree, opts)?;
+    let mut plan = plan(&tree, opts)?;
+    ctl.clock.lap("plan");
+    let mut out = Outputs::create(output, opts)?;
+    let head = Head::new(&tree, &mut plan, opts, out.blob.is_some());
+    let (mut summary, list) = write_image(&mut tree, &mut plan, opts, &out, head, &pool, &mut ctl)?;
+    out.commit(&list, ctl.interrupted)?;
+    ctl.clock.lap("sync");
+    summary.phases = ctl.clock.take();
     Ok(summary)
 }
 
-/// Where the root's record goes in the superblock's block (right after
-/// the superblock, its compression records and device table), and its
-/// length: so an incremental build, which rewrites that block anyway,
-/// writes the new root there and no other block of the image. Nids then
-/// count from byte 0 (`meta_blkaddr` 0). Not with the 48-bit layout (its
-/// root nid has 64 bits: a new root goes after the image), a metabox, or
-/// `--zD` (its directories' nids must not depend on where the metadata
-/// area starts). The root's entries stay inline only if they fit there
-/// too; a root whose record does not fit even without them (large
-/// xattrs) stays in the metadata area, nids counting from its start.
-fn root_home(
-    tree: &Tree,
-    plan: &mut Plan,
-    opts: &BuildOptions,
-    sb_end: u64,
-    bs: u64,
-) -> Option<(u64, u64)> {
-    if plan.bit48 || opts.metabox.is_some() || opts.compress_dirs {
-        return None;
+/// `--fs-config-file` and `--file-contexts`: owners, modes, capabilities
+/// and SELinux labels from Android's tables.
+fn relabel(tree: &mut Tree, opts: &BuildOptions) -> Result<()> {
+    if let Some(fc) = &opts.fs_config {
+        fc.apply(tree, &opts.mount_point)?;
     }
-    if plan.order.first() != Some(&tree.root) || !tree.inodes[tree.root].is_dir() {
-        return None;
+    if let Some(fc) = &opts.file_contexts {
+        fc.apply(tree, &opts.mount_prefix());
     }
-    let at = sb_end.next_multiple_of(32);
-    let block_end = (1024 / bs + 1) * bs;
-    let room = block_end.checked_sub(at)?;
-    meta::fit_record(plan, tree.root, (room, room), bs).map(|len| (at, len))
+    Ok(())
 }
 
-/// Writes the image into `file` (for `output`), chunk data into `blob`
-/// when there is one; returns what was built and the block list (empty
-/// unless asked for).
-#[allow(clippy::too_many_arguments)]
+/// The files a build writes, each under a temporary name until
+/// [`Outputs::commit`]: the image, the `--blobdev` blob, the block list.
+struct Outputs<'p> {
+    image: Staged<'p>,
+    blob: Option<Staged<'p>>,
+    block_list: Option<Staged<'p>>,
+}
+
+impl<'p> Outputs<'p> {
+    fn create(output: &'p Path, opts: &'p BuildOptions) -> Result<Self> {
+        let image = Staged::new(output)?;
+        let blob = opts.blobdev.as_deref().map(Staged::new).transpose()?;
+        let block_list = match &opts.block_list {
+            // Its own path in the message, not the temporary file's.
+            Some(bl) => Some(Staged::new(&bl.path).map_err(|e| match e {
+                BuildError::Output { source, .. } => BuildError::Output {
+                    path: bl.path.clone(),
+                    source,
+                },
+                other => other,
+            })?),
+            None => None,
+        };
+        Ok(Outputs {
+            image,
+            blob,
+            block_list,
+        })
+    }
+
+    /// Writers for the image, its data starting at `head`'s first data
+    /// block, and for the blob when there is one.
+    fn writers<'a>(
+        &'a self,
+        head: &Head,
+        opts: &BuildOptions,
+        stop: Option<&'a AtomicBool>,
+    ) -> Result<(Writer<'a>, Option<Writer<'a>>)> {
+        let bs = opts.block_size();
+        let blob = self.blob.as_ref().map(|b| Writer {
+            data: BufWriter::with_capacity(1 << 20, &b.file),
+            base: 0,
+            align: 0,
+            hash: Xxh3::new(),
+            pos: 0,
+            output: b.target,
+            stop,
+        });
+        let mut image = Writer {
+            data: BufWriter::with_capacity(1 << 20, &self.image.file),
+            base: opts.offset,
+            align: if opts.dsunit > 1 { opts.dsunit * bs } else { 0 },
+            hash: Xxh3::new(),
+            pos: head.data_start * bs,
+            output: self.image.target,
+            stop,
+        };
+        image
+            .data
+            .seek(SeekFrom::Start(opts.offset + head.data_start * bs))
+            .map_err(BuildError::output(self.image.target))?;
+        Ok((image, blob))
+    }
+
+    /// Writes the block list, syncs every file and renames them into
+    /// place: the blob first (an image is never there without the data it
+    /// names), the image last.
+    fn commit(&mut self, list: &[u8], interrupted: Option<&AtomicBool>) -> Result<()> {
+        self.image.sync()?;
+        if let Some(b) = &self.blob {
+            b.sync()?;
+        }
+        if let Some(l) = &mut self.block_list {
+            (&l.file).write_all(list).map_err(l.err())?;
+            l.sync()?;
+        }
+        // The last moment an interrupt can still cancel the build.
+        check_stop(interrupted, self.image.target)?;
+        if let Some(b) = &mut self.blob {
+            b.commit()?;
+        }
+        if let Some(l) = &mut self.block_list {
+            l.commit()?;
+        }
+        self.image.commit()
+    }
+}
+
+/// Writes the image into `out` (chunk data into its blob when there is
+/// one): the data pass, the metadata, the superblock; returns what was
+/// built and the block list (empty unless asked for).
 fn write_image(
     tree: &mut Tree,
     plan: &mut Plan,
     opts: &BuildOptions,
-    (file, output): (&File, &Path),
-    blob: Option<(&File, &Path)>,
-    interrupted: Option<&AtomicBool>,
-    progress: &dyn Fn(Progress),
-    (pool, clock): (&rayon::ThreadPool, &mut Clock),
+    out: &Outputs<'_>,
+    head: Head,
+    pool: &rayon::ThreadPool,
+    ctl: &mut Control<'_>,
 ) -> Result<(Summary, Vec<u8>)> {
     let bs = opts.block_size();
     // The source's inodes; the build adds its own (packed inode, metabox).
     let source_inodes = tree.inodes.len();
-    let records = superblock::compression_records(opts, bs);
-    let mut sb_end = 1024 + superblock::sb_size(opts) as u64 + records.0.len() as u64;
-    // The device table (one slot for the blob, or rebuild mode's layers)
-    // follows, slot-aligned.
-    let slots = if blob.is_some() {
-        1
-    } else {
-        opts.devices.len()
-    };
-    let devt = (slots > 0).then(|| {
-        let at = sb_end.next_multiple_of(DEVICE_SLOT_SIZE as u64);
-        sb_end = at + (slots * DEVICE_SLOT_SIZE) as u64;
-        at
-    });
-    let root_at = root_home(tree, plan, opts, sb_end, bs);
-    let head_end = root_at.map_or(sb_end, |(at, len)| at + len);
-    let data_start = head_end.div_ceil(bs).max(1);
-    let mut blob_w = blob.map(|(f, path)| Writer {
-        data: BufWriter::with_capacity(1 << 20, f),
-        base: 0,
-        align: 0,
-        hash: Xxh3::new(),
-        pos: 0,
-        output: path,
-        stop: interrupted,
-    });
-    let mut w = Writer {
-        data: BufWriter::with_capacity(1 << 20, file),
-        base: opts.offset,
-        align: if opts.dsunit > 1 { opts.dsunit * bs } else { 0 },
-        hash: Xxh3::new(),
-        pos: data_start * bs,
-        output,
-        stop: interrupted,
-    };
-    w.data
-        .seek(SeekFrom::Start(opts.offset + data_start * bs))
-        .map_err(BuildError::output(output))?;
-    let mut placed = data::write_data(&mut w, blob_w.as_mut(), tree, plan, opts, progress, pool)?;
-    clock.lap("data");
-    // --zD: the directories join the fragments (their entries need the
-    // nids, which the metadata layout fixes, so it is done first).
-    let dir_nids = match opts.compress_dirs {
-        true => Some(zdirs::pack_dirs(
-            &mut w,
-            tree,
-            plan,
-            &mut placed,
-            opts,
-            pool,
-        )?),
-        false => None,
-    };
-    let meta = match &opts.metabox {
-        Some(mb) => metabox::write_meta(&mut w, tree, plan, &mut placed, opts, *mb, pool)?,
-        None => meta::write_meta(
-            &mut w,
-            tree,
-            plan,
-            &mut placed,
-            bs,
-            root_at.map(|r| r.0),
-            pool,
-        )?,
-    };
-    if let Some(nids) = dir_nids {
-        zdirs::check_nids(&nids, &meta)?;
-    }
-    clock.lap("meta");
-    w.data.flush().map_err(BuildError::output(output))?;
-    let blob = match blob_w {
-        Some(mut b) => {
-            b.pad_to_block(bs)?;
-            let (blocks, id) = (b.pos / bs, b.hash.digest128());
-            // The trailer block binding the blob to this image (after its
-            // recorded blocks: nothing maps it).
-            let mut trailer = vec![0u8; bs as usize];
-            trailer[..BLOB_TRAILER_LEN].copy_from_slice(&blob_trailer(id, blocks));
-            b.data
-                .write_all(&trailer)
-                .and_then(|_| b.data.flush())
-                .map_err(BuildError::output(b.output))?;
-            Some(superblock::Blob {
-                slot_at: devt.unwrap_or(0),
-                blocks,
-                hash: id,
-            })
-        }
-        None => None,
-    };
-    let head = superblock::Head {
+    let (mut w, mut blob_w) = out.writers(&head, opts, ctl.interrupted)?;
+    let mut placed = data::write_data(
+        &mut w,
+        blob_w.as_mut(),
+        tree,
+        plan,
+        opts,
+        ctl.progress,
+        pool,
+    )?;
+    ctl.clock.lap("data");
+    let meta = write_meta(&mut w, tree, plan, &mut placed, opts, head.root_at, pool)?;
+    ctl.clock.lap("meta");
+    w.data.flush().map_err(BuildError::output(w.output))?;
+    let sb_head = superblock::Head {
         packed: placed.packed,
-        records,
-        sb_end,
-        blob,
-        devt_at: devt.unwrap_or(0),
+        blob: blob_w
+            .map(|b| finish_blob(b, bs, head.devt_at.unwrap_or(0)))
+            .transpose()?,
+        records: head.records,
+        sb_end: head.sb_end,
+        devt_at: head.devt_at.unwrap_or(0),
     };
-    superblock::write_head(file, &w, opts, plan, &meta, head)?;
+    superblock::write_head(&out.image.file, &w, opts, plan, &meta, sb_head)?;
     let list = match opts.block_list {
         Some(_) => {
             let files: Vec<InodeId> = data::data_order(tree, plan, opts)
@@ -285,12 +252,71 @@ fn write_image(
         }
         None => Vec::new(),
     };
+    Ok((summarize(plan, &meta, &mut placed, bs), list))
+}
+
+/// Lays out and writes the metadata: the inodes, their xattrs and
+/// directory blocks (in a metabox with `--metabox`); with `--zD` the
+/// directories join the fragments first (their entries need the nids,
+/// which the layout fixes, so it is computed first and checked after).
+fn write_meta(
+    w: &mut Writer<'_>,
+    tree: &mut Tree,
+    plan: &mut Plan,
+    placed: &mut data::Placed,
+    opts: &BuildOptions,
+    root_at: Option<(u64, u64)>,
+    pool: &rayon::ThreadPool,
+) -> Result<meta::Meta> {
+    let dir_nids = match opts.compress_dirs {
+        true => Some(zdirs::pack_dirs(w, tree, plan, placed, opts, pool)?),
+        false => None,
+    };
+    let meta = match &opts.metabox {
+        Some(mb) => metabox::write_meta(w, tree, plan, placed, opts, *mb, pool)?,
+        None => meta::write_meta(
+            w,
+            tree,
+            plan,
+            placed,
+            opts.block_size(),
+            root_at.map(|r| r.0),
+            pool,
+        )?,
+    };
+    if let Some(nids) = dir_nids {
+        zdirs::check_nids(&nids, &meta)?;
+    }
+    Ok(meta)
+}
+
+/// Ends the blob with its trailer block, which binds it to this image
+/// (after its recorded blocks: nothing maps it); `slot_at` is its device
+/// slot in the image's head.
+fn finish_blob(mut b: Writer<'_>, bs: u64, slot_at: u64) -> Result<superblock::Blob> {
+    b.pad_to_block(bs)?;
+    let (blocks, id) = (b.pos / bs, b.hash.digest128());
+    let mut trailer = vec![0u8; bs as usize];
+    trailer[..BLOB_TRAILER_LEN].copy_from_slice(&blob_trailer(id, blocks));
+    b.data
+        .write_all(&trailer)
+        .and_then(|_| b.data.flush())
+        .map_err(BuildError::output(b.output))?;
+    Ok(superblock::Blob {
+        slot_at,
+        blocks,
+        hash: id,
+    })
+}
+
+/// What was built, for the caller (phases are filled in at the end).
+fn summarize(plan: &Plan, meta: &meta::Meta, placed: &mut data::Placed, bs: u64) -> Summary {
     let zinodes = || {
         plan.order
             .iter()
             .filter_map(|&id| plan.inodes[id].z.as_ref())
     };
-    let summary = Summary {
+    Summary {
         inodes: plan.order.len() as u64,
         blocks: meta.total_blocks,
         meta_blocks: meta.lay.meta_blocks,
@@ -306,6 +332,5 @@ fn write_image(
         phases: Vec::new(),
         layers: None,
         incremental: None,
-    };
-    Ok((summary, list))
+    }
 }

@@ -71,7 +71,7 @@ pub fn find_duplicates(
         if let Kind::File { size, .. } = tree.inodes[id].kind {
             if size > 0 && p.chunks.is_none() {
                 let class = if inline_tails {
-                    p.inode_size() + plan.xattrs.bodies[id].len() as u64
+                    plan.head_len(id)
                 } else {
                     u64::from(p.layout == DataLayout::FlatInline)
                 };

@@ -15,8 +15,8 @@ use crate::data::stored::{PclusterDedupe, CHUNK_KEY};
 use crate::data::zfile::{apply_z, compact_ok, write_compressed};
 use crate::data::zpass::compress_window;
 use crate::error::Result;
-use crate::layout::zmap::{encode_map, encode_whole_fragment, Tail};
 use crate::options::BuildOptions;
+use crate::plan::zmap::{encode_map, encode_whole_fragment, Tail};
 use crate::plan::{InodePlan, Plan};
 use crate::summary::Progress;
 use crate::tree::content::{Content, ContentReader};
@@ -300,7 +300,7 @@ fn share_data(
         Some(mut z) => {
             if z.fragment.is_none() {
                 let p = &plan.inodes[id];
-                let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+                let ix = plan.head_len(id);
                 let tail = z
                     .inline
                     .as_ref()
@@ -337,7 +337,7 @@ pub(crate) fn write_packed(
     let (pid, offsets) = pool.install(|| add_packed_inode(tree, plan, fr, opts))?;
     write_synthetic(w, tree, plan, placed, pid, opts, pool)?;
     for id in 0..plan.inodes.len() {
-        let ix = plan.inodes[id].inode_size() + plan.xattrs.bodies[id].len() as u64;
+        let ix = plan.head_len(id);
         let size = plan.inodes[id].size;
         if let Some(z) = plan.inodes[id].z.as_mut() {
             let Some((fid, from)) = z.fragment else {

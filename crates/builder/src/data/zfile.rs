@@ -9,8 +9,8 @@ use crate::data::extent::Extent;
 use crate::data::fragments::Fragments;
 use crate::data::stored::PclusterDedupe;
 use crate::error::Result;
-use crate::layout::zmap::{encode_index, encode_map, encode_whole_fragment, Tail, ZExtent, ZInode};
 use crate::options::BuildOptions;
+use crate::plan::zmap::{encode_index, encode_map, encode_whole_fragment, Tail, ZExtent, ZInode};
 use crate::plan::Plan;
 use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Tree};
@@ -47,7 +47,7 @@ pub(crate) fn write_compressed(
         .map(|c| c.compressors[p.compress.map_or(0, |x| x.1)]);
     let alg = comp.map_or(0, |c| c.alg.id());
     let f = ContentReader::open(ino)?;
-    let inode_and_xattrs = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
+    let inode_and_xattrs = plan.head_len(id);
     // Extents stop short of the end when the rest is the file's fragment.
     let covered = extents.last().map_or(0, |e| e.la + e.llen);
     let fragment = match frags {

@@ -77,18 +77,18 @@ pub(crate) fn append(
     // The root's own block(s) first: its nid depends only on where the
     // image ended, not on how much data follows.
     let root_blocks = match t.root {
-        RootPlace::Appended => meta::item_length(plan, root).div_ceil(bs),
+        RootPlace::Appended => plan.record_len(root).div_ceil(bs),
         // Its entries inline only if they fit (in the old root's block).
         RootPlace::InPlace { capacity, pos } => {
             let rooms = (bs - pos % bs, capacity);
-            match meta::fit_record(plan, root, rooms, bs) {
+            match plan.fit_record(root, rooms, bs) {
                 Some(_) => 0,
                 None => {
                     return Err(BuildError::Incremental {
                         path: t.path.to_path_buf(),
                         reason: format!(
                             "the new root inode needs {} bytes, its old place has {capacity}",
-                            meta::item_length(plan, root)
+                            plan.record_len(root)
                         ),
                     });
                 }
@@ -123,7 +123,7 @@ pub(crate) fn append(
 
     // The new inodes after the data (their records known now that the
     // compression indexes are); the kept ones where they are.
-    let item_len = meta::item_lengths(plan, tree.inodes.len());
+    let item_len = plan.record_lens(tree.inodes.len());
     let nid_base = u64::from(t.sb.meta_blkaddr) * bs;
     let mut lay = layout_meta(&plan.order, &item_len, (0, 0), bs, w.block(bs), None)?;
     lay.nid_base = nid_base;

@@ -51,7 +51,7 @@ pub(crate) fn write_meta(
     pool: &rayon::ThreadPool,
 ) -> Result<Meta> {
     let data_end = w.block(bs);
-    let item_len = item_lengths(plan, tree.inodes.len());
+    let item_len = plan.record_lens(tree.inodes.len());
     let prefixes = if plan.xattrs.prefixes_in_packed {
         Vec::new()
     } else {
@@ -152,51 +152,6 @@ pub(crate) fn write_meta(
     })
 }
 
-/// Bytes of an inode's record: the inode, its xattrs and what follows
-/// them (index, chunk table, inline tail).
-pub(crate) fn item_length(plan: &Plan, id: InodeId) -> u64 {
-    let p = &plan.inodes[id];
-    let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
-    match &p.z {
-        Some(z) => ix + z.tail_len(ix),
-        None => ix + p.table_len(ix) + p.tail,
-    }
-}
-
-/// [`item_length`] of every inode id below `n`.
-pub(crate) fn item_lengths(plan: &Plan, n: usize) -> Vec<u64> {
-    (0..n).map(|id| item_length(plan, id)).collect()
-}
-
-/// The length of directory `id`'s record if it fits in `room` bytes: as
-/// planned when that fits in `inline_room` (inline data must not cross a
-/// block), or else with its last entry block no longer inline (the plan
-/// is changed to that); `None`, the plan as it was, if neither fits.
-pub(crate) fn fit_record(
-    plan: &mut Plan,
-    id: InodeId,
-    (inline_room, room): (u64, u64),
-    bs: u64,
-) -> Option<u64> {
-    let len = item_length(plan, id);
-    if len <= room.min(inline_room) {
-        return Some(len);
-    }
-    let p = &mut plan.inodes[id];
-    if p.layout != DataLayout::FlatInline || p.z.is_some() || p.dir_blocks.is_empty() {
-        return None;
-    }
-    let was = (p.layout, p.blocks, p.tail);
-    (p.layout, p.blocks, p.tail) = (DataLayout::FlatPlain, p.size.div_ceil(bs), 0);
-    let len = item_length(plan, id);
-    if len <= room {
-        return Some(len);
-    }
-    let p = &mut plan.inodes[id];
-    (p.layout, p.blocks, p.tail) = was;
-    None
-}
-
 /// The record of inode `id` (the `serial`-th in nid order) on its own.
 pub(crate) fn lone_record(
     tree: &Tree,
@@ -206,7 +161,7 @@ pub(crate) fn lone_record(
     (id, serial): (InodeId, usize),
     bs: u64,
 ) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; item_length(plan, id) as usize];
+    let mut buf = vec![0u8; plan.record_len(id) as usize];
     let origin = lay.pos[id];
     put_inode((&mut buf, origin), tree, plan, placed, lay, id, serial, bs)?;
     Ok(buf)

@@ -10,7 +10,7 @@
 
 use std::os::unix::fs::FileExt;
 
-use super::meta::{dir_block, item_lengths, put_inode, Meta};
+use super::meta::{dir_block, put_inode, Meta};
 use crate::data::fragments::{add_internal_file, InternalFile};
 use crate::data::pass::{write_synthetic, Placed};
 use crate::error::{BuildError, Result};
@@ -41,7 +41,7 @@ pub(crate) fn write_meta(
         .copied()
         .filter(|&id| Some(id) != placed.packed)
         .collect();
-    let item_len = item_lengths(plan, tree.inodes.len());
+    let item_len = plan.record_lens(tree.inodes.len());
     let prefixes = if plan.xattrs.prefixes_in_packed || opts.plain_xattr_prefixes {
         Vec::new()
     } else {
@@ -100,7 +100,7 @@ pub(crate) fn write_meta(
 
     // The primary metadata area: the packed inode and the metabox inode.
     let primary: Vec<InodeId> = placed.packed.into_iter().chain([mid]).collect();
-    let item_len = item_lengths(plan, tree.inodes.len());
+    let item_len = plan.record_lens(tree.inodes.len());
     let data_end = w.block(bs);
     // A plain long-prefix table stays raw on the primary device.
     let plain = if opts.plain_xattr_prefixes && !plan.xattrs.prefixes_in_packed {

@@ -5,91 +5,16 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use ferrofs_format::compress::{ALG_DEFLATE, ALG_LZ4, ALG_LZMA, ALG_ZSTD};
 use ferrofs_format::device::DEVICE_SLOT_SIZE;
 use ferrofs_format::superblock::{checksum_len, compat, compute_checksum, incompat, Superblock};
 use ferrofs_format::BlockSize;
 
 use super::meta::Meta;
 use crate::error::{BuildError, Result};
-use crate::options::compress::lzma_dict;
 use crate::options::BuildOptions;
 use crate::plan::Plan;
 use crate::tree::InodeId;
 use crate::util::out::Writer;
-
-/// Compression records that follow the superblock, and the SB fields they
-/// imply: (records, available bitmap, use COMPR_CFGS).
-pub(crate) fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16, bool) {
-    let Some(c) = &opts.compress else {
-        return (Vec::new(), 0, false);
-    };
-    let max_pcl = c
-        .hints
-        .iter()
-        .map(|h| h.pcluster_bytes)
-        .chain([c.pcluster_bytes])
-        .chain(c.packed_pcluster)
-        .chain(
-            opts.metabox
-                .filter(|m| m.compressor.is_some())
-                .map(|m| m.pcluster_bytes),
-        )
-        .max()
-        .unwrap_or(bs);
-    let mut bitmap = 0u16;
-    for comp in &c.compressors {
-        bitmap |= 1 << comp.alg.id();
-    }
-    let cfgs = bitmap != 1 << ALG_LZ4 || max_pcl > bs;
-    if !cfgs {
-        return (Vec::new(), bitmap, false);
-    }
-    let mut r = Vec::new();
-    let mut rec = |payload: &[u8]| {
-        r.resize(r.len().div_ceil(4) * 4, 0);
-        r.extend_from_slice(&(payload.len() as u16).to_le_bytes());
-        r.extend_from_slice(payload);
-    };
-    for alg in [ALG_LZ4, ALG_LZMA, ALG_DEFLATE, ALG_ZSTD] {
-        if bitmap & (1 << alg) == 0 {
-            continue;
-        }
-        let mut p = Vec::new();
-        match alg {
-            ALG_LZ4 => {
-                p.extend_from_slice(&65535u16.to_le_bytes());
-                p.extend_from_slice(&((max_pcl / bs) as u16).to_le_bytes());
-                p.resize(14, 0);
-            }
-            ALG_LZMA => {
-                p.extend_from_slice(&lzma_dict(max_pcl).to_le_bytes());
-                p.resize(14, 0);
-            }
-            ALG_DEFLATE => {
-                p.push(15);
-                p.resize(6, 0);
-            }
-            _ => {
-                p.push(0);
-                p.push((ferrofs_codec::ZSTD_ENCODER_WINDOW_LOG - 10) as u8);
-                p.resize(6, 0);
-            }
-        }
-        rec(&p);
-    }
-    (r, bitmap, true)
-}
-
-/// Bytes of the superblock: one extension slot (the metabox nid) with a
-/// metabox.
-pub(crate) fn sb_size(opts: &BuildOptions) -> usize {
-    if opts.metabox.is_some() {
-        144
-    } else {
-        128
-    }
-}
 
 /// The blob (`--blobdev`): where its device slot goes, its length, and a
 /// hash of its bytes (its id, and part of the default uuid).
@@ -235,7 +160,7 @@ pub(crate) fn write_head(
     if let Some((at, r)) = &meta.root_record {
         head[*at as usize..root_end].copy_from_slice(r);
     }
-    let rec_at = 1024 + sb_size(opts);
+    let rec_at = 1024 + crate::layout::head::sb_size(opts);
     head[rec_at..rec_at + records.len()].copy_from_slice(&records);
     if let Some(b) = &blob {
         // Tagged with the blob's id (its trailer holds it too: see

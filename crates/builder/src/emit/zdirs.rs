@@ -6,13 +6,13 @@
 //! packed inode that comes last), the blocks are encoded with those nids,
 //! and once the metadata is written the nids are checked to be the same.
 
-use super::meta::{dir_block, item_lengths, Meta};
+use super::meta::{dir_block, Meta};
 use crate::data::fragments::Fragments;
 use crate::data::pass::{write_packed, Placed};
 use crate::error::{BuildError, Result};
-use crate::layout::zmap::{encode_whole_fragment, ZInode};
 use crate::layout::{layout_meta, METABOX_NID_BIT};
 use crate::options::BuildOptions;
+use crate::plan::zmap::{encode_whole_fragment, ZInode};
 use crate::plan::Plan;
 use crate::tree::{InodeId, Tree};
 use crate::util::out::Writer;
@@ -54,7 +54,7 @@ pub(crate) fn pack_dirs(
         });
     }
     // The layout the metadata pass will make (see the module docs).
-    let item_len = item_lengths(plan, tree.inodes.len());
+    let item_len = plan.record_lens(tree.inodes.len());
     let plain = opts.plain_xattr_prefixes;
     let table = plan.xattrs.prefix_table().len() as u64;
     let (prefix_len, space) = match opts.metabox {

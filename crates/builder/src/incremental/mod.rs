@@ -147,7 +147,7 @@ fn fit_options(
         o.xattr_tolerance = i32::MAX;
     }
     if o.compress.is_some() {
-        let (records, algs, cfgs) = crate::emit::superblock::compression_records(&o, bs);
+        let (records, algs, cfgs) = crate::layout::head::compression_records(&o, bs);
         let zero_pad = sb.has_incompat(incompat::ZERO_PADDING);
         let old_cfgs = sb.has_incompat(incompat::COMPR_CFGS);
         let ok = zero_pad
@@ -209,13 +209,13 @@ fn point_at_stored(image: &Image, plan: &mut Plan, same_data: &[Option<u64>], bs
         let (Some(start), layout) = (old.startblk(), old.layout()) else {
             continue;
         };
+        let ix = plan.head_len(id);
         let p = &mut plan.inodes[id];
         let (blocks, tail) = match layout {
             DataLayout::FlatPlain => (p.size.div_ceil(bs), 0),
             DataLayout::FlatInline => (p.size / bs, p.size % bs),
             _ => continue,
         };
-        let ix = p.inode_size() + plan.xattrs.bodies[id].len() as u64;
         if p.chunks.is_some() || blocks == 0 || (tail > 0 && ix + tail > bs) {
             continue;
         }

@@ -7,7 +7,7 @@
 //! may instead sit in the superblock's block (see [`layout_meta`]'s
 //! `root_at`); nids then count from byte 0 of the image.
 
-pub(crate) mod zmap;
+pub(crate) mod head;
 
 use std::collections::BTreeSet;
 

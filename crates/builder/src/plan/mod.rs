@@ -14,7 +14,9 @@ use crate::tree::{InodeId, Kind, Tree};
 use xattrs::XattrPlan;
 
 mod chunks;
+mod record;
 pub(crate) mod xattrs;
+pub(crate) mod zmap;
 
 pub use chunks::ChunkPlan;
 use chunks::{chunk_plan, external_plan};
@@ -51,7 +53,7 @@ pub struct InodePlan {
     /// Regular files to try compressing: (pcluster bytes, compressor).
     pub compress: Option<(u64, usize)>,
     /// Filled by the writer when the file was stored compressed.
-    pub z: Option<crate::layout::zmap::ZInode>,
+    pub z: Option<crate::plan::zmap::ZInode>,
     /// A directory written without its "." entry (`-E dot-omitted`).
     pub dot_omitted: bool,
     /// A regular file of holes only, stored without blocks (48-bit

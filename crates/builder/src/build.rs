@@ -11,7 +11,7 @@
 //! or an interrupt removes the temporary files.
 
 use std::io::{BufWriter, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use ferrofs_format::device::{blob_trailer, BLOB_TRAILER_LEN};
@@ -20,13 +20,16 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::data::pass as data;
 use crate::emit::{blocklist, meta, metabox, superblock, zdirs};
 use crate::error::{BuildError, Result};
+use crate::incremental::Layer as IncrementalLayer;
 use crate::layout::head::Head;
 use crate::options::BuildOptions;
 use crate::plan::{plan, Plan};
+use crate::source::layers::{self, DataMode};
+use crate::source::{oci, tar, Input};
 use crate::summary::{Progress, Summary};
 use crate::tree::{InodeId, Tree};
 use crate::util::out::{check_stop, worker_pool, Writer};
-use crate::util::staged::Staged;
+use crate::util::staged::{dir_of, Staged};
 use crate::util::timing::Clock;
 
 /// Builds an image of the directory `source` at `output`.
@@ -65,6 +68,153 @@ pub fn build_tree(
     )
 }
 
+/// How the output is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// A new image (replacing the file when the build succeeds).
+    #[default]
+    Fresh,
+    /// `--incremental`: the input is appended to the existing image as a
+    /// new layer; with `zero_data` (`rvsp`, tar input only) its files get
+    /// zero-filled blocks instead of their data.
+    Incremental {
+        /// Reserve space for file data instead of writing it.
+        zero_data: bool,
+    },
+}
+
+/// Builds an image of `input` at `output`: the one entry for every source
+/// and mode (what `ferrofs mkfs` calls). Scratch files go beside `output`.
+pub fn build_from(
+    input: Input<'_>,
+    mode: Mode,
+    output: &Path,
+    opts: &BuildOptions,
+    interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(Progress),
+) -> Result<Summary> {
+    let spool = dir_of(output);
+    let zero_data = match mode {
+        Mode::Fresh => return build_fresh(input, output, opts, interrupted, progress),
+        Mode::Incremental { zero_data } => zero_data,
+    };
+    let layer = match input {
+        Input::Dir(_) if zero_data => {
+            return Err(BuildError::Option(
+                "--incremental=rvsp needs --tar (it reserves room for an archive's files)".into(),
+            ))
+        }
+        Input::Dir(dir) => IncrementalLayer::Dir(dir),
+        Input::Tar { input, opts: t } => IncrementalLayer::Tar {
+            input,
+            opts: t.clone(),
+            spool,
+            zero_data,
+        },
+        Input::Oci { .. } => {
+            return Err(BuildError::Option(
+                "--incremental does not take oci: sources".into(),
+            ))
+        }
+        Input::Layers { .. } => {
+            return Err(BuildError::Option(
+                "--incremental does not take EROFS images as sources".into(),
+            ))
+        }
+    };
+    crate::incremental::build(output, layer, opts, interrupted, progress)
+}
+
+/// [`build_from`] for a new image.
+fn build_fresh(
+    input: Input<'_>,
+    output: &Path,
+    opts: &BuildOptions,
+    interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(Progress),
+) -> Result<Summary> {
+    let spool = dir_of(output);
+    let tree = match input {
+        Input::Dir(dir) => return build(dir, output, opts, interrupted, progress),
+        Input::Tar { input, opts: t } => tar::scan(input, opts, t.clone(), spool)?,
+        Input::Oci {
+            layout,
+            reference,
+            opts: t,
+            layer_images: None,
+        } => oci::scan(layout, reference, opts, t, spool)?,
+        Input::Oci {
+            layout,
+            reference,
+            opts: t,
+            layer_images: Some(dir),
+        } => {
+            let trees = oci::scan_layers(layout, reference, opts, t, spool)?;
+            let images = write_layers(trees, dir, opts, interrupted)?;
+            return build_merged(
+                &images,
+                DataMode::BlobIndex,
+                true,
+                output,
+                opts,
+                interrupted,
+                progress,
+            );
+        }
+        Input::Layers {
+            images,
+            mode,
+            strip_overlay,
+        } => {
+            return build_merged(
+                images,
+                mode,
+                strip_overlay,
+                output,
+                opts,
+                interrupted,
+                progress,
+            )
+        }
+    };
+    build_tree(tree, output, opts, interrupted, progress)
+}
+
+/// Each of an OCI image's layer trees as an image of its own,
+/// `dir/layer-N.img` (bottom first).
+fn write_layers(
+    trees: Vec<Tree>,
+    dir: &Path,
+    opts: &BuildOptions,
+    interrupted: Option<&AtomicBool>,
+) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).map_err(BuildError::output(dir))?;
+    let mut paths = Vec::new();
+    for (i, tree) in trees.into_iter().enumerate() {
+        let p = dir.join(format!("layer-{}.img", i + 1));
+        build_tree(tree, &p, opts, interrupted, &|_| {})?;
+        paths.push(p);
+    }
+    Ok(paths)
+}
+
+/// Rebuild mode: the merge of EROFS `images` as layers, their data
+/// indexed or copied as `mode` says.
+fn build_merged(
+    images: &[PathBuf],
+    mode: DataMode,
+    strip_overlay: bool,
+    output: &Path,
+    opts: &BuildOptions,
+    interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(Progress),
+) -> Result<Summary> {
+    let merged = layers::scan(images, opts, mode, strip_overlay)?;
+    let mut s = build_tree(merged.tree, output, opts, interrupted, progress)?;
+    s.layers = Some(merged.stats);
+    Ok(s)
+}
+
 /// What a build is told while it runs, besides its options: a flag that
 /// interrupts it, where to report progress, and the clock that times its
 /// phases (which may already hold the scan's).
@@ -91,6 +241,11 @@ fn build_timed(
         clock,
     };
     opts.validate()?;
+    if opts.blobdev.is_some() && !tree.devices.is_empty() {
+        return Err(BuildError::Option(
+            "--blobdev cannot be used with layer images (their devices fill the table)".into(),
+        ));
+    }
     relabel(&mut tree, opts)?;
     let mut plan = plan(&tree, opts)?;
     ctl.clock.lap("plan");
@@ -240,6 +395,7 @@ fn write_image(
         records: head.records,
         sb_end: head.sb_end,
         devt_at: head.devt_at.unwrap_or(0),
+        devices: &tree.devices,
     };
     superblock::write_head(&out.image.file, &w, opts, plan, &meta, sb_head)?;
     let list = match opts.block_list {

@@ -59,13 +59,14 @@ mod summary;
 mod tree;
 mod util;
 
-pub use build::{build, build_tree};
+pub use build::{build, build_from, build_tree, Mode};
 pub use error::{BuildError, Result};
 pub use incremental::{build as build_incremental, Layer as IncrementalLayer};
 pub use options::compress::{CompressOptions, Compressor, Hint};
 pub use options::hints::Hints;
 pub use options::profile::Profile;
 pub use options::{BlockListOptions, BuildOptions, MetaboxOptions, TimePolicy};
+pub use source::Input;
 pub use summary::{BaseStats, IncrementalStats, Progress, Summary};
 pub use tree::fsconfig::CannedFsConfig;
 pub use tree::selabel::FileContexts;

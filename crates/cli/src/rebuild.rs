@@ -1,14 +1,12 @@
 //! `mkfs` with EROFS images as the source (rebuild mode, mkfs.erofs 1.9's):
-//! telling layers from other sources, the block size they impose, and the
-//! build that merges them; and an OCI image's layers written as images
-//! of their own and merged (`--layer-images`). See docs/rebuild-mode.md.
+//! telling layers from other sources and the block size they impose (the
+//! merge itself is the builder's, `Input::Layers`). See
+//! docs/rebuild-mode.md.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use ferrofs_builder::source::layers::{self, DataMode};
-use ferrofs_builder::{BuildError, BuildOptions, Progress, Summary};
+use ferrofs_builder::source::layers;
 
 /// The layer images of a rebuild, bottom first; empty when SOURCE is not
 /// an EROFS image. Checks that only a rebuild has more than one source
@@ -61,55 +59,4 @@ pub(crate) fn block_size(given: u32, layers: &[PathBuf]) -> Result<u32> {
         );
     }
     Ok(bs)
-}
-
-/// Merges `layers` and writes the image at `out`: indexing the layers'
-/// data (the default) or copying it (`--clean=data`).
-pub(crate) fn build(
-    layers: &[PathBuf],
-    clean: &Option<String>,
-    ovlfs_strip: bool,
-    out: &Path,
-    o: &mut BuildOptions,
-    stop: &AtomicBool,
-    tick: &dyn Fn(Progress),
-) -> Result<Summary, BuildError> {
-    let mode = match clean {
-        Some(_) => DataMode::Full,
-        None => DataMode::BlobIndex,
-    };
-    let merged = layers::scan(layers, o, mode, ovlfs_strip)?;
-    o.devices = merged.devices;
-    let mut s = ferrofs_builder::build_tree(merged.tree, out, o, Some(stop), tick)?;
-    s.layers = Some(merged.stats);
-    Ok(s)
-}
-
-/// `oci:DIR[:REF]` with `--layer-images OUT_DIR`: every layer becomes
-/// OUT_DIR/layer-N.img (bottom first), then `out` their merge without
-/// whiteouts (what `oci:` alone builds), its file data left in them.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn oci_layers(
-    (layout, reference): (&Path, Option<&str>),
-    out_dir: &Path,
-    out: &Path,
-    o: &mut BuildOptions,
-    topts: &ferrofs_builder::source::tar::TarOptions,
-    spool: &Path,
-    stop: &AtomicBool,
-    tick: &dyn Fn(Progress),
-) -> Result<Summary, BuildError> {
-    let trees = ferrofs_builder::source::oci::scan_layers(layout, reference, o, topts, spool)?;
-    std::fs::create_dir_all(out_dir).map_err(BuildError::output(out_dir))?;
-    let mut paths = Vec::new();
-    for (i, tree) in trees.into_iter().enumerate() {
-        let p = out_dir.join(format!("layer-{}.img", i + 1));
-        ferrofs_builder::build_tree(tree, &p, o, Some(stop), &|_| {})?;
-        paths.push(p);
-    }
-    let merged = layers::scan(&paths, o, DataMode::BlobIndex, true)?;
-    o.devices = merged.devices;
-    let mut s = ferrofs_builder::build_tree(merged.tree, out, o, Some(stop), tick)?;
-    s.layers = Some(merged.stats);
-    Ok(s)
 }

@@ -12,18 +12,18 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use ferrofs_format::superblock::{checksum_len, compat, compute_checksum, incompat, Superblock};
+use ferrofs_format::superblock::{incompat, Superblock};
 use ferrofs_format::BlockSize;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::meta;
-use crate::data::pass as data;
+use crate::data::pass::{self as data, Placed};
 use crate::error::{BuildError, Result};
-use crate::layout::layout_meta;
+use crate::layout::{layout_meta, MetaLayout};
 use crate::options::BuildOptions;
 use crate::plan::Plan;
 use crate::summary::{Progress, Summary};
-use crate::tree::Tree;
+use crate::tree::{InodeId, Tree};
 use crate::util::out::Writer;
 
 /// Where the new root inode goes.
@@ -59,43 +59,21 @@ pub(crate) struct Appended {
 
 /// Appends the inodes of `plan.order` (the root aside) with their data and
 /// writes block 0 last.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn append(
     t: &Target,
     tree: &mut Tree,
     plan: &mut Plan,
     opts: &BuildOptions,
-    interrupted: Option<&AtomicBool>,
-    progress: &dyn Fn(Progress),
+    (interrupted, progress): (Option<&AtomicBool>, &dyn Fn(Progress)),
     pool: &rayon::ThreadPool,
 ) -> Result<Appended> {
     let bs = opts.block_size();
     let err = BuildError::output(t.path);
     let root = tree.root;
     let start = t.old_len.div_ceil(bs).max(t.sb.total_blocks());
-    // The root is a directory: its record does not depend on the data.
     // The root's own block(s) first: its nid depends only on where the
     // image ended, not on how much data follows.
-    let root_blocks = match t.root {
-        RootPlace::Appended => plan.record_len(root).div_ceil(bs),
-        // Its entries inline only if they fit (in the old root's block).
-        RootPlace::InPlace { capacity, pos } => {
-            let rooms = (bs - pos % bs, capacity);
-            match plan.fit_record(root, rooms, bs) {
-                Some(_) => 0,
-                None => {
-                    return Err(BuildError::Incremental {
-                        path: t.path.to_path_buf(),
-                        reason: format!(
-                            "the new root inode needs {} bytes, its old place has {capacity}",
-                            plan.record_len(root)
-                        ),
-                    });
-                }
-            }
-        }
-    };
-    let data_start = start + root_blocks;
+    let data_start = start + root_blocks(t, plan, root, bs)?;
     let mut w = Writer {
         data: BufWriter::with_capacity(1 << 20, t.file),
         base: 0,
@@ -120,88 +98,13 @@ pub(crate) fn append(
             placed.start_blk[id] = b;
         }
     }
-
-    // The new inodes after the data (their records known now that the
-    // compression indexes are); the kept ones where they are.
-    let item_len = plan.record_lens(tree.inodes.len());
-    let nid_base = u64::from(t.sb.meta_blkaddr) * bs;
-    let mut lay = layout_meta(&plan.order, &item_len, (0, 0), bs, w.block(bs), None)?;
-    lay.nid_base = nid_base;
-    for (id, k) in t.kept.iter().enumerate() {
-        if let Some(nid) = k {
-            lay.pos[id] = nid_base + nid * 32;
-        }
-    }
-    lay.pos[root] = match t.root {
-        RootPlace::Appended => start * bs,
-        RootPlace::InPlace { .. } => nid_base + t.sb.root_nid().0 * 32,
-    };
+    let (lay, total_blocks) = lay_out(t, tree, plan, &mut placed, w.block(bs), start, bs)?;
     let root_nid = lay.nid(root, bs);
-    if !plan.bit48 && root_nid > 0xFFFF {
-        return Err(BuildError::Incremental {
-            path: t.path.to_path_buf(),
-            reason: format!(
-                "the new root inode would be nid {root_nid}, beyond the 16 bits an image without \
-                 the 48-bit layout has for it ({} bytes of metadata precede it); rebuild the \
-                 image with -E 48bit to extend it incrementally",
-                start * bs - nid_base
-            ),
-        });
-    }
-    let mut cursor = lay.meta_blkaddr + lay.meta_blocks;
-    for &id in plan.order.iter().chain([&root]) {
-        if tree.inodes[id].is_dir() && plan.inodes[id].blocks > 0 {
-            placed.start_blk[id] = cursor;
-            cursor += plan.inodes[id].blocks;
-        }
-    }
-    let total_blocks = cursor;
-    if !plan.bit48 && total_blocks > u64::from(u32::MAX) {
-        return Err(BuildError::TooLarge(format!("{total_blocks} blocks")));
-    }
-    let serial0 = t.sb.inos as usize;
-    let mut buf = vec![0u8; (lay.meta_blocks * bs) as usize];
-    for (k, &id) in plan.order.iter().enumerate() {
-        let out = (&mut buf[..], lay.meta_blkaddr * bs);
-        meta::put_inode(out, tree, plan, &placed, &lay, id, serial0 + k, bs)?;
-    }
-    w.write(&buf)?;
-    for &id in plan.order.iter().chain([&root]) {
-        let p = &plan.inodes[id];
-        if !tree.inodes[id].is_dir() || p.blocks == 0 {
-            continue;
-        }
-        if w.block(bs) != placed.start_blk[id] {
-            return Err(BuildError::Internal("directory blocks out of place".into()));
-        }
-        for b in 0..p.blocks as usize {
-            w.write(&meta::dir_block(p, b, &lay, bs))?;
-            w.pad_to_block(bs)?;
-        }
-    }
+    write_records(&mut w, tree, plan, &placed, &lay, t.sb.inos as usize, bs)?;
     w.data.flush().map_err(&err)?;
     drop(w);
-
-    // The root's record, in its block after the image or in block 0.
-    let serial = serial0 + plan.order.len();
-    let record = meta::lone_record(tree, plan, &placed, &lay, (root, serial), bs)?;
-    let record = &record[..];
     let mut head = t.head.clone();
-    match t.root {
-        RootPlace::Appended => t.file.write_all_at(record, lay.pos[root]).map_err(&err)?,
-        RootPlace::InPlace { capacity, pos } => {
-            // The old record's bytes beyond the new one are zeroed.
-            let mut padded = record.to_vec();
-            padded.resize(capacity as usize, 0);
-            match head.get_mut(pos as usize..(pos + capacity) as usize) {
-                Some(place) => place.copy_from_slice(&padded),
-                None => {
-                    t.file.sync_all().map_err(&err)?;
-                    t.file.write_all_at(&padded, pos).map_err(&err)?;
-                }
-            }
-        }
-    }
+    place_root(t, tree, plan, &placed, &lay, &mut head, bs)?;
     t.file.set_len(total_blocks * bs).map_err(&err)?;
     t.file.sync_all().map_err(&err)?;
     crate::util::out::check_stop(interrupted, t.path)?;
@@ -237,6 +140,133 @@ pub(crate) fn append(
     })
 }
 
+/// Blocks the new root takes after the image: its record's when it is
+/// appended, none when it goes in its old place (its entries inline only
+/// if they fit there). The root is a directory: its record does not
+/// depend on the data.
+fn root_blocks(t: &Target, plan: &mut Plan, root: InodeId, bs: u64) -> Result<u64> {
+    match t.root {
+        RootPlace::Appended => Ok(plan.record_len(root).div_ceil(bs)),
+        RootPlace::InPlace { capacity, pos } => {
+            let rooms = (bs - pos % bs, capacity);
+            match plan.fit_record(root, rooms, bs) {
+                Some(_) => Ok(0),
+                None => Err(BuildError::Incremental {
+                    path: t.path.to_path_buf(),
+                    reason: format!(
+                        "the new root inode needs {} bytes, its old place has {capacity}",
+                        plan.record_len(root)
+                    ),
+                }),
+            }
+        }
+    }
+}
+
+/// The metadata layout of the append: the new inodes after the data
+/// (from block `meta_at`; their records are known now that the
+/// compression indexes are), the kept ones where they are, the root where
+/// [`root_blocks`] put it; then the new directories' blocks. Returns it
+/// with the image's new block count.
+fn lay_out(
+    t: &Target,
+    tree: &Tree,
+    plan: &Plan,
+    placed: &mut Placed,
+    meta_at: u64,
+    start: u64,
+    bs: u64,
+) -> Result<(MetaLayout, u64)> {
+    let root = tree.root;
+    let item_len = plan.record_lens(tree.inodes.len());
+    let nid_base = u64::from(t.sb.meta_blkaddr) * bs;
+    let mut lay = layout_meta(&plan.order, &item_len, (0, 0), bs, meta_at, None)?;
+    lay.nid_base = nid_base;
+    for (id, k) in t.kept.iter().enumerate() {
+        if let Some(nid) = k {
+            lay.pos[id] = nid_base + nid * 32;
+        }
+    }
+    lay.pos[root] = match t.root {
+        RootPlace::Appended => start * bs,
+        RootPlace::InPlace { .. } => nid_base + t.sb.root_nid().0 * 32,
+    };
+    let root_nid = lay.nid(root, bs);
+    if !plan.bit48 && root_nid > 0xFFFF {
+        return Err(BuildError::Incremental {
+            path: t.path.to_path_buf(),
+            reason: format!(
+                "the new root inode would be nid {root_nid}, beyond the 16 bits an image without \
+                 the 48-bit layout has for it ({} bytes of metadata precede it); rebuild the \
+                 image with -E 48bit to extend it incrementally",
+                start * bs - nid_base
+            ),
+        });
+    }
+    let ids: Vec<InodeId> = plan.order.iter().copied().chain([root]).collect();
+    let cursor =
+        meta::place_dir_blocks(tree, plan, placed, &ids, lay.meta_blkaddr + lay.meta_blocks);
+    if !plan.bit48 && cursor > u64::from(u32::MAX) {
+        return Err(BuildError::TooLarge(format!("{cursor} blocks")));
+    }
+    Ok((lay, cursor))
+}
+
+/// Writes the new inodes' records (`serial0`: the first one's serial
+/// number), then the new directories' blocks, the root's included.
+fn write_records(
+    w: &mut Writer<'_>,
+    tree: &Tree,
+    plan: &Plan,
+    placed: &Placed,
+    lay: &MetaLayout,
+    serial0: usize,
+    bs: u64,
+) -> Result<()> {
+    let root = tree.root;
+    let mut buf = vec![0u8; (lay.meta_blocks * bs) as usize];
+    for (k, &id) in plan.order.iter().enumerate() {
+        let out = (&mut buf[..], lay.meta_blkaddr * bs);
+        meta::put_inode(out, tree, plan, placed, lay, id, serial0 + k, bs)?;
+    }
+    w.write(&buf)?;
+    let ids: Vec<InodeId> = plan.order.iter().copied().chain([root]).collect();
+    meta::write_dir_blocks(w, tree, plan, placed, lay, &ids, bs)
+}
+
+/// Writes the root's record: in its block after the image, or in its old
+/// place (the old record's bytes beyond the new one zeroed), which is in
+/// `head` (block 0, written last) or else written now.
+fn place_root(
+    t: &Target,
+    tree: &Tree,
+    plan: &Plan,
+    placed: &Placed,
+    lay: &MetaLayout,
+    head: &mut [u8],
+    bs: u64,
+) -> Result<()> {
+    let err = BuildError::output(t.path);
+    let root = tree.root;
+    let serial = t.sb.inos as usize + plan.order.len();
+    let record = meta::lone_record(tree, plan, placed, lay, (root, serial), bs)?;
+    match t.root {
+        RootPlace::Appended => t.file.write_all_at(&record, lay.pos[root]).map_err(&err)?,
+        RootPlace::InPlace { capacity, pos } => {
+            let mut padded = record;
+            padded.resize(capacity as usize, 0);
+            match head.get_mut(pos as usize..(pos + capacity) as usize) {
+                Some(place) => place.copy_from_slice(&padded),
+                None => {
+                    t.file.sync_all().map_err(&err)?;
+                    t.file.write_all_at(&padded, pos).map_err(&err)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The image's superblock with the new root, size and inode count, and
 /// the feature bits the new inodes need (only those that change nothing
 /// for the old ones); returns it after writing it into `head`.
@@ -265,20 +295,11 @@ fn patch_superblock(
     if let Some(u) = opts.uuid {
         sb.uuid = u;
     }
-    if plan.bit48
-        && (root_nid > 0xFFFF || total_blocks > u64::from(u32::MAX) || sb.root_nid_64 != 0)
-    {
-        sb.root_nid_64 = root_nid;
-        sb.root_nid_16 = (total_blocks >> 32) as u16;
-    } else {
-        sb.root_nid_16 = root_nid as u16;
-    }
+    let wide = plan.bit48
+        && (root_nid > 0xFFFF || total_blocks > u64::from(u32::MAX) || sb.root_nid_64 != 0);
+    super::superblock::set_root_nid(&mut sb, root_nid, total_blocks, wide);
     sb.blocks = total_blocks as u32;
     let bsz = BlockSize::from_bits(sb.blkszbits).map_err(|e| BuildError::Option(e.to_string()))?;
-    head[1024..1152].copy_from_slice(&sb.to_bytes());
-    if sb.has_compat(compat::SB_CHKSUM) {
-        sb.checksum = compute_checksum(&head[1024..1024 + checksum_len(bsz)]);
-        head[1024..1152].copy_from_slice(&sb.to_bytes());
-    }
+    super::superblock::seal(&mut sb, head, bsz);
     Ok(sb)
 }

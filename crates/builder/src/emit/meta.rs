@@ -71,13 +71,13 @@ pub(crate) fn write_meta(
     meta[ss..ss + plan.xattrs.shared.len()].copy_from_slice(&plan.xattrs.shared);
 
     // Directory blocks go after the metadata area.
-    let mut dir_cursor = lay.meta_blkaddr + lay.meta_blocks;
-    for &id in &plan.order {
-        if tree.inodes[id].is_dir() && plan.inodes[id].blocks > 0 {
-            placed.start_blk[id] = dir_cursor;
-            dir_cursor += plan.inodes[id].blocks;
-        }
-    }
+    let dir_cursor = place_dir_blocks(
+        tree,
+        plan,
+        placed,
+        &plan.order,
+        lay.meta_blkaddr + lay.meta_blocks,
+    );
     let total_blocks = dir_cursor.max(4096u64.div_ceil(bs));
     if total_blocks > u64::from(u32::MAX) {
         return Err(BuildError::TooLarge(format!("{total_blocks} blocks")));
@@ -97,9 +97,50 @@ pub(crate) fn write_meta(
             _ => records.push((lay.pos[id], serial, id)),
         }
     }
+    put_records(
+        &mut meta,
+        origin,
+        records,
+        (tree, plan, placed, &lay),
+        &item_len,
+        bs,
+        pool,
+    )?;
+    w.write(&meta)?;
+    let (root_nid, prefix_start, xattr_blkaddr) = (
+        lay.nid(plan.order[0], bs),
+        lay.prefix_start,
+        lay.meta_blkaddr,
+    );
+    write_dir_blocks(w, tree, plan, placed, &lay, &plan.order, bs)?;
+    let nids = (0..lay.pos.len()).map(|id| lay.nid(id, bs)).collect();
+    Ok(Meta {
+        lay,
+        total_blocks,
+        root_nid,
+        metabox_nid: None,
+        prefix_start,
+        xattr_blkaddr,
+        nids,
+        root_record,
+    })
+}
+
+/// Encodes the `records` (position, serial number, inode id) into `meta`
+/// (whose first byte is at image position `origin`), each into its own
+/// slice, in parallel (a record reads its file's inline tail).
+fn put_records(
+    meta: &mut [u8],
+    origin: u64,
+    mut records: Vec<(u64, usize, InodeId)>,
+    (tree, plan, placed, lay): (&Tree, &Plan, &Placed, &MetaLayout),
+    item_len: &[u64],
+    bs: u64,
+    pool: &rayon::ThreadPool,
+) -> Result<()> {
     records.sort_unstable();
     let mut slices = Vec::with_capacity(records.len());
-    let (mut rest, mut rest_at): (&mut [u8], u64) = (&mut meta, origin);
+    let (mut rest, mut rest_at): (&mut [u8], u64) = (meta, origin);
     for (pos, serial, id) in records {
         let len = item_len[id] as usize;
         let skip = pos.checked_sub(rest_at).map(|s| s as usize);
@@ -112,44 +153,59 @@ pub(crate) fn write_meta(
         slices.push((rec, pos, serial, id));
         (rest, rest_at) = (after, pos + len as u64);
     }
-    let (t, p, pl, l) = (tree, &*plan, &*placed, &lay);
     pool.install(|| {
         slices
             .into_par_iter()
             .try_for_each(|(rec, pos, serial, id)| {
-                put_inode((rec, pos), t, p, pl, l, id, serial, bs)
+                put_inode((rec, pos), tree, plan, placed, lay, id, serial, bs)
             })
-    })?;
-    w.write(&meta)?;
-    let (root_nid, prefix_start, xattr_blkaddr) = (
-        lay.nid(plan.order[0], bs),
-        lay.prefix_start,
-        lay.meta_blkaddr,
-    );
-    // Directory blocks.
-    for &id in &plan.order {
+    })
+}
+
+/// Gives the directories among `ids` their blocks, one after another from
+/// block `first`; returns the block after the last.
+pub(crate) fn place_dir_blocks(
+    tree: &Tree,
+    plan: &Plan,
+    placed: &mut Placed,
+    ids: &[InodeId],
+    first: u64,
+) -> u64 {
+    let mut cursor = first;
+    for &id in ids {
+        if tree.inodes[id].is_dir() && plan.inodes[id].blocks > 0 {
+            placed.start_blk[id] = cursor;
+            cursor += plan.inodes[id].blocks;
+        }
+    }
+    cursor
+}
+
+/// Writes the directory blocks of the directories among `ids`, each at
+/// the block the layout gave it (checked).
+pub(crate) fn write_dir_blocks(
+    w: &mut Writer<'_>,
+    tree: &Tree,
+    plan: &Plan,
+    placed: &Placed,
+    lay: &MetaLayout,
+    ids: &[InodeId],
+    bs: u64,
+) -> Result<()> {
+    for &id in ids {
         let p = &plan.inodes[id];
         if !tree.inodes[id].is_dir() || p.blocks == 0 {
             continue;
         }
-        debug_assert_eq!(w.block(bs), placed.start_blk[id]);
+        if w.block(bs) != placed.start_blk[id] {
+            return Err(BuildError::Internal("directory blocks out of place".into()));
+        }
         for b in 0..p.blocks as usize {
-            let bytes = dir_block(p, b, &lay, bs);
-            w.write(&bytes)?;
+            w.write(&dir_block(p, b, lay, bs))?;
             w.pad_to_block(bs)?;
         }
     }
-    let nids = (0..lay.pos.len()).map(|id| lay.nid(id, bs)).collect();
-    Ok(Meta {
-        lay,
-        total_blocks,
-        root_nid,
-        metabox_nid: None,
-        prefix_start,
-        xattr_blkaddr,
-        nids,
-        root_record,
-    })
+    Ok(())
 }
 
 /// The record of inode `id` (the `serial`-th in nid order) on its own.
@@ -190,6 +246,42 @@ pub(crate) fn put_inode(
     } else {
         ((body.len() - 12) / 4 + 1) as u16
     };
+    let raw = raw_inode(plan, placed, id, serial, xattr_icount);
+    let mut at = (lay.pos[id] - origin) as usize;
+    if p.extended {
+        meta[at..at + 64].copy_from_slice(&raw.to_extended_bytes());
+        at += 64;
+    } else {
+        meta[at..at + 32].copy_from_slice(&raw.to_compact_bytes());
+        at += 32;
+    }
+    meta[at..at + body.len()].copy_from_slice(&body);
+    at += body.len();
+    if let Some(z) = &p.z {
+        at = at.div_ceil(8) * 8;
+        meta[at..at + z.index.len()].copy_from_slice(&z.index);
+        at += z.index.len();
+        if let Some(idata) = &z.inline {
+            meta[at..at + idata.len()].copy_from_slice(idata);
+        }
+        return Ok(());
+    }
+    at = put_chunk_table(meta, at, plan, ino, placed, id);
+    if p.tail > 0 {
+        put_tail(&mut meta[at..at + p.tail as usize], p, ino, lay, bs)?;
+    }
+    Ok(())
+}
+
+/// The fields of inode `id`'s on-disk inode.
+fn raw_inode(
+    plan: &Plan,
+    placed: &Placed,
+    id: InodeId,
+    serial: usize,
+    xattr_icount: u16,
+) -> RawInode {
+    let p = &plan.inodes[id];
     let i_u = if let Some(z) = &p.z {
         z.blocks as u32
     } else {
@@ -220,7 +312,7 @@ pub(crate) fn put_inode(
     } else {
         0
     };
-    let raw = RawInode {
+    RawInode {
         format,
         extended: p.extended,
         xattr_icount,
@@ -234,28 +326,25 @@ pub(crate) fn put_inode(
         uid: p.uid,
         gid: p.gid,
         nlink: p.nlink,
-    };
-    let mut at = (lay.pos[id] - origin) as usize;
-    if p.extended {
-        meta[at..at + 64].copy_from_slice(&raw.to_extended_bytes());
-        at += 64;
-    } else {
-        meta[at..at + 32].copy_from_slice(&raw.to_compact_bytes());
-        at += 32;
     }
-    meta[at..at + body.len()].copy_from_slice(&body);
-    at += body.len();
-    if let Some(z) = &p.z {
-        at = at.div_ceil(8) * 8;
-        meta[at..at + z.index.len()].copy_from_slice(&z.index);
-        at += z.index.len();
-        if let Some(idata) = &z.inline {
-            meta[at..at + idata.len()].copy_from_slice(idata);
-        }
-        return Ok(());
-    }
+}
+
+/// Writes a chunk-based file's chunk table at `at` in `meta` (none for
+/// other files); returns where it ends. Rebuild mode's files index the
+/// layers (the tail a layer kept inline is in this image's block); the
+/// others this image's blocks, or the blob's (device 1) when there is
+/// one.
+fn put_chunk_table(
+    meta: &mut [u8],
+    mut at: usize,
+    plan: &Plan,
+    ino: &crate::tree::Inode,
+    placed: &Placed,
+    id: InodeId,
+) -> usize {
+    let p = &plan.inodes[id];
     if let (Some(c), Some(x)) = (&p.chunks, ino.content.external()) {
-        // Rebuild mode: (high start bits, device, start) into the layers.
+        // (high start bits, device, start) into the layers.
         at = at.next_multiple_of(8);
         let start = at;
         for chunk in &x.chunks {
@@ -264,7 +353,6 @@ pub(crate) fn put_inode(
                 false => u64::from(NULL_ADDR),
             };
             let (dev, blk) = chunk.unwrap_or((0, null));
-            // The tail the layer kept inline is in this image's block.
             let last = at + 8 == start + 8 * x.chunks.len();
             let (dev, blk) = match x.tail && last {
                 true => (0, placed.start_blk[id]),
@@ -281,8 +369,7 @@ pub(crate) fn put_inode(
         at = at.next_multiple_of(unit);
         for blk in &placed.chunk_blk[id] {
             let v = blk.map_or(NULL_ADDR, |b| b as u32);
-            // A chunk index is (high start bits, device, start); chunks
-            // are on the blob (device 1) when there is one.
+            // A chunk index is (high start bits, device, start).
             meta[at + unit - 4..at + unit].copy_from_slice(&v.to_le_bytes());
             if c.indexes && placed.chunks_on_blob && blk.is_some() {
                 meta[at + 2..at + 4].copy_from_slice(&1u16.to_le_bytes());
@@ -290,25 +377,34 @@ pub(crate) fn put_inode(
             at += unit;
         }
     }
-    if p.tail > 0 {
-        let t = p.tail as usize;
-        match &ino.kind {
-            Kind::File { size, .. } => {
-                let f = ContentReader::open(ino)?;
-                f.read_exact_at(&mut meta[at..at + t], size - p.tail)?;
-                f.finish()?;
-            }
-            Kind::Symlink { target } => {
-                let s = target.len() - t;
-                meta[at..at + t].copy_from_slice(&target[s..]);
-            }
-            Kind::Dir { .. } => {
-                let last = p.dir_blocks.len() - 1;
-                let b = dir_block(p, last, lay, bs);
-                meta[at..at + b.len()].copy_from_slice(&b);
-            }
-            _ => {}
+    at
+}
+
+/// Fills `out` with an inode's inline tail: a file's last bytes, a
+/// symlink target's, or a directory's last block.
+fn put_tail(
+    out: &mut [u8],
+    p: &InodePlan,
+    ino: &crate::tree::Inode,
+    lay: &MetaLayout,
+    bs: u64,
+) -> Result<()> {
+    match &ino.kind {
+        Kind::File { size, .. } => {
+            let f = ContentReader::open(ino)?;
+            f.read_exact_at(out, size - p.tail)?;
+            f.finish()?;
         }
+        Kind::Symlink { target } => {
+            let s = target.len() - out.len();
+            out.copy_from_slice(&target[s..]);
+        }
+        Kind::Dir { .. } => {
+            let last = p.dir_blocks.len() - 1;
+            let b = dir_block(p, last, lay, bs);
+            out[..b.len()].copy_from_slice(&b);
+        }
+        _ => {}
     }
     Ok(())
 }

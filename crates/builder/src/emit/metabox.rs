@@ -10,11 +10,11 @@
 
 use std::os::unix::fs::FileExt;
 
-use super::meta::{dir_block, put_inode, Meta};
+use super::meta::{place_dir_blocks, put_inode, write_dir_blocks, Meta};
 use crate::data::fragments::{add_internal_file, InternalFile};
 use crate::data::pass::{write_synthetic, Placed};
 use crate::error::{BuildError, Result};
-use crate::layout::{layout_meta, METABOX_NID_BIT};
+use crate::layout::{layout_meta, MetaLayout, METABOX_NID_BIT};
 use crate::options::{BuildOptions, MetaboxOptions};
 use crate::plan::Plan;
 use crate::tree::content::Segment;
@@ -58,40 +58,9 @@ pub(crate) fn write_meta(
     lay.space = METABOX_NID_BIT;
 
     // Directory blocks right after the data, on the primary device.
-    let mut cursor = w.block(bs);
-    for &id in &boxed {
-        if tree.inodes[id].is_dir() && plan.inodes[id].blocks > 0 {
-            placed.start_blk[id] = cursor;
-            cursor += plan.inodes[id].blocks;
-        }
-    }
-    for &id in &boxed {
-        let p = &plan.inodes[id];
-        if !tree.inodes[id].is_dir() || p.blocks == 0 {
-            continue;
-        }
-        for b in 0..p.blocks as usize {
-            w.write(&dir_block(p, b, &lay, bs))?;
-            w.pad_to_block(bs)?;
-        }
-    }
-
-    // The metabox data: prefix table, shared xattrs, inodes.
-    let mut data = vec![0u8; (lay.meta_blocks * bs) as usize];
-    data[..prefixes.len()].copy_from_slice(&prefixes);
-    let ss = lay.shared_start as usize;
-    data[ss..ss + plan.xattrs.shared.len()].copy_from_slice(&plan.xattrs.shared);
-    for (serial, &id) in boxed.iter().enumerate() {
-        put_inode((&mut data, 0), tree, plan, placed, &lay, id, serial, bs)?;
-    }
-    // Trailing zeros of the last block are not data.
-    let used = boxed
-        .iter()
-        .map(|&id| lay.pos[id] + item_len[id])
-        .chain([lay.shared_start + plan.xattrs.shared.len() as u64])
-        .max()
-        .unwrap_or(0);
-    data.truncate(used as usize);
+    place_dir_blocks(tree, plan, placed, &boxed, w.block(bs));
+    write_dir_blocks(w, tree, plan, placed, &lay, &boxed, bs)?;
+    let data = boxed_data(tree, plan, placed, &lay, &boxed, &prefixes, bs)?;
     let root_nid = lay.nid(plan.order[0], bs);
     let prefix_start = lay.prefix_start;
 
@@ -153,6 +122,35 @@ pub(crate) fn write_meta(
         nids,
         root_record: None,
     })
+}
+
+/// The metabox's data: the long-prefix table, the shared xattrs and the
+/// records of the `boxed` inodes (trailing zeros of the last block are
+/// not data).
+fn boxed_data(
+    tree: &Tree,
+    plan: &Plan,
+    placed: &Placed,
+    lay: &MetaLayout,
+    boxed: &[InodeId],
+    prefixes: &[u8],
+    bs: u64,
+) -> Result<Vec<u8>> {
+    let mut data = vec![0u8; (lay.meta_blocks * bs) as usize];
+    data[..prefixes.len()].copy_from_slice(prefixes);
+    let ss = lay.shared_start as usize;
+    data[ss..ss + plan.xattrs.shared.len()].copy_from_slice(&plan.xattrs.shared);
+    for (serial, &id) in boxed.iter().enumerate() {
+        put_inode((&mut data, 0), tree, plan, placed, lay, id, serial, bs)?;
+    }
+    let used = boxed
+        .iter()
+        .map(|&id| lay.pos[id] + plan.record_len(id))
+        .chain([lay.shared_start + plan.xattrs.shared.len() as u64])
+        .max()
+        .unwrap_or(0);
+    data.truncate(used as usize);
+    Ok(data)
 }
 
 /// Adds the metabox inode (a regular file no directory names, whose bytes

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use ferrofs::format::inode::DataLayout;
-use ferrofs::format::superblock::{checksum_len, compat, incompat};
+use ferrofs::format::superblock::{checksum_len, compat, incompat, Superblock};
 use ferrofs::Image;
 
 use crate::emit::append::{append, RootPlace, Target};
@@ -239,6 +239,61 @@ fn free_after(head: &[u8], pos: u64, bs: u64) -> u64 {
     }
 }
 
+/// The image being extended, opened, locked and read.
+struct Old {
+    file: File,
+    image: Image,
+    sb: Superblock,
+    /// Its first bytes (block 0 and at least the superblock's checksum
+    /// range), as they were.
+    head: Vec<u8>,
+    /// Its length once dead bytes are cut off.
+    old_len: u64,
+    /// Bytes past its recorded end a killed run left.
+    dead_bytes: u64,
+}
+
+impl Old {
+    /// Opens the image at `dest` for appending: one writer at a time, and
+    /// readers (which take a shared lock) wait for this run to end (the
+    /// lock is released when the file is closed, or if this process
+    /// dies). Bytes past the image's recorded end are what a killed run
+    /// appended before it could write the superblock: dead, cut off
+    /// before this run appends (a failure puts back the image as the
+    /// superblock has it).
+    fn open(dest: &Path) -> Result<Old> {
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .open(dest)
+            .map_err(BuildError::output(dest))?;
+        lock_image(&file, dest)?;
+        let image = Image::open(file.try_clone().map_err(BuildError::io(dest))?)
+            .map_err(|e| refuse(dest, format!("not a readable EROFS image: {e}")))?;
+        let sb = image.superblock().clone();
+        let bsz = image.block_size();
+        let bs = bsz.bytes();
+        let file_len = file.metadata().map_err(BuildError::io(dest))?.len();
+        let recorded = sb.total_blocks().saturating_mul(bs);
+        let dead_bytes = file_len.saturating_sub(recorded.max(bs));
+        let old_len = file_len - dead_bytes;
+        if dead_bytes > 0 {
+            file.set_len(old_len).map_err(BuildError::io(dest))?;
+        }
+        let mut head = vec![0u8; (bs as usize).max(1024 + checksum_len(bsz))];
+        file.read_exact_at(&mut head, 0)
+            .map_err(BuildError::io(dest))?;
+        Ok(Old {
+            file,
+            image,
+            sb,
+            head,
+            old_len,
+            dead_bytes,
+        })
+    }
+}
+
 /// Puts `layer` over the image at `dest` and appends what changed.
 pub fn build(
     dest: &Path,
@@ -248,40 +303,99 @@ pub fn build(
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
     check_options(dest, opts)?;
-    let file = File::options()
-        .read(true)
-        .write(true)
-        .open(dest)
-        .map_err(BuildError::output(dest))?;
-    // One writer at a time, and readers (which take a shared lock) wait
-    // for this run to end; released when `file` is closed, or if this
-    // process dies.
-    lock_image(&file, dest)?;
-    let image = Image::open(file.try_clone().map_err(BuildError::io(dest))?)
-        .map_err(|e| refuse(dest, format!("not a readable EROFS image: {e}")))?;
-    let sb = image.superblock().clone();
-    let bsz = image.block_size();
-    let bs = bsz.bytes();
-    let head_len = (bs as usize).max(1024 + checksum_len(bsz));
-    let file_len = file.metadata().map_err(BuildError::io(dest))?.len();
-    // Bytes past the image's recorded end are what a killed run appended
-    // before it could write the superblock: dead, cut off before this
-    // run appends (a failure puts back the image as the superblock has it).
-    let recorded = sb.total_blocks().saturating_mul(bs);
-    let dead_bytes = file_len.saturating_sub(recorded.max(bs));
-    let old_len = file_len - dead_bytes;
-    if dead_bytes > 0 {
-        file.set_len(old_len).map_err(BuildError::io(dest))?;
+    let old = Old::open(dest)?;
+    let bs = old.image.block_size().bytes();
+    let o = fit_options(dest, &old.image, &old.head, opts)?;
+    let old_tree = load::load(&old.image, dest)?;
+    // The layer over the image's tree (its inodes keep their ids), then
+    // what no name reaches any more cut off.
+    let merged = overlay(layer, &old_tree, opts, dest)?;
+    let n = merged.inodes.len();
+    let origin: Vec<Option<InodeId>> = (0..n)
+        .map(|i| (i < old_tree.tree.inodes.len()).then_some(i))
+        .collect();
+    let (mut tree, mut origin, _) = merge::prune::<u64>(merged, &origin, &[]);
+    let mut same_data = Vec::new();
+    let unchanged = merge::reuse_unchanged(
+        &mut tree,
+        &mut origin,
+        &mut same_data,
+        &old_tree,
+        &old.image,
+    )?;
+    let (mut tree, origin, same_data) = merge::prune(tree, &origin, &same_data);
+    let root = root_place(&old, dest)?;
+    let (kept, nothing_new) = merge::kept_nids(&tree, &origin, &old_tree, root.in_place());
+    let mut stats = IncrementalStats {
+        old_bytes: old.old_len,
+        dead_bytes: old.dead_bytes,
+        kept_inodes: kept.iter().filter(|k| k.is_some()).count() as u64,
+        unchanged_files: unchanged,
+        root_in_place: root.in_place(),
+        rewritten_outside_block0: root.saved.len() as u64,
+        ..Default::default()
+    };
+    if nothing_new {
+        // The layer changes nothing: the image is left alone.
+        stats.kept_inodes += 1;
+        stats.rewritten_outside_block0 = 0;
+        return Ok(Summary {
+            inodes: old.sb.inos,
+            blocks: old.sb.total_blocks(),
+            bytes: old.sb.total_blocks() * bs,
+            incremental: Some(stats),
+            ..Default::default()
+        });
     }
-    let mut head = vec![0u8; head_len];
-    file.read_exact_at(&mut head, 0)
-        .map_err(BuildError::io(dest))?;
-    let o = fit_options(dest, &image, &head, opts)?;
-    let old = load::load(&image, dest)?;
-    let n_old = old.tree.inodes.len();
+    // Plan with neutral options: the layer's metadata is final already.
+    let mut po = o.clone();
+    (
+        po.all_root,
+        po.force_uid,
+        po.force_gid,
+        po.uid_offset,
+        po.gid_offset,
+    ) = (false, None, None, 0, 0);
+    po.time = TimePolicy::Keep;
+    let mut plan = crate::plan::plan(&tree, &po)?;
+    let root_id = tree.root;
+    plan.order.retain(|&id| kept[id].is_none() && id != root_id);
+    stats.shared_files = point_at_stored(&old.image, &mut plan, &same_data, bs);
+    stats.new_inodes = plan.order.len() as u64 + 1;
+    let pool = crate::util::out::worker_pool(o.workers)?;
+    let target = Target {
+        file: &old.file,
+        path: dest,
+        sb: old.sb.clone(),
+        head: old.head.clone(),
+        old_len: old.old_len,
+        root: root.place,
+        kept,
+    };
+    let res = append(
+        &target,
+        &mut tree,
+        &mut plan,
+        &o,
+        (interrupted, progress),
+        &pool,
+    );
+    match res {
+        Ok(a) => {
+            let mut s = a.summary;
+            stats.appended_bytes = s.bytes.saturating_sub(a.start_block * bs);
+            s.incremental = Some(stats);
+            Ok(s)
+        }
+        Err(e) => Err(restore(&old, &root, dest, e)),
+    }
+}
 
-    // The layer over the image's tree (its inodes keep their ids).
-    let merged = match layer {
+/// The layer's tree put over the image's (`old`), the layer's owners and
+/// times mapped as the options say.
+fn overlay(layer: Layer, old: &load::OldTree, opts: &BuildOptions, dest: &Path) -> Result<Tree> {
+    let n_old = old.tree.inodes.len();
+    Ok(match layer {
         Layer::Dir(src) => {
             let pool = crate::util::out::worker_pool(opts.workers)?;
             let mut s = pool.install(|| crate::source::dir::scan(src, opts))?;
@@ -322,17 +436,37 @@ pub fn build(
             layer_meta(&mut m, &ids, opts);
             m
         }
-    };
-    let origin: Vec<Option<InodeId>> = (0..merged.inodes.len())
-        .map(|i| (i < n_old).then_some(i))
-        .collect();
-    let (mut tree, mut origin, _) = merge::prune::<u64>(merged, &origin, &[]);
-    let mut same_data = Vec::new();
-    let unchanged = merge::reuse_unchanged(&mut tree, &mut origin, &mut same_data, &old, &image)?;
-    let (mut tree, origin, same_data) = merge::prune(tree, &origin, &same_data);
+    })
+}
 
-    // The root in its place when the image keeps it in block 0.
-    let raw_root = image
+/// Where the new root goes, and the old record's bytes when it is
+/// rewritten outside block 0 (to put back on failure).
+struct Root {
+    place: RootPlace,
+    /// Where the old root's record is.
+    at: u64,
+    /// Its bytes, saved when they are outside block 0; empty otherwise.
+    saved: Vec<u8>,
+}
+
+impl Root {
+    fn in_place(&self) -> bool {
+        matches!(self.place, RootPlace::InPlace { .. })
+    }
+}
+
+/// The root in its place when the image keeps it in block 0 (mkfs.erofs's
+/// images and ferrofs's): rewritten where it is, with the zeros after it
+/// (to the end of its block) when nothing follows it there. Elsewhere,
+/// the new root goes after the image, unless its nid would not fit the 16
+/// bits an image without the 48-bit layout has: then, as mkfs.erofs does,
+/// it is rewritten where it is too, the one record outside block 0 that
+/// changes (reported, and put back on failure). A metabox image was
+/// refused before: the root is on the primary device.
+fn root_place(old: &Old, dest: &Path) -> Result<Root> {
+    let bs = old.image.block_size().bytes();
+    let raw_root = old
+        .image
         .raw()
         .root()
         .map_err(|e| refuse(dest, format!("its root inode: {e}")))?;
@@ -346,20 +480,14 @@ pub fn build(
         0
     };
     let capacity = raw_root.inode_size() + raw_root.xattr_isize() + inline;
-    // In the superblock's block (mkfs.erofs's images and ferrofs's), the
-    // root is rewritten where it is, with the zeros after it (to the end of
-    // its block) when nothing follows it there. Elsewhere, the new root goes after the image, unless its nid would
-    // not fit the 16 bits an image without the 48-bit layout has: then,
-    // as mkfs.erofs does, it is rewritten where it is too, the one record
-    // outside block 0 that changes (reported, and put back on failure).
-    // A metabox image was refused above: the root is on the primary device.
-    let root_at = raw_root.pos().offset();
-    let in_head = flat && root_at + capacity <= head_len as u64;
+    let at = raw_root.pos().offset();
+    let in_head = flat && at + capacity <= old.head.len() as u64;
     let capacity = match in_head {
-        true => capacity + free_after(&head, root_at + capacity, bs),
+        true => capacity + free_after(&old.head, at + capacity, bs),
         false => capacity,
     };
-    let appended_nid = (old_len.div_ceil(bs).max(sb.total_blocks()) * bs)
+    let sb = &old.sb;
+    let appended_nid = (old.old_len.div_ceil(bs).max(sb.total_blocks()) * bs)
         .saturating_sub(u64::from(sb.meta_blkaddr) * bs)
         / 32;
     let outside = !in_head && !sb.has_incompat(incompat::BIT48) && appended_nid > 0xFFFF;
@@ -371,107 +499,34 @@ pub fn build(
              -E 48bit",
         ));
     }
-    let in_place = in_head || outside;
-    // The old root record's bytes, to put back on failure.
-    let mut old_root = vec![0u8; if outside { capacity as usize } else { 0 }];
-    file.read_exact_at(&mut old_root, root_at)
+    let mut saved = vec![0u8; if outside { capacity as usize } else { 0 }];
+    old.file
+        .read_exact_at(&mut saved, at)
         .map_err(BuildError::io(dest))?;
-    let (kept, nothing_new) = merge::kept_nids(&tree, &origin, &old, in_place);
-    if nothing_new {
-        // The layer changes nothing: the image is left alone.
-        return Ok(Summary {
-            inodes: sb.inos,
-            blocks: sb.total_blocks(),
-            bytes: sb.total_blocks() * bs,
-            incremental: Some(IncrementalStats {
-                old_bytes: old_len,
-                dead_bytes,
-                kept_inodes: kept.iter().filter(|k| k.is_some()).count() as u64 + 1,
-                unchanged_files: unchanged,
-                root_in_place: in_place,
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
-    }
-
-    // Plan with neutral options: the layer's metadata is final already.
-    let mut po = o.clone();
-    (
-        po.all_root,
-        po.force_uid,
-        po.force_gid,
-        po.uid_offset,
-        po.gid_offset,
-    ) = (false, None, None, 0, 0);
-    po.time = TimePolicy::Keep;
-    let mut plan = crate::plan::plan(&tree, &po)?;
-    let root = tree.root;
-    plan.order.retain(|&id| kept[id].is_none() && id != root);
-    let shared = point_at_stored(&image, &mut plan, &same_data, bs);
-    let kept_inodes = kept.iter().filter(|k| k.is_some()).count() as u64;
-    let new_inodes = plan.order.len() as u64 + 1;
-
-    let pool = crate::util::out::worker_pool(o.workers)?;
-    let target = Target {
-        file: &file,
-        path: dest,
-        sb,
-        head: head.clone(),
-        old_len,
-        root: if in_place {
-            RootPlace::InPlace {
-                capacity,
-                pos: root_at,
-            }
-        } else {
-            RootPlace::Appended
-        },
-        kept,
+    let place = match in_head || outside {
+        true => RootPlace::InPlace { capacity, pos: at },
+        false => RootPlace::Appended,
     };
-    let res = append(
-        &target,
-        &mut tree,
-        &mut plan,
-        &o,
-        interrupted,
-        progress,
-        &pool,
-    );
-    match res {
-        Ok(a) => {
-            let mut s = a.summary;
-            s.incremental = Some(IncrementalStats {
-                old_bytes: old_len,
-                dead_bytes,
-                appended_bytes: s.bytes.saturating_sub(a.start_block * bs),
-                kept_inodes,
-                unchanged_files: unchanged,
-                new_inodes,
-                root_in_place: in_place,
-                rewritten_outside_block0: old_root.len() as u64,
-                shared_files: shared,
-            });
-            Ok(s)
-        }
-        Err(e) => {
-            // Back to the image as it was: block 0 (and the root's record)
-            // first, which make the old image whole again whatever follows
-            // its end, then its length.
-            let undo = file
-                .write_all_at(&old_root, root_at)
-                .and_then(|_| file.write_all_at(&head, 0))
-                .and_then(|_| file.sync_data())
-                .and_then(|_| file.set_len(old_len))
-                .and_then(|_| file.sync_all());
-            match undo {
-                Ok(()) => Err(e),
-                Err(u) => Err(refuse(
-                    dest,
-                    format!("{e}; and restoring the image failed too: {u}"),
-                )),
-            }
-        }
+    Ok(Root { place, at, saved })
+}
+
+/// After a failed append (`e`), back to the image as it was: block 0 (and
+/// the root's record) first, which make the old image whole again
+/// whatever follows its end, then its length.
+fn restore(old: &Old, root: &Root, dest: &Path, e: BuildError) -> BuildError {
+    let f = &old.file;
+    let undo = f
+        .write_all_at(&root.saved, root.at)
+        .and_then(|_| f.write_all_at(&old.head, 0))
+        .and_then(|_| f.sync_data())
+        .and_then(|_| f.set_len(old.old_len))
+        .and_then(|_| f.sync_all());
+    match undo {
+        Ok(()) => e,
+        Err(u) => refuse(
+            dest,
+            format!("{e}; and restoring the image failed too: {u}"),
+        ),
     }
 }
 

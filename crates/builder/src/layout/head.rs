@@ -36,7 +36,7 @@ impl Head {
         let mut sb_end = 1024 + sb_size(opts) as u64 + records.0.len() as u64;
         // The device table (one slot for the blob, or rebuild mode's
         // layers) follows, slot-aligned.
-        let slots = if blob { 1 } else { opts.devices.len() };
+        let slots = if blob { 1 } else { tree.devices.len() };
         let devt_at = (slots > 0).then(|| {
             let at = sb_end.next_multiple_of(DEVICE_SLOT_SIZE as u64);
             sb_end = at + (slots * DEVICE_SLOT_SIZE) as u64;

@@ -38,11 +38,6 @@ impl BuildOptions {
                 });
             }
         }
-        if opts.blobdev.is_some() && !opts.devices.is_empty() {
-            return Err(BuildError::Option(
-                "--blobdev cannot be used with layer images (their devices fill the table)".into(),
-            ));
-        }
         if opts.blobdev.is_some() && opts.chunk_size.is_none() {
             return Err(BuildError::Option(
                 "--blobdev needs --chunksize (the blob holds chunks)".into(),

@@ -140,17 +140,6 @@ pub struct BuildOptions {
     /// The epoch and fixed nanoseconds compact inodes count from, when an
     /// existing image fixes them (an incremental build); `None` chooses.
     pub fixed_epoch: Option<(i64, u32)>,
-    /// Rebuild mode: the extra devices (the layers) that chunk indexes of
-    /// files whose data stays on the layers name, in device-table order.
-    pub devices: Vec<ExtraDevice>,
-}
-
-/// One slot of the device table (rebuild mode).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExtraDevice {
-    /// The tag (a layer's UUID in hex, as mkfs.erofs writes it).
-    pub tag: [u8; 64],
-    pub blocks: u64,
 }
 
 /// Where Android's block list goes (`--block-list-file`).
@@ -218,7 +207,6 @@ impl Default for BuildOptions {
             block_list: None,
             base: None,
             fixed_epoch: None,
-            devices: Vec::new(),
         }
     }
 }

@@ -132,6 +132,17 @@ impl Inode {
 pub struct Tree {
     pub(crate) inodes: Vec<Inode>,
     pub(crate) root: InodeId,
+    /// The extra devices chunk indexes of its files name, in device-table
+    /// order (a merge of EROFS layers whose data stays on them).
+    pub(crate) devices: Vec<ExtraDevice>,
+}
+
+/// One slot of the device table (rebuild mode).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ExtraDevice {
+    /// The tag (a layer's UUID in hex, as mkfs.erofs writes it).
+    pub(crate) tag: [u8; 64],
+    pub(crate) blocks: u64,
 }
 
 impl Tree {
@@ -210,7 +221,11 @@ impl Tree {
                 .unwrap_or(0);
             inodes.push(ino);
         }
-        Tree { inodes, root: 0 }
+        Tree {
+            inodes,
+            root: 0,
+            devices: self.devices,
+        }
     }
 }
 

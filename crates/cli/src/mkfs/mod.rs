@@ -291,7 +291,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     let rebuild = crate::rebuild::layers(a.tar.is_some(), &a.source, &a.layers, &a.clean)?;
     // Rebuild mode: the layers' block size, as mkfs.erofs takes it.
     let block_size = crate::rebuild::block_size(a.block_size, &rebuild)?;
-    let mut o = options::build_options(a, block_size)?;
+    let o = options::build_options(a, block_size)?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGINT,
@@ -315,7 +315,7 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
             pb.set_message(format!("{}/{} files", p.files_done, p.files_total));
         }
     };
-    let res = dispatch(a, &mut o, &rebuild, &stop, &tick);
+    let res = dispatch(a, &o, &rebuild, &stop, &tick);
     pb.finish_and_clear();
     let s = match res? {
         Ok(s) => s,
@@ -369,16 +369,19 @@ fn progress_bar(quiet: bool) -> ProgressBar {
 /// command line's; the inner one the build's.
 fn dispatch(
     a: &MkfsArgs,
-    o: &mut ferrofs_builder::BuildOptions,
+    o: &ferrofs_builder::BuildOptions,
     rebuild: &[PathBuf],
     stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
     tick: &dyn Fn(ferrofs_builder::Progress),
 ) -> Result<Result<ferrofs_builder::Summary, ferrofs_builder::BuildError>> {
-    let spool = a
-        .image
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
+    use ferrofs_builder::source::tar::{Compressed, TarInput, TarOptions};
+    use ferrofs_builder::Input;
+    let mode = match a.incremental.as_deref() {
+        None => ferrofs_builder::Mode::Fresh,
+        Some("data") => ferrofs_builder::Mode::Incremental { zero_data: false },
+        Some("rvsp") => ferrofs_builder::Mode::Incremental { zero_data: true },
+        Some(m) => bail!("--incremental={m}: MODE is data or rvsp"),
+    };
     let oci = match (&a.tar, &a.source) {
         // mkfs.erofs reads `oci:...` as a directory name.
         (None, Some(s)) if !a.dropin => s
@@ -389,96 +392,67 @@ fn dispatch(
     if a.layer_images.is_some() && oci.is_none() {
         bail!("--layer-images needs an oci: SOURCE");
     }
-    // --incremental: Some(true) for rvsp (zero-filled data).
-    let incremental = match a.incremental.as_deref() {
-        None => None,
-        Some("data") => Some(false),
-        Some("rvsp") => Some(true),
-        Some(m) => bail!("--incremental={m}: MODE is data or rvsp"),
+    let tar_only = a.aufs || a.ovlfs_strip == 1 || a.ungzip.is_some() || a.unxz.is_some();
+    if tar_only && a.tar.is_none() && rebuild.is_empty() {
+        match oci {
+            Some(_) => {
+                bail!("--aufs, --ovlfs-strip, --ungzip and --unxz do not apply to oci: sources")
+            }
+            None => bail!("--aufs, --ovlfs-strip, --ungzip and --unxz need --tar"),
+        }
+    }
+    let (compressed, raw_copy) = match (&a.ungzip, &a.unxz) {
+        (Some(c), _) => (Compressed::Gzip, Some(PathBuf::from(c))),
+        (_, Some(c)) => (Compressed::Xz, Some(PathBuf::from(c))),
+        (None, None) => (Compressed::No, None),
     };
-    if incremental.is_some() && oci.is_some() {
-        bail!("--incremental does not take oci: sources");
-    }
-    if incremental.is_some() && !rebuild.is_empty() {
-        bail!("--incremental does not take EROFS images as sources");
-    }
-    Ok(match (&a.tar, &a.source) {
-        _ if !rebuild.is_empty() => {
-            let strip = a.ovlfs_strip == 1;
-            crate::rebuild::build(rebuild, &a.clean, strip, &a.image, o, stop, tick)
+    let topts = TarOptions {
+        root_mtime: root_mtime(o),
+        compressed,
+        raw_copy: raw_copy.filter(|c| !c.as_os_str().is_empty()),
+        aufs: a.aufs,
+        ovlfs_strip: a.ovlfs_strip == 1,
+    };
+    let tar_input;
+    let input = match (&a.tar, &a.source, &oci) {
+        _ if !rebuild.is_empty() => Input::Layers {
+            images: rebuild,
+            mode: match a.clean {
+                Some(_) => ferrofs_builder::source::layers::DataMode::Full,
+                None => ferrofs_builder::source::layers::DataMode::BlobIndex,
+            },
+            strip_overlay: a.ovlfs_strip == 1,
+        },
+        (None, Some(_), Some((dir, reference))) => Input::Oci {
+            layout: dir,
+            reference: reference.as_deref(),
+            opts: &topts,
+            layer_images: a.layer_images.as_deref(),
+        },
+        (Some(m), _, _) if m != "f" => {
+            bail!("--tar={m}: only full-data archives (--tar or --tar=f) are supported")
         }
-        (None, Some(_)) if oci.is_some() => {
-            if a.aufs || a.ovlfs_strip == 1 || a.ungzip.is_some() || a.unxz.is_some() {
-                bail!("--aufs, --ovlfs-strip, --ungzip and --unxz do not apply to oci: sources");
-            }
-            let (dir, reference) = oci.unwrap_or_default();
-            let topts = ferrofs_builder::source::tar::TarOptions {
-                root_mtime: root_mtime(o),
-                ..Default::default()
+        (Some(_), source, _) => {
+            tar_input = match source {
+                Some(p) if p.as_os_str() != "-" => TarInput::Path(p.clone()),
+                _ => TarInput::Stdin,
             };
-            if let Some(d) = &a.layer_images {
-                let src = (dir.as_path(), reference.as_deref());
-                crate::rebuild::oci_layers(src, d, &a.image, o, &topts, spool, stop, tick)
-            } else {
-                ferrofs_builder::source::oci::scan(&dir, reference.as_deref(), o, &topts, spool)
-                    .and_then(|tree| {
-                        ferrofs_builder::build_tree(tree, &a.image, o, Some(stop), tick)
-                    })
+            Input::Tar {
+                input: &tar_input,
+                opts: &topts,
             }
         }
-        (Some(mode), source) => {
-            if mode != "f" {
-                bail!("--tar={mode}: only full-data archives (--tar or --tar=f) are supported");
-            }
-            let input = match source {
-                Some(p) if p.as_os_str() != "-" => {
-                    ferrofs_builder::source::tar::TarInput::Path(p.clone())
-                }
-                _ => ferrofs_builder::source::tar::TarInput::Stdin,
-            };
-            use ferrofs_builder::source::tar::Compressed;
-            let (compressed, raw_copy) = match (&a.ungzip, &a.unxz) {
-                (Some(c), _) => (Compressed::Gzip, c.as_str()),
-                (_, Some(c)) => (Compressed::Xz, c.as_str()),
-                (None, None) => (Compressed::No, ""),
-            };
-            let topts = ferrofs_builder::source::tar::TarOptions {
-                root_mtime: root_mtime(o),
-                compressed,
-                raw_copy: Some(PathBuf::from(raw_copy)).filter(|c| !c.as_os_str().is_empty()),
-                aufs: a.aufs,
-                ovlfs_strip: a.ovlfs_strip == 1,
-            };
-            match incremental {
-                Some(zero_data) => {
-                    let layer = ferrofs_builder::IncrementalLayer::Tar {
-                        input: &input,
-                        opts: topts,
-                        spool,
-                        zero_data,
-                    };
-                    ferrofs_builder::build_incremental(&a.image, layer, o, Some(stop), tick)
-                }
-                None => {
-                    ferrofs_builder::source::tar::scan(&input, o, topts, spool).and_then(|tree| {
-                        ferrofs_builder::build_tree(tree, &a.image, o, Some(stop), tick)
-                    })
-                }
-            }
-        }
-        (None, _) if a.aufs || a.ovlfs_strip == 1 || a.ungzip.is_some() || a.unxz.is_some() => {
-            bail!("--aufs, --ovlfs-strip, --ungzip and --unxz need --tar")
-        }
-        (None, Some(source)) if incremental.is_some() => {
-            if incremental == Some(true) {
-                bail!("--incremental=rvsp needs --tar (it reserves room for an archive's files)");
-            }
-            let layer = ferrofs_builder::IncrementalLayer::Dir(source);
-            ferrofs_builder::build_incremental(&a.image, layer, o, Some(stop), tick)
-        }
-        (None, Some(source)) => ferrofs_builder::build(source, &a.image, o, Some(stop), tick),
-        (None, None) => bail!("mkfs needs a SOURCE directory (or --tar)"),
-    })
+        (None, Some(source), None) => Input::Dir(source),
+        (None, None, _) => bail!("mkfs needs a SOURCE directory (or --tar)"),
+    };
+    Ok(ferrofs_builder::build_from(
+        input,
+        mode,
+        &a.image,
+        o,
+        Some(stop),
+        tick,
+    ))
 }
 
 /// The root's mtime when an archive has no entry for it: the fixed time

@@ -28,9 +28,10 @@ use ferrofs::raw::Inode as RawInode;
 use ferrofs::Image;
 
 use crate::error::{BuildError, Result};
-use crate::options::{BuildOptions, ExtraDevice};
+use crate::options::BuildOptions;
 pub use crate::summary::LayerStats;
 use crate::tree::content::Content;
+use crate::tree::ExtraDevice;
 use crate::tree::{Inode, InodeId, Kind, Tree};
 
 mod index;
@@ -51,12 +52,10 @@ pub enum DataMode {
     Full,
 }
 
-/// The merged tree, the devices its files index, what was done.
+/// The merged tree (with the devices its files index) and what was done.
 pub struct Merged {
     /// The merged tree, ready for [`crate::build_tree`].
     pub tree: Tree,
-    /// The extra devices its chunk indexes name, in slot order.
-    pub devices: Vec<ExtraDevice>,
     /// What became of the layers' files.
     pub stats: LayerStats,
 }
@@ -114,12 +113,9 @@ pub fn scan(
     let mut tree = m.finish(ovlfs_strip);
     // What whiteouts and replaced directories cut off.
     tree = tree.prune();
+    tree.devices = devices;
     let stats = count(&tree, mode);
-    Ok(Merged {
-        tree,
-        devices,
-        stats,
-    })
+    Ok(Merged { tree, stats })
 }
 
 /// Opens a layer, checks it can serve this build, and gives its devices

@@ -86,6 +86,7 @@ const OVL_OPAQUE: &[u8] = b"trusted.overlay.opaque";
 const OVL_ORIGIN: &[u8] = b"trusted.overlay.origin";
 
 /// Where the archive comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TarInput {
     /// A file (referenced in place when it is a regular file).
     Path(PathBuf),

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use ferrofs::format::inode::FileType;
-use ferrofs::raw::Inode;
+use ferrofs::raw::{Inode, RawDirEntry};
 use ferrofs::Image;
 
 use crate::{out, ImageArgs};
@@ -59,15 +59,7 @@ pub(crate) fn run(a: &LsArgs) -> Result<ExitCode> {
     let long = a.long || a.numeric;
     let shown = a.path.clone().unwrap_or_else(|| ".".into());
     let p = a.path.clone().unwrap_or_default();
-    // As ls: a symlink named on the command line is followed when its
-    // target is what is listed (no -l, no -d), or with -L.
-    let follow = a.dereference || !(long || a.directory);
-    let inode = match image.raw().lookup_path(p.as_bytes(), follow) {
-        Ok(i) => i,
-        // A dangling symlink named without -L: the link itself.
-        Err(_) if follow && !a.dereference => image.raw().lookup_path(p.as_bytes(), false)?,
-        Err(e) => return Err(e.into()),
-    };
+    let inode = named_inode(&image, a, p.as_bytes(), long)?;
     let mut lister = Lister {
         image: &image,
         args: a,
@@ -76,6 +68,7 @@ pub(crate) fn run(a: &LsArgs) -> Result<ExitCode> {
         tz: jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC),
         names: HashMap::new(),
         groups: HashMap::new(),
+        dangling: false,
     };
     let mut out = out::stdout();
     if !inode.is_dir() || a.directory {
@@ -84,83 +77,42 @@ pub(crate) fn run(a: &LsArgs) -> Result<ExitCode> {
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
-    // Directories to list, depth-first in name order, as ls -R goes.
-    // (shown name, path in the image, inode, depth)
-    let mut todo = vec![(
-        shown.as_bytes().to_vec(),
-        p.as_bytes().to_vec(),
+    let top = Dir {
+        name: shown.as_bytes().to_vec(),
+        path: p.as_bytes().to_vec(),
         inode,
-        0usize,
-    )];
-    let mut seen = HashSet::new();
-    let mut first = true;
-    let mut status = ExitCode::SUCCESS;
-    while let Some((name, dir_path, dir, depth)) = todo.pop() {
-        if !seen.insert(dir.nid()) {
-            continue;
-        }
-        if a.recursive {
-            if !first {
-                writeln!(out)?;
-            }
-            out.write_all(&name)?;
-            writeln!(out, ":")?;
-        }
-        first = false;
-        let mut rows = Vec::new();
-        let mut subdirs = Vec::new();
-        let mut entries = image.raw().read_dir(&dir)?;
-        if a.all && !entries.iter().any(|e| e.name == b".") {
-            // A directory stored without "." (48-bit images) still has one.
-            if let Some(e) = entries.iter().find(|e| e.name == b"..") {
-                let mut dot = e.clone();
-                dot.name = b".".to_vec();
-                dot.nid = dir.nid();
-                entries.insert(0, dot);
-            }
-        }
-        for e in entries {
-            let hidden = e.name.starts_with(b".");
-            if e.is_dot() && !a.all || hidden && !(a.all || a.almost_all) {
-                continue;
-            }
-            let child = image.raw().inode(e.nid)?;
-            let path = join(&dir_path, &e.name);
-            let mut dangling = false;
-            let child = if a.dereference && child.is_symlink() {
-                // What it points to; for a dangling link, as ls: an error
-                // and a line of question marks.
-                image.raw().lookup_path(&path, true).unwrap_or_else(|_| {
-                    dangling = true;
-                    child
-                })
-            } else {
-                child
-            };
-            if dangling {
-                // Named as ls names it: bare when listing the default ".".
-                let shown = match (&a.path, depth) {
-                    (None, 0) => e.name.clone(),
-                    _ => join(&name, &e.name),
-                };
-                eprintln!(
-                    "ferrofs: cannot access '{}': No such file or directory",
-                    String::from_utf8_lossy(&shown)
-                );
-                status = ExitCode::from(1);
-            }
-            if a.recursive && child.is_dir() && !e.is_dot() && depth < MAX_DEPTH {
-                subdirs.push((join(&name, &e.name), path, child.clone(), depth + 1));
-            }
-            let mut row = lister.row(e.name.clone(), &child)?;
-            row.unknown = dangling;
-            rows.push(row);
-        }
-        lister.print(&mut out, &rows, true)?;
-        todo.extend(subdirs.into_iter().rev());
-    }
+        depth: 0,
+    };
+    lister.list_tree(&mut out, top)?;
     out.flush()?;
-    Ok(status)
+    Ok(match lister.dangling {
+        true => ExitCode::from(1),
+        false => ExitCode::SUCCESS,
+    })
+}
+
+/// The inode `path` names on the command line. As ls: a symlink named
+/// there is followed when its target is what is listed (no -l, no -d),
+/// or with -L.
+fn named_inode(image: &Image, a: &LsArgs, path: &[u8], long: bool) -> Result<Inode> {
+    let follow = a.dereference || !(long || a.directory);
+    match image.raw().lookup_path(path, follow) {
+        Ok(i) => Ok(i),
+        // A dangling symlink named without -L: the link itself.
+        Err(_) if follow && !a.dereference => Ok(image.raw().lookup_path(path, false)?),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A directory to list.
+struct Dir {
+    /// The name it is shown by.
+    name: Vec<u8>,
+    /// Its path in the image.
+    path: Vec<u8>,
+    inode: Inode,
+    /// How far below the directory named on the command line.
+    depth: usize,
 }
 
 /// One line of the listing.
@@ -195,9 +147,108 @@ struct Lister<'a> {
     tz: jiff::tz::TimeZone,
     names: HashMap<u32, String>,
     groups: HashMap<u32, String>,
+    /// A `-L` link's target was missing (the exit status is 1).
+    dangling: bool,
 }
 
 impl Lister<'_> {
+    /// Lists directory `top` and, with `-R`, every directory below it,
+    /// depth-first in name order, as ls -R goes.
+    fn list_tree(&mut self, out: &mut impl Write, top: Dir) -> Result<()> {
+        let mut todo = vec![top];
+        let mut seen = HashSet::new();
+        let mut first = true;
+        while let Some(dir) = todo.pop() {
+            if !seen.insert(dir.inode.nid()) {
+                continue;
+            }
+            if self.args.recursive {
+                if !first {
+                    writeln!(out)?;
+                }
+                out.write_all(&dir.name)?;
+                writeln!(out, ":")?;
+            }
+            first = false;
+            let subdirs = self.list_dir(out, &dir)?;
+            todo.extend(subdirs.into_iter().rev());
+        }
+        Ok(())
+    }
+
+    /// Lists the entries of `dir` that are shown; returns the
+    /// subdirectories `-R` lists next.
+    fn list_dir(&mut self, out: &mut impl Write, dir: &Dir) -> Result<Vec<Dir>> {
+        let a = self.args;
+        let mut rows = Vec::new();
+        let mut subdirs = Vec::new();
+        for e in self.entries(&dir.inode)? {
+            let hidden = e.name.starts_with(b".");
+            if e.is_dot() && !a.all || hidden && !(a.all || a.almost_all) {
+                continue;
+            }
+            let (child, dangling) = self.entry_inode(dir, &e)?;
+            if a.recursive && child.is_dir() && !e.is_dot() && dir.depth < MAX_DEPTH {
+                subdirs.push(Dir {
+                    name: join(&dir.name, &e.name),
+                    path: join(&dir.path, &e.name),
+                    inode: child.clone(),
+                    depth: dir.depth + 1,
+                });
+            }
+            let mut row = self.row(e.name.clone(), &child)?;
+            row.unknown = dangling;
+            rows.push(row);
+        }
+        self.print(out, &rows, true)?;
+        Ok(subdirs)
+    }
+
+    /// The entries of directory `dir`, with a `.` made (from `..`) for
+    /// `-a` where the image stores none.
+    fn entries(&self, dir: &Inode) -> Result<Vec<RawDirEntry>> {
+        let mut entries = self.image.raw().read_dir(dir)?;
+        if self.args.all && !entries.iter().any(|e| e.name == b".") {
+            // A directory stored without "." (48-bit images) still has one.
+            if let Some(e) = entries.iter().find(|e| e.name == b"..") {
+                let mut dot = e.clone();
+                dot.name = b".".to_vec();
+                dot.nid = dir.nid();
+                entries.insert(0, dot);
+            }
+        }
+        Ok(entries)
+    }
+
+    /// The inode entry `e` of `dir` shows: with `-L`, what a symlink
+    /// points to. A dangling link is reported as ls reports it (an error
+    /// here, a line of question marks in the listing) and shown itself,
+    /// with `true`.
+    fn entry_inode(&mut self, dir: &Dir, e: &RawDirEntry) -> Result<(Inode, bool)> {
+        let child = self.image.raw().inode(e.nid)?;
+        if !(self.args.dereference && child.is_symlink()) {
+            return Ok((child, false));
+        }
+        if let Ok(target) = self
+            .image
+            .raw()
+            .lookup_path(&join(&dir.path, &e.name), true)
+        {
+            return Ok((target, false));
+        }
+        // Named as ls names it: bare when listing the default ".".
+        let shown = match (&self.args.path, dir.depth) {
+            (None, 0) => e.name.clone(),
+            _ => join(&dir.name, &e.name),
+        };
+        eprintln!(
+            "ferrofs: cannot access '{}': No such file or directory",
+            String::from_utf8_lossy(&shown)
+        );
+        self.dangling = true;
+        Ok((child, true))
+    }
+
     fn row(&mut self, name: Vec<u8>, inode: &Inode) -> Result<Row> {
         let ino = self.image.superblock().kernel_ino(inode.nid());
         if !self.long {

@@ -88,133 +88,229 @@ fn extents_upto(
     decide: bool,
     limit: usize,
 ) -> Result<(Vec<Extent>, bool)> {
-    let Shape {
-        pcluster,
-        bs,
-        big,
-        leave_tail,
-        max_extent,
-        ztail,
-    } = *shape;
-    let inplace = enc.config().alg == Algorithm::Lz4;
-    // Segments are spread over threads: start every one from the same state.
-    enc.reset();
-    let cap = (MAX_EXTENT_BLOCKS * bs)
-        .min(12 << 20)
-        .min(max_extent.unwrap_or(u64::MAX).max(bs)) as usize;
-    let mut dst = vec![0u8; pcluster as usize];
-    let mut alt: Option<Vec<u8>> = None;
+    let mut cut = Cut::new(enc, input, base, *shape);
     let mut out = Vec::new();
     let mut pos = 0usize;
     let mut first_saves = None;
     while pos < input.len() && out.len() < limit {
-        if leave_tail.is_some_and(|t| (input.len() - pos) as u64 <= t) {
+        if shape
+            .leave_tail
+            .is_some_and(|t| (input.len() - pos) as u64 <= t)
+        {
             break;
         }
-        let end = input.len().min(pos + cap);
-        let src = &input[pos..end];
-        let (mut consumed, mut written) = enc
-            .compress_fixed_output(src, &mut dst)
-            .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?;
+        let mut stream = cut.compress(pos)?;
         if first_saves.is_none() {
-            let mut saves = saves_a_block(consumed, written, bs);
-            if !saves && decide && input.len() as u64 >= 2 * pcluster.max(2 * bs) {
-                // A start that does not compress (a header, short lines)
-                // does not condemn the file: ask its middle too.
-                let mid = (input.len() as u64 / 2 / bs * bs) as usize;
-                let mut probe = vec![0u8; pcluster as usize];
-                let end = input.len().min(mid + cap);
-                saves = matches!(enc.compress_fixed_output(&input[mid..end], &mut probe),
-                    Ok((c, w)) if saves_a_block(c, w, bs));
-            }
-            // With ztailpacking, a file of one pcluster that saves no
-            // block can still shrink: its tail may compress into the
-            // inode's block (the caller weighs the result).
-            let keep = saves || (ztail && input.len() as u64 <= pcluster);
+            let keep = cut.first_trial_keeps(stream, decide);
             first_saves = Some(keep);
             if !keep && decide {
                 return Ok((Vec::new(), false));
             }
         }
-        if ztail
-            && pos + consumed == input.len()
+        stream = cut.ztail_whole_blocks(pos, stream)?;
+        let Some(s) = cut.fragment_whole_blocks(pos, stream)? else {
+            break;
+        };
+        stream = cut.keep_inplace_margin(pos, s)?;
+        let ex = match cut.takes_stream(pos, stream) {
+            true => Extent {
+                la: base + pos as u64,
+                llen: stream.0 as u64,
+                compressed: Some(cut.dst[..stream.1].to_vec()),
+            },
+            false => cut.raw_extent(pos),
+        };
+        pos += ex.llen as usize;
+        out.push(ex);
+    }
+    Ok((out, first_saves.unwrap_or(false)))
+}
+
+/// A compressed stream in [`Cut::dst`]: (input bytes consumed, bytes
+/// written).
+type Stream = (usize, usize);
+
+/// One segment being cut into extents: the encoder, the bytes and the
+/// buffers every step of [`extents_upto`] shares.
+struct Cut<'a> {
+    enc: &'a mut Encoder,
+    input: &'a [u8],
+    /// The file offset `input` starts at.
+    base: u64,
+    shape: Shape,
+    /// LZ4: the kernel decodes in place (a margin is kept), and a stream
+    /// is cut shorter rather than compressed again.
+    inplace: bool,
+    /// Most input bytes one extent takes.
+    cap: usize,
+    /// The current extent's stream.
+    dst: Vec<u8>,
+    /// A second stream, for ztailpacking's whole-blocks attempt (made on
+    /// first use).
+    alt: Option<Vec<u8>>,
+}
+
+impl<'a> Cut<'a> {
+    /// Starts cutting `input` (at file offset `base`), the encoder reset.
+    fn new(enc: &'a mut Encoder, input: &'a [u8], base: u64, shape: Shape) -> Self {
+        let inplace = enc.config().alg == Algorithm::Lz4;
+        // Segments are spread over threads: start every one from the same state.
+        enc.reset();
+        let cap = (MAX_EXTENT_BLOCKS * shape.bs)
+            .min(12 << 20)
+            .min(shape.max_extent.unwrap_or(u64::MAX).max(shape.bs)) as usize;
+        Cut {
+            enc,
+            input,
+            base,
+            shape,
+            inplace,
+            cap,
+            dst: vec![0u8; shape.pcluster as usize],
+            alt: None,
+        }
+    }
+
+    /// The most input an extent starting at `pos` may take.
+    fn src(&self, pos: usize) -> &'a [u8] {
+        let input = self.input;
+        &input[pos..input.len().min(pos + self.cap)]
+    }
+
+    /// Whether the stream from `pos` reaches the segment's end.
+    fn ends_input(&self, pos: usize, consumed: usize) -> bool {
+        pos + consumed == self.input.len()
+    }
+
+    /// Compresses as much from `pos` as one pcluster holds, into `dst`.
+    fn compress(&mut self, pos: usize) -> Result<Stream> {
+        let src = self.src(pos);
+        fixed_output(self.enc, src, &mut self.dst)
+    }
+
+    /// Whether the first trial tells the file is worth keeping compressed
+    /// (see [`compress_segment`]): it saved a block, or (with `decide`) a
+    /// probe of the file's middle does, or with ztailpacking the file fits
+    /// in one pcluster.
+    fn first_trial_keeps(&mut self, (consumed, written): Stream, decide: bool) -> bool {
+        let Shape { pcluster, bs, .. } = self.shape;
+        let input = self.input;
+        let mut saves = saves_a_block(consumed, written, bs);
+        if !saves && decide && input.len() as u64 >= 2 * pcluster.max(2 * bs) {
+            // A start that does not compress (a header, short lines)
+            // does not condemn the file: ask its middle too.
+            let mid = (input.len() as u64 / 2 / bs * bs) as usize;
+            let mut probe = vec![0u8; pcluster as usize];
+            let end = input.len().min(mid + self.cap);
+            saves = matches!(self.enc.compress_fixed_output(&input[mid..end], &mut probe),
+                Ok((c, w)) if saves_a_block(c, w, bs));
+        }
+        // With ztailpacking, a file of one pcluster that saves no
+        // block can still shrink: its tail may compress into the
+        // inode's block (the caller weighs the result).
+        saves || (self.shape.ztail && input.len() as u64 <= pcluster)
+    }
+
+    /// With ztailpacking, the segment's last stream, when it ends in a
+    /// partly empty block, made again to fill whole blocks only where
+    /// that takes fewer blocks: the rest can go inline.
+    fn ztail_whole_blocks(&mut self, pos: usize, stream: Stream) -> Result<Stream> {
+        let (consumed, written) = stream;
+        let bs = self.shape.bs;
+        if !(self.shape.ztail
+            && self.ends_input(pos, consumed)
             && written < consumed
             && written as u64 > bs
-            && !(written as u64).is_multiple_of(bs)
+            && !(written as u64).is_multiple_of(bs))
         {
-            // The rest's stream ends in a partly empty block: made again
-            // to fill whole blocks only, it leaves a rest that can go
-            // inline. Taken, as mkfs.erofs takes it, when the shorter
-            // stream and the rest, even raw, are less than the blocks the
-            // whole stream takes. An LZ4 block is cut shorter instead
-            // (its sequences up to the longest prefix that fits, then
-            // literals), costing no second compression.
-            let full = (written as u64 / bs * bs) as usize;
-            let alt = alt.get_or_insert_with(|| vec![0u8; pcluster as usize]);
-            let cut = match inplace {
-                true => {
-                    ferrofs_codec::lz4cut::longest_prefix_within(&dst[..written], consumed, full)
-                        .and_then(|keep| {
-                            alt[..written].copy_from_slice(&dst[..written]);
-                            let w = ferrofs_codec::lz4cut::truncate_block(alt, written, src, keep)?;
-                            (w <= full).then_some((keep, w))
-                        })
-                }
-                false => None,
-            };
-            let (c, w) = match cut {
-                Some(r) => r,
-                None => enc
-                    .compress_fixed_output(src, &mut alt[..full])
-                    .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?,
-            };
-            if c as u64 >= bs && w + (consumed - c) < full + bs as usize {
-                dst[..w].copy_from_slice(&alt[..w]);
-                (consumed, written) = (c, w);
-            }
+            return Ok(stream);
         }
-        if leave_tail.is_some()
-            && pos + consumed == input.len()
-            && !(written as u64).is_multiple_of(bs)
+        // The rest's stream ends in a partly empty block: made again
+        // to fill whole blocks only, it leaves a rest that can go
+        // inline. Taken, as mkfs.erofs takes it, when the shorter
+        // stream and the rest, even raw, are less than the blocks the
+        // whole stream takes. An LZ4 block is cut shorter instead
+        // (its sequences up to the longest prefix that fits, then
+        // literals), costing no second compression.
+        let src = self.src(pos);
+        let full = (written as u64 / bs * bs) as usize;
+        let pcluster = self.shape.pcluster as usize;
+        let alt = self.alt.get_or_insert_with(|| vec![0u8; pcluster]);
+        let dst = &self.dst;
+        let cut = match self.inplace {
+            true => ferrofs_codec::lz4cut::longest_prefix_within(&dst[..written], consumed, full)
+                .and_then(|keep| {
+                    alt[..written].copy_from_slice(&dst[..written]);
+                    let w = ferrofs_codec::lz4cut::truncate_block(alt, written, src, keep)?;
+                    (w <= full).then_some((keep, w))
+                }),
+            false => None,
+        };
+        let (c, w) = match cut {
+            Some(r) => r,
+            None => fixed_output(self.enc, src, &mut alt[..full])?,
+        };
+        if c as u64 >= bs && w + (consumed - c) < full + bs as usize {
+            self.dst[..w].copy_from_slice(&alt[..w]);
+            return Ok((c, w));
+        }
+        Ok(stream)
+    }
+
+    /// With a fragment taking the file's tail, the segment's last stream,
+    /// when its last block would be partly empty, made again to fill whole
+    /// blocks only: what does not fit goes to the fragment, packed without
+    /// a gap. `None`: less than a block is left to compress (the rest is
+    /// all fragment).
+    fn fragment_whole_blocks(&mut self, pos: usize, stream: Stream) -> Result<Option<Stream>> {
+        let (consumed, written) = stream;
+        let bs = self.shape.bs;
+        if !(self.shape.leave_tail.is_some()
+            && self.ends_input(pos, consumed)
+            && !(written as u64).is_multiple_of(bs))
         {
-            // The rest fits in one short pcluster whose last block would be
-            // partly empty: fill whole blocks only and leave what does not
-            // fit to the fragment, where it is packed without a gap.
-            let full = (written as u64 / bs * bs) as usize;
-            let r = match full {
-                0 => (0, 0),
-                _ => enc
-                    .compress_fixed_output(src, &mut dst[..full])
-                    .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?,
-            };
-            if (r.0 as u64) < bs {
-                break;
-            }
-            (consumed, written) = r;
+            return Ok(Some(stream));
         }
-        if inplace && pos + consumed < input.len() {
-            // Keep the kernel's in-place margin (paper §3.3): end the extent
-            // early enough in its last page that the page can hold the
-            // compressed data and the decoded data at once.
-            let la = base + pos as u64;
-            let oend = la % 4096 + consumed as u64;
-            let margin = oend.div_ceil(4096) * 4096 - oend;
-            let need = (written as u64 >> 8) + 32;
-            if margin < need && consumed as u64 > need - margin + bs {
-                // The block's sequences up to the shorter end, and the
-                // rest as literals: no larger, so the margin still holds
-                // (compressed again only if the block cannot be cut).
-                let shorter = consumed - (need - margin) as usize;
-                (consumed, written) =
-                    match ferrofs_codec::lz4cut::truncate_block(&mut dst, written, src, shorter) {
-                        Some(w) => (shorter, w),
-                        None => enc
-                            .compress_fixed_output(&src[..shorter], &mut dst)
-                            .map_err(|e| BuildError::Option(format!("compression failed: {e}")))?,
-                    };
-            }
+        let full = (written as u64 / bs * bs) as usize;
+        let r = match full {
+            0 => (0, 0),
+            _ => fixed_output(self.enc, self.src(pos), &mut self.dst[..full])?,
+        };
+        Ok(((r.0 as u64) >= bs).then_some(r))
+    }
+
+    /// LZ4: keeps the kernel's in-place margin (paper §3.3), ending an
+    /// extent that is not the segment's last early enough in its last page
+    /// that the page can hold the compressed data and the decoded data at
+    /// once.
+    fn keep_inplace_margin(&mut self, pos: usize, stream: Stream) -> Result<Stream> {
+        let (consumed, written) = stream;
+        if !self.inplace || self.ends_input(pos, consumed) {
+            return Ok(stream);
         }
-        let at_end = pos + consumed == input.len();
+        let la = self.base + pos as u64;
+        let oend = la % 4096 + consumed as u64;
+        let margin = oend.div_ceil(4096) * 4096 - oend;
+        let need = (written as u64 >> 8) + 32;
+        if margin >= need || consumed as u64 <= need - margin + self.shape.bs {
+            return Ok(stream);
+        }
+        // The block's sequences up to the shorter end, and the
+        // rest as literals: no larger, so the margin still holds
+        // (compressed again only if the block cannot be cut).
+        let src = self.src(pos);
+        let shorter = consumed - (need - margin) as usize;
+        match ferrofs_codec::lz4cut::truncate_block(&mut self.dst, written, src, shorter) {
+            Some(w) => Ok((shorter, w)),
+            None => fixed_output(self.enc, &src[..shorter], &mut self.dst),
+        }
+    }
+
+    /// Whether the stream from `pos` becomes a compressed extent: it saves
+    /// a block, or it ends the segment and shrinks at all.
+    fn takes_stream(&self, pos: usize, (consumed, written): Stream) -> bool {
+        let bs = self.shape.bs;
+        let at_end = self.ends_input(pos, consumed);
         let blocks_in = (consumed as u64).div_ceil(bs);
         let blocks_out = (written as u64).div_ceil(bs);
         let long_enough = consumed as u64 >= bs || at_end;
@@ -222,24 +318,26 @@ fn extents_upto(
         // still go inline), but the writer stores it raw in its input's
         // blocks, so more than one only where a NONHEAD lcluster follows
         // the head to hold the count.
-        let c = (base + pos as u64) % bs;
+        let c = (self.base + pos as u64) % bs;
         let countable = blocks_in <= 1 || c + consumed as u64 >= 2 * bs;
-        if consumed > 0
+        consumed > 0
             && written > 0
             && long_enough
             && (blocks_out < blocks_in || (at_end && written < consumed && countable))
-        {
-            out.push(Extent {
-                la: base + pos as u64,
-                llen: consumed as u64,
-                compressed: Some(dst[..written].to_vec()),
-            });
-            pos += consumed;
-            continue;
-        }
-        // Raw: as much as a pcluster holds.
-        let rest = (input.len() - pos) as u64;
-        let mut llen = rest.min(pcluster).min(cap as u64);
+    }
+
+    /// The raw extent at `pos`: as much as a pcluster holds.
+    fn raw_extent(&self, pos: usize) -> Extent {
+        let Shape {
+            pcluster,
+            bs,
+            big,
+            ztail,
+            ..
+        } = self.shape;
+        let c = (self.base + pos as u64) % bs;
+        let rest = (self.input.len() - pos) as u64;
+        let mut llen = rest.min(pcluster).min(self.cap as u64);
         if ztail && big && llen == rest && rest > bs && !rest.is_multiple_of(bs) {
             // Whole blocks only: the rest, less than a block, is the last
             // pcluster, which may shrink and go inline.
@@ -248,14 +346,18 @@ fn extents_upto(
         if !big || (llen > bs && llen < 2 * bs && c + llen < 2 * bs) {
             llen = llen.min(bs);
         }
-        out.push(Extent {
-            la: base + pos as u64,
+        Extent {
+            la: self.base + pos as u64,
             llen,
             compressed: None,
-        });
-        pos += llen as usize;
+        }
     }
-    Ok((out, first_saves.unwrap_or(false)))
+}
+
+/// [`Encoder::compress_fixed_output`], its error a build error.
+fn fixed_output(enc: &mut Encoder, src: &[u8], dst: &mut [u8]) -> Result<Stream> {
+    enc.compress_fixed_output(src, dst)
+        .map_err(|e| BuildError::Option(format!("compression failed: {e}")))
 }
 
 #[cfg(test)]

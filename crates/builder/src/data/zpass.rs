@@ -99,114 +99,153 @@ pub(crate) fn prepare_window<'a>(
             },
         ));
     };
-    let bs = opts.block_size();
-    // ztailpacking (without fragments, which take the tails): a file's
-    // last pcluster, or the whole of a small file, may go inline.
-    let ztail = c.ztailpacking && !fragments;
-    let comps: &[Compressor] = &c.compressors;
-    let whole_fragment = |id: InodeId| whole_fragment(tree, zc, opts, fragments, id);
-    let hot_pieces = |id: InodeId| hot_pieces(tree, opts, id);
-    // Files an earlier image holds as this build would store them.
-    let reused: Vec<Option<Reused>> = match base {
-        Some(b) => ids
-            .par_iter()
-            .map(|&id| match zc[id] {
-                Some(_) if plain_segments(tree, zc, opts, fragments, id) => b.reuse(tree, id),
-                _ => Ok(None),
-            })
-            .collect::<Result<_>>()?,
-        None => Vec::new(),
+    let window = Window {
+        tree,
+        zc,
+        opts,
+        ids,
+        fragments,
+        bs: opts.block_size(),
+        // ztailpacking (without fragments, which take the tails): a file's
+        // last pcluster, or the whole of a small file, may go inline.
+        ztail: c.ztailpacking && !fragments,
+        comps: &c.compressors,
     };
-    let is_reused = |k: usize| reused.get(k).is_some_and(Option::is_some);
-    // Phase A: sample the first pcluster of every larger candidate.
-    let worth: Vec<Worth> = ids
-        .par_iter()
-        .enumerate()
-        .map_init(
-            HashMap::new,
-            |encs: &mut Encoders, (k, &id)| -> Result<Worth> {
-                let Some((pcl, comp)) = zc[id] else {
-                    return Ok(Worth::No);
-                };
-                if is_reused(k) || copies.get(id).is_some_and(Option::is_some) {
-                    return Ok(Worth::No);
-                }
-                if whole_fragment(id) || !sample {
-                    return Ok(Worth::Yes);
-                }
-                let ino = &tree.inodes[id];
-                let size = ino.data_size();
-                // A file of one block cannot save a block by compression
-                // (its first trial would decide so): stored flat untried,
-                // unless it may shrink into an inline tail pcluster.
-                if size <= bs && !ztail {
-                    return Ok(Worth::No);
-                }
-                // A file of one segment decides with its first trial (and a
-                // probe of its middle).
-                if size <= segment_len(pcl) && hot_pieces(id).is_empty() {
-                    return Ok(Worth::Decide);
-                }
-                // Samples of the start and of the middle.
-                let n = size.min(pcl.max(4 * bs)) as usize;
-                let mid = size / 2 / bs * bs;
-                let r = ContentReader::open(ino)?;
-                let mut buf = vec![0u8; 2 * n];
-                let (head, middle) = buf.split_at_mut(n);
-                r.read_exact_at(head, 0)?;
-                let m = (size - mid).min(n as u64) as usize;
-                r.read_exact_at(&mut middle[..m], mid)?;
-                if looks_compressed(head) && !compressed_file_still_shrinks(head)? {
-                    return Ok(Worth::No);
-                }
-                let enc = encoder_for(encs, comps, comp, pcl)?;
-                enc.set_machine_code(is_machine_code(head));
-                Ok(if worth_compressing(enc, &[head, &middle[..m]], pcl, bs) {
-                    Worth::Yes
-                } else {
-                    Worth::No
-                })
-            },
-        )
-        .collect::<Result<_>>()?;
-    // Phase B's units: every segment of the chosen files.
+    let reused = window.reused(base)?;
+    let worth = window.worth(&reused, copies, sample)?;
     let mut out: Vec<Option<Vec<Extent>>> = vec![None; ids.len()];
     for (k, &id) in ids.iter().enumerate() {
         if worth[k] == Worth::No {
             continue;
         }
-        if whole_fragment(id) {
+        if window.whole_fragment(id) {
             out[k] = Some(Vec::new());
             continue;
         }
-        let (pcl, comp) = zc[id].unwrap_or((bs, 0));
-        let size = tree.inodes[id].data_size();
-        // With a profile, the pieces a start reads in small bits get
-        // pclusters of their own (FPC §4.1): a cold read of them decodes
-        // no unrelated data.
-        let hot = hot_pieces(id);
-        let mut pieces = Vec::new();
-        let mut at = 0;
-        for &(a, b) in &hot {
-            if a > at {
-                pieces.push((at, a));
-            }
-            // Every byte of a piece is read (the trace's ranges, or them
-            // widened to the kernel's read-around), so a piece keeps the
-            // build's pcluster size for a better ratio: it is cut at its
-            // edges, and no pcluster mixes it with cold data.
-            pieces.push((a, b));
-            at = b;
+        window.cut_file(k, id, &mut units.units);
+    }
+    units.worth = worth;
+    Ok((units, Settled { out, reused }))
+}
+
+/// What [`prepare_window`]'s steps share: the build's inputs and the
+/// window's files, with the compression settings they all use.
+struct Window<'w> {
+    tree: &'w Tree,
+    zc: &'w [Option<(u64, usize)>],
+    opts: &'w BuildOptions,
+    ids: &'w [InodeId],
+    fragments: bool,
+    bs: u64,
+    /// A file's last pcluster may go inline.
+    ztail: bool,
+    comps: &'w [Compressor],
+}
+
+impl Window<'_> {
+    /// Whether file `id` goes whole to the packed inode.
+    fn whole_fragment(&self, id: InodeId) -> bool {
+        whole_fragment(self.tree, self.zc, self.opts, self.fragments, id)
+    }
+
+    /// Files an earlier image holds as this build would store them
+    /// (indexed like the window's ids; empty without `--base`).
+    fn reused(&self, base: Option<&Base>) -> Result<Vec<Option<Reused>>> {
+        let Some(b) = base else {
+            return Ok(Vec::new());
+        };
+        self.ids
+            .par_iter()
+            .map(|&id| match self.zc[id] {
+                Some(_) if plain_segments(self.tree, self.zc, self.opts, self.fragments, id) => {
+                    b.reuse(self.tree, id)
+                }
+                _ => Ok(None),
+            })
+            .collect()
+    }
+
+    /// Phase A: whether each file of the window is compressed, sampling
+    /// the first pcluster of every larger candidate (without `sample`,
+    /// every candidate is). Files `reused` from the base or in `copies`
+    /// are not.
+    fn worth(
+        &self,
+        reused: &[Option<Reused>],
+        copies: &[Option<InodeId>],
+        sample: bool,
+    ) -> Result<Vec<Worth>> {
+        let is_reused = |k: usize| reused.get(k).is_some_and(Option::is_some);
+        self.ids
+            .par_iter()
+            .enumerate()
+            .map_init(
+                HashMap::new,
+                |encs: &mut Encoders, (k, &id)| -> Result<Worth> {
+                    let Some((pcl, comp)) = self.zc[id] else {
+                        return Ok(Worth::No);
+                    };
+                    if is_reused(k) || copies.get(id).is_some_and(Option::is_some) {
+                        return Ok(Worth::No);
+                    }
+                    if self.whole_fragment(id) || !sample {
+                        return Ok(Worth::Yes);
+                    }
+                    self.sample(encs, id, pcl, comp)
+                },
+            )
+            .collect()
+    }
+
+    /// Whether candidate `id` (pcluster `pcl`, compressor `comp`) is worth
+    /// compressing, by its size or by samples of its start and middle.
+    fn sample(&self, encs: &mut Encoders, id: InodeId, pcl: u64, comp: usize) -> Result<Worth> {
+        let bs = self.bs;
+        let ino = &self.tree.inodes[id];
+        let size = ino.data_size();
+        // A file of one block cannot save a block by compression
+        // (its first trial would decide so): stored flat untried,
+        // unless it may shrink into an inline tail pcluster.
+        if size <= bs && !self.ztail {
+            return Ok(Worth::No);
         }
-        if at < size {
-            pieces.push((at, size));
+        // A file of one segment decides with its first trial (and a
+        // probe of its middle).
+        if size <= segment_len(pcl) && hot_pieces(self.tree, self.opts, id).is_empty() {
+            return Ok(Worth::Decide);
         }
-        for (start, end) in pieces {
-            let seg = segment_len(pcl);
+        // Samples of the start and of the middle.
+        let n = size.min(pcl.max(4 * bs)) as usize;
+        let mid = size / 2 / bs * bs;
+        let r = ContentReader::open(ino)?;
+        let mut buf = vec![0u8; 2 * n];
+        let (head, middle) = buf.split_at_mut(n);
+        r.read_exact_at(head, 0)?;
+        let m = (size - mid).min(n as u64) as usize;
+        r.read_exact_at(&mut middle[..m], mid)?;
+        if looks_compressed(head) && !compressed_file_still_shrinks(head)? {
+            return Ok(Worth::No);
+        }
+        let enc = encoder_for(encs, self.comps, comp, pcl)?;
+        enc.set_machine_code(is_machine_code(head));
+        Ok(if worth_compressing(enc, &[head, &middle[..m]], pcl, bs) {
+            Worth::Yes
+        } else {
+            Worth::No
+        })
+    }
+
+    /// Phase B's units of file `id` (the window's `k`th): every segment of
+    /// every piece of it, added to `units`.
+    fn cut_file(&self, k: usize, id: InodeId, units: &mut Vec<(usize, Unit)>) {
+        let (pcl, comp) = self.zc[id].unwrap_or((self.bs, 0));
+        let size = self.tree.inodes[id].data_size();
+        let seg = segment_len(pcl);
+        for (start, end) in pieces(&hot_pieces(self.tree, self.opts, id), size) {
             let mut off = start;
             while off < end {
                 let len = seg.min(end - off);
-                units.units.push((
+                units.push((
                     k,
                     Unit {
                         id,
@@ -220,8 +259,30 @@ pub(crate) fn prepare_window<'a>(
             }
         }
     }
-    units.worth = worth;
-    Ok((units, Settled { out, reused }))
+}
+
+/// The pieces (start, end) a file of `size` bytes is compressed in, one
+/// after another: its `hot` pieces and the cold data between them. With a
+/// profile, the pieces a start reads in small bits get pclusters of their
+/// own (FPC §4.1): a cold read of them decodes no unrelated data.
+fn pieces(hot: &[(u64, u64)], size: u64) -> Vec<(u64, u64)> {
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    for &(a, b) in hot {
+        if a > at {
+            pieces.push((at, a));
+        }
+        // Every byte of a piece is read (the trace's ranges, or them
+        // widened to the kernel's read-around), so a piece keeps the
+        // build's pcluster size for a better ratio: it is cut at its
+        // edges, and no pcluster mixes it with cold data.
+        pieces.push((a, b));
+        at = b;
+    }
+    if at < size {
+        pieces.push((at, size));
+    }
+    pieces
 }
 
 impl WindowUnits<'_> {

@@ -17,5 +17,6 @@ pub(crate) mod schedule;
 pub(crate) mod similarity;
 pub(crate) mod stored;
 pub(crate) mod worth;
+pub(crate) mod write;
 pub(crate) mod zfile;
 pub(crate) mod zpass;

@@ -4,22 +4,19 @@
 //! packed inode that holds the fragments, and symlink targets too long to
 //! be inline.
 
-use std::collections::HashMap;
-
 use ferrofs_format::inode::DataLayout;
 
-use crate::data::extent::Extent;
 use crate::data::fragments::{add_packed_inode, Fragments};
 use crate::data::schedule::{window_bytes, windows, Dispatch, Inbox};
-use crate::data::stored::{PclusterDedupe, CHUNK_KEY};
+use crate::data::write::{write_flat, FileWriter};
 use crate::data::zfile::{apply_z, compact_ok, write_compressed};
 use crate::data::zpass::compress_window;
 use crate::error::Result;
 use crate::options::BuildOptions;
 use crate::plan::zmap::{encode_map, encode_whole_fragment, Tail};
-use crate::plan::{InodePlan, Plan};
+use crate::plan::Plan;
 use crate::summary::Progress;
-use crate::tree::content::{Content, ContentReader};
+use crate::tree::content::Content;
 use crate::tree::{InodeId, Kind, Tree};
 use crate::util::out::{check_stop, Writer};
 
@@ -44,14 +41,13 @@ pub(crate) struct Placed {
 /// the chunks of chunk-based files into `blob` when there is one.
 pub(crate) fn write_data<'a>(
     w: &mut Writer<'a>,
-    mut blob: Option<&mut Writer<'a>>,
+    blob: Option<&mut Writer<'a>>,
     tree: &mut Tree,
     plan: &mut Plan,
     opts: &BuildOptions,
     progress: &dyn Fn(Progress),
     pool: &rayon::ThreadPool,
 ) -> Result<Placed> {
-    let bs = opts.block_size();
     let (interrupted, output) = (w.stop, w.output);
     let files = data_order(tree, plan, opts);
     let mut prog = Progress {
@@ -59,38 +55,24 @@ pub(crate) fn write_data<'a>(
         bytes_total: files.iter().map(|&id| tree.inodes[id].data_size()).sum(),
         ..Default::default()
     };
-    let mut start_blk = vec![0u64; tree.inodes.len()];
-    let mut chunk_blk: Vec<Vec<Option<u64>>> = vec![Vec::new(); tree.inodes.len()];
     let frag_mode = opts
         .compress
         .as_ref()
         .is_some_and(|c| c.fragments || c.all_fragments);
-    let mut frags = if frag_mode {
-        Some(Fragments::new(output)?)
-    } else {
-        None
-    };
+    let frags = frag_mode.then(|| Fragments::new(output)).transpose()?;
     let dup = duplicates(tree, plan, opts, frag_mode, pool)?;
-    let mut pdedupe = opts.dedupe.then(PclusterDedupe::default);
-    let mut buf = vec![0u8; 1 << 20];
     let windows = windows(tree, &files);
-    // A dispatcher thread prepares windows in order and puts every unit on
-    // the pool, oldest first (one window's last segments overlap the next
-    // ones' first), while this thread writes finished windows in order.
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
     let tree_ref: &Tree = tree;
     let eligible = |id| crate::data::zpass::plain_segments(tree_ref, &zc, opts, frag_mode, id);
     let base = pool.install(|| crate::data::base::open_for(opts, tree_ref, &zc, &eligible))?;
     let copies = same_bytes(tree_ref, plan, opts, frag_mode, &zc, pool)?;
-    // How many later files still copy each original's extents, and the
-    // extents of originals until their last copy is written.
-    let mut copies_left: HashMap<InodeId, usize> = HashMap::new();
-    for &orig in copies.iter().flatten() {
-        *copies_left.entry(orig).or_default() += 1;
-    }
-    let mut kept: HashMap<InodeId, Option<Vec<Extent>>> = HashMap::new();
+    let chunks_on_blob = blob.is_some();
+    let mut fw = FileWriter::new(w, blob, tree_ref, plan, opts, frags, dup, &copies);
+    // A dispatcher thread prepares windows in order and puts every unit on
+    // the pool, oldest first (one window's last segments overlap the next
+    // ones' first), while this thread writes finished windows in order.
     std::thread::scope(|s| -> Result<()> {
-        let tree = tree_ref;
         let (msg_tx, msg_rx) = std::sync::mpsc::channel();
         let (ack_tx, ack_rx) = std::sync::mpsc::channel();
         {
@@ -98,7 +80,7 @@ pub(crate) fn write_data<'a>(
             let (base, copies) = (base.as_ref(), &copies);
             s.spawn(move || {
                 let ctx = Dispatch {
-                    tree,
+                    tree: tree_ref,
                     zc,
                     opts,
                     frag_mode,
@@ -115,78 +97,24 @@ pub(crate) fn write_data<'a>(
             let compressed = inbox.take(n, &msg_rx, window, &zc, base.as_ref(), output)?;
             for (k, &id) in window.iter().enumerate() {
                 check_stop(interrupted, output)?;
-                let mine = match copies.get(id).copied().flatten() {
-                    // The same bytes as an earlier file, compressed the
-                    // same way: that file's extents, stored again.
-                    Some(orig) => {
-                        let left = copies_left.get_mut(&orig).map(|n| {
-                            *n -= 1;
-                            *n
-                        });
-                        match left {
-                            Some(0) => kept.remove(&orig).flatten(),
-                            _ => kept.get(&orig).cloned().flatten(),
-                        }
-                    }
-                    None => compressed[k].clone(),
-                };
-                if copies_left.contains_key(&id) {
-                    kept.insert(id, mine.clone());
-                }
-                match (dup[id], mine) {
-                    // Same bytes as an earlier file stored the same way:
-                    // its data serve this one too.
-                    (Some(orig), _) => share_data(plan, &mut start_blk, id, orig, opts),
-                    (None, Some(ex)) => {
-                        let z = write_compressed(
-                            w,
-                            tree,
-                            plan,
-                            id,
-                            ex,
-                            opts,
-                            frags.as_mut(),
-                            pdedupe.as_mut(),
-                        )?;
-                        apply_z(plan, id, z);
-                    }
-                    (None, None) if tree.inodes[id].content.external().is_some() => {
-                        start_blk[id] = write_tail(w, tree, id, bs, &mut buf)?;
-                    }
-                    (None, None) => {
-                        let (s, c) = write_flat(
-                            w,
-                            blob.as_deref_mut(),
-                            tree,
-                            &plan.inodes[id],
-                            id,
-                            bs,
-                            &mut buf,
-                            pdedupe.as_mut(),
-                        )?;
-                        start_blk[id] = s;
-                        let mut c = c;
-                        if let Some(cp) = plan.inodes[id].chunks.as_mut() {
-                            cp.merge(&mut c, tree.inodes[id].data_size(), bs);
-                        }
-                        chunk_blk[id] = c;
-                    }
-                }
+                let extents = fw.extents_of(id, &compressed[k]);
+                fw.write_file(id, extents)?;
                 prog.files_done += 1;
-                prog.bytes_done += tree.inodes[id].data_size();
+                prog.bytes_done += tree_ref.inodes[id].data_size();
                 progress(prog);
             }
             // The dispatcher may run one more window ahead (it stops
             // when this thread returns early and the channel closes).
-            let _ = ack_tx.send(window_bytes(tree, window));
+            let _ = ack_tx.send(window_bytes(tree_ref, window));
         }
         Ok(())
     })?;
+    let (start_blk, chunk_blk, mut frags) = fw.finish();
     let mut placed = Placed {
         start_blk,
         chunk_blk,
         packed: None,
-        chunks_on_blob: blob.is_some(),
+        chunks_on_blob,
         frags: None,
         base: base.map(|b| b.stats()),
     };
@@ -198,7 +126,7 @@ pub(crate) fn write_data<'a>(
         progress(prog);
         placed.packed = Some(write_packed(w, tree, plan, opts, fr, &mut placed, pool)?);
     }
-    write_symlinks(w, tree, plan, &mut placed.start_blk, bs)?;
+    write_symlinks(w, tree, plan, &mut placed.start_blk, opts.block_size())?;
     Ok(placed)
 }
 
@@ -286,42 +214,6 @@ fn same_bytes(
     Ok(same)
 }
 
-/// File `id` has the same bytes as `orig`, stored the same way: `orig`'s
-/// data serve it too (a compressed one gets an index of its own).
-fn share_data(
-    plan: &mut Plan,
-    start_blk: &mut [u64],
-    id: InodeId,
-    orig: InodeId,
-    opts: &BuildOptions,
-) {
-    let bs = opts.block_size();
-    match plan.inodes[orig].z.clone() {
-        Some(mut z) => {
-            if z.fragment.is_none() {
-                let p = &plan.inodes[id];
-                let ix = plan.head_len(id);
-                let tail = z
-                    .inline
-                    .as_ref()
-                    .map_or(Tail::Blocks, |v| Tail::Inline(v.len() as u16));
-                (z.index, z.compact) = encode_map(
-                    &z.extents,
-                    p.size,
-                    bs,
-                    z.alg,
-                    tail,
-                    ix,
-                    compact_ok(opts),
-                    plan.bit48,
-                );
-            }
-            apply_z(plan, id, z)
-        }
-        None => start_blk[id] = start_blk[orig],
-    }
-}
-
 /// Writes the packed inode (the fragments) and sets the fragment offsets
 /// in the inodes that use it; returns its id.
 pub(crate) fn write_packed(
@@ -395,7 +287,7 @@ pub(crate) fn write_synthetic(
         }
         None => {
             let mut buf = vec![0u8; 1 << 20];
-            let (s, _) = write_flat(w, None, tree, &plan.inodes[id], id, bs, &mut buf, None)?;
+            let (s, _) = write_flat((w, None), tree, &plan.inodes[id], (id, bs), &mut buf, None)?;
             placed.start_blk[id] = s;
         }
     }
@@ -424,120 +316,4 @@ fn write_symlinks(
         }
     }
     Ok(())
-}
-
-/// Whether `len` bytes of `f` from `from` are all zeros (read through
-/// `buf`, stopping at the first byte that is not).
-fn all_zeros(f: &ContentReader, buf: &mut [u8], from: u64, len: u64) -> Result<bool> {
-    let mut done = 0u64;
-    while done < len {
-        let n = (len - done).min(buf.len() as u64) as usize;
-        f.read_exact_at(&mut buf[..n], from + done)?;
-        if buf[..n].iter().any(|b| *b != 0) {
-            return Ok(false);
-        }
-        done += n as u64;
-    }
-    Ok(true)
-}
-
-/// Writes the tail of a file whose other chunks stay on the layers
-/// (rebuild mode) into a block of its own; returns the block.
-fn write_tail(w: &mut Writer, tree: &Tree, id: InodeId, bs: u64, buf: &mut [u8]) -> Result<u64> {
-    let ino = &tree.inodes[id];
-    let size = ino.data_size();
-    let from = size - size % bs;
-    let n = (size - from) as usize;
-    let f = ContentReader::open(ino)?;
-    f.read_exact_at(&mut buf[..n], from)?;
-    f.finish()?;
-    w.align_data()?;
-    let blk = w.block(bs);
-    w.write(&buf[..n])?;
-    w.pad_to_block(bs)?;
-    Ok(blk)
-}
-
-/// Copies a flat or chunk-based file into the data area. With `dedupe`,
-/// a chunk whose (zero-padded) blocks are already stored points at them
-/// instead (confirmed against the stored bytes); a chunk of zeros is a hole.
-#[allow(clippy::too_many_arguments)]
-fn write_flat<'a>(
-    w: &mut Writer<'a>,
-    blob: Option<&mut Writer<'a>>,
-    tree: &Tree,
-    p: &InodePlan,
-    id: InodeId,
-    bs: u64,
-    buf: &mut [u8],
-    mut dedupe: Option<&mut PclusterDedupe>,
-) -> Result<(u64, Vec<Option<u64>>)> {
-    let ino = &tree.inodes[id];
-    let size = ino.data_size();
-    // Chunks go to the blob when there is one.
-    let w = match (blob, &p.chunks) {
-        (Some(b), Some(_)) => b,
-        _ => w,
-    };
-    let f = ContentReader::open(ino)?;
-    let copy = |w: &mut Writer, buf: &mut [u8], from: u64, len: u64| -> Result<()> {
-        let mut done = 0u64;
-        while done < len {
-            let n = (len - done).min(buf.len() as u64) as usize;
-            f.read_exact_at(&mut buf[..n], from + done)?;
-            w.write(&buf[..n])?;
-            done += n as u64;
-        }
-        w.pad_to_block(bs)
-    };
-    let stored = |c: &crate::plan::ChunkPlan| c.chunks.iter().any(Option::is_some);
-    if p.blocks > 0 || p.chunks.as_ref().is_some_and(stored) {
-        w.align_data()?;
-    }
-    let start = w.block(bs);
-    let mut chunks = Vec::new();
-    if let Some(c) = &p.chunks {
-        let cs = bs << c.bits_extra;
-        for (k, ch) in c.chunks.iter().enumerate() {
-            if ch.is_none() {
-                chunks.push(None);
-                continue;
-            }
-            let from = k as u64 * cs;
-            let len = cs.min(size - from);
-            // As mkfs.erofs: a chunk of zeros is a hole (a null index),
-            // read back as zeros and stored nowhere.
-            if all_zeros(&f, buf, from, len)? {
-                chunks.push(None);
-                continue;
-            }
-            let padded = len.div_ceil(bs) * bs;
-            match dedupe.as_deref_mut() {
-                Some(d) if padded as usize <= buf.len() => {
-                    let chunk = &mut buf[..padded as usize];
-                    f.read_exact_at(&mut chunk[..len as usize], from)?;
-                    chunk[len as usize..].fill(0);
-                    // Keyed like a pcluster of its own "algorithm", by the
-                    // stored blocks (a file's last chunk may share blocks
-                    // with any chunk of the same bytes and zeros).
-                    if let Some(blk) = d.find(w, chunk, padded, CHUNK_KEY, bs)? {
-                        chunks.push(Some(blk));
-                        continue;
-                    }
-                    let blk = w.block(bs);
-                    w.write(chunk)?;
-                    d.insert(chunk, padded, CHUNK_KEY, blk);
-                    chunks.push(Some(blk));
-                }
-                _ => {
-                    chunks.push(Some(w.block(bs)));
-                    copy(w, buf, from, len)?;
-                }
-            }
-        }
-    } else {
-        copy(w, buf, 0, (size - p.tail).min(p.blocks * bs))?;
-    }
-    f.finish()?;
-    Ok((start, chunks))
 }

@@ -70,19 +70,17 @@ pub(crate) fn write_compressed(
         w.align_data()?;
     }
     let mut zext = place_extents(&extents, w.block(bs), bs);
+    let shape = MapShape {
+        size,
+        bs,
+        alg,
+        inode_and_xattrs,
+        compact: compact_ok(opts),
+    };
     // ztailpacking: the last pcluster inline, when it fits in the inode's block.
     let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking) && fragment.is_none();
     let inline = match (ztail, extents.last()) {
-        (true, Some(last)) => {
-            let shape = MapShape {
-                size,
-                bs,
-                alg,
-                inode_and_xattrs,
-                compact: compact_ok(opts),
-            };
-            inline_tail(&f, last, &mut zext, &shape)?
-        }
+        (true, Some(last)) => inline_tail(&f, last, &mut zext, &shape)?,
         _ => None,
     };
     let n_written = extents.len() - usize::from(inline.is_some());
@@ -90,10 +88,24 @@ pub(crate) fn write_compressed(
     f.finish()?;
     // The inline tail's block address is not used; the next free block
     // keeps compact indexes possible.
-    let c = w.block(bs);
+    let next = w.block(bs);
     for z in zext.iter_mut().skip(n_written) {
-        z.pblk = c;
+        z.pblk = next;
     }
+    Ok(zinode(zext, inline, fragment, next, &shape, plan.bit48))
+}
+
+/// The compressed inode of a file whose pclusters are `zext` (written),
+/// maybe followed by an `inline` tail or a `fragment` (its id and where
+/// it starts in the file); `next` is the next free block.
+fn zinode(
+    mut zext: Vec<ZExtent>,
+    inline: Option<Vec<u8>>,
+    fragment: Option<(InodeId, u64)>,
+    next: u64,
+    shape: &MapShape,
+    bit48: bool,
+) -> ZInode {
     let blocks: u64 = zext.iter().map(|z| z.blocks).sum();
     let tail = match (&inline, fragment) {
         (Some(v), _) => Tail::Inline(v.len() as u16),
@@ -102,9 +114,9 @@ pub(crate) fn write_compressed(
             // not used (the next free block keeps compact indexes possible).
             zext.push(ZExtent {
                 la: from,
-                llen: size - from,
+                llen: shape.size - from,
                 plain: false,
-                pblk: c,
+                pblk: next,
                 blocks: 0,
                 csize: 0,
             });
@@ -115,23 +127,23 @@ pub(crate) fn write_compressed(
     };
     let (index, compact) = encode_map(
         &zext,
-        size,
-        bs,
-        alg,
+        shape.size,
+        shape.bs,
+        shape.alg,
         tail,
-        inode_and_xattrs,
-        compact_ok(opts),
-        plan.bit48,
+        shape.inode_and_xattrs,
+        shape.compact,
+        bit48,
     );
-    Ok(ZInode {
-        alg,
+    ZInode {
+        alg: shape.alg,
         extents: zext,
         inline,
         index,
         compact,
         blocks,
         fragment,
-    })
+    }
 }
 
 /// The map records of `extents`, placed one after another from block

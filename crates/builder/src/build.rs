@@ -467,26 +467,9 @@ fn finish_blob(mut b: Writer<'_>, bs: u64, slot_at: u64) -> Result<superblock::B
 
 /// What was built, for the caller (phases are filled in at the end).
 fn summarize(plan: &Plan, meta: &meta::Meta, placed: &mut data::Placed, bs: u64) -> Summary {
-    let zinodes = || {
-        plan.order
-            .iter()
-            .filter_map(|&id| plan.inodes[id].z.as_ref())
-    };
+    let counts = (meta.total_blocks, meta.lay.meta_blocks);
     Summary {
-        inodes: plan.order.len() as u64,
-        blocks: meta.total_blocks,
-        meta_blocks: meta.lay.meta_blocks,
-        bytes: meta.total_blocks * bs,
-        compact_inodes: plan
-            .order
-            .iter()
-            .filter(|&&id| !plan.inodes[id].extended)
-            .count() as u64,
-        compressed_files: zinodes().count() as u64,
-        pclusters: zinodes().map(|z| z.extents.len() as u64).sum(),
         base: placed.base.take(),
-        phases: Vec::new(),
-        layers: None,
-        incremental: None,
+        ..Summary::of(plan, plan.order.len() as u64, counts, bs)
     }
 }

@@ -1,21 +1,27 @@
 //! ferrofs-builder: turn a directory tree, a tar archive or an OCI image
 //! layout into an EROFS image the Linux kernel mounts.
 //!
-//! The public surface is the build call and what it takes: [`build`] (a
-//! directory) or a [`source`] scanner and [`build_tree`], [`BuildOptions`]
-//! with what they refer to ([`CompressOptions`], [`Profile`],
-//! [`FileContexts`], [`CannedFsConfig`]…), and the [`Summary`] or
-//! [`BuildError`] they return.
+//! The public surface is one call and what it takes: [`build_from`] with
+//! an [`Input`] (a directory, a tar archive, an OCI image layout, EROFS
+//! layers) and a [`Mode`] (a new image, or `--incremental`), the
+//! [`BuildOptions`] and what they refer to ([`CompressOptions`],
+//! [`Profile`], [`FileContexts`], [`CannedFsConfig`]…), and the [`Summary`]
+//! or [`BuildError`] it returns. [`build`] (a directory), the [`source`]
+//! scanners with [`build_tree`], and [`build_incremental`] are the same
+//! stages for callers that want one step at a time.
 //!
-//! Inside, the pipeline reads top to bottom: `source` scans the input into
-//! an in-memory `tree` (relabelled there); `plan` encodes what each inode
-//! needs (directory blocks, xattr bodies, data layout); `layout` gives
-//! every inode its nid and every data run its blocks before a byte is
-//! written; `data` compresses file data on all cores and packs tails and
-//! small files into the packed inode; `emit` writes a temporary file,
-//! superblock last, fsyncs and renames it; `incremental` appends to an
-//! existing image instead. ARCHITECTURE.md at the repository root draws
-//! it.
+//! Inside, `build.rs` is the pipeline, read top to bottom, and each folder
+//! is one stage that imports only those before it: `options` (what was
+//! asked, checked once) → `source` (the input becomes a tree) → `tree`
+//! (the in-memory tree, relabelled) → `plan` (what each inode will be: form,
+//! directory blocks, xattr bodies, chunk tables, compressed maps) →
+//! `data` (file data compressed on all cores and written in order, tails
+//! and small files packed into the packed inode) → `layout` (the head,
+//! then every inode's nid once the data is placed) → `emit` (metadata,
+//! the superblock last; into a temporary file that is fsynced and
+//! renamed); `incremental` runs the same stages against an existing image;
+//! `util` holds what they share. ARCHITECTURE.md at the repository root
+//! draws it.
 //!
 //! ```
 //! use ferrofs_builder::{build, BuildOptions, CompressOptions, Compressor};

@@ -2,6 +2,8 @@
 //! prints it) and the [`Progress`] of its data pass. Each feature's stats
 //! are a field here, so no stage needs another's module to report.
 
+use crate::plan::Plan;
+
 /// Progress of the data pass.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Progress {
@@ -134,4 +136,35 @@ fn why_files<S: serde::Serializer>(v: &[(String, u64)], s: S) -> Result<S::Ok, S
         seq.serialize_element(&Why { why, files: *files })?;
     }
     seq.end()
+}
+
+impl Summary {
+    /// The counts of an image of `blocks` blocks (`meta_blocks` of them
+    /// metadata) holding `inodes` inodes, the planned ones in `plan.order`.
+    pub(crate) fn of(
+        plan: &Plan,
+        inodes: u64,
+        (blocks, meta_blocks): (u64, u64),
+        bs: u64,
+    ) -> Summary {
+        let zinodes = || {
+            plan.order
+                .iter()
+                .filter_map(|&id| plan.inodes[id].z.as_ref())
+        };
+        Summary {
+            inodes,
+            blocks,
+            meta_blocks,
+            bytes: blocks * bs,
+            compact_inodes: plan
+                .order
+                .iter()
+                .filter(|&&id| !plan.inodes[id].extended)
+                .count() as u64,
+            compressed_files: zinodes().count() as u64,
+            pclusters: zinodes().map(|z| z.extents.len() as u64).sum(),
+            ..Summary::default()
+        }
+    }
 }

@@ -26,6 +26,13 @@
 //! move whenever one changes, so it is always compressed again), files in
 //! it whole, and files with `--profile` hot pieces.
 
+// OLD is an image from anywhere: its fields are hostile input.
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation
+)]
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -172,10 +179,10 @@ impl Base {
         let found: Vec<(Option<(u64, usize)>, Found)> = (0..tree.inodes.len())
             .into_par_iter()
             .map(|id| match zc.get(id).copied().flatten() {
-                Some(class) if eligible(id) => {
-                    let alg = c.compressors[class.1].alg;
-                    (Some(class), ctx.candidate(tree, id, class, alg))
-                }
+                Some(class) if eligible(id) => match c.compressors.get(class.1) {
+                    Some(comp) => (Some(class), ctx.candidate(tree, id, class, comp.alg)),
+                    None => (None, Found::Nothing),
+                },
                 _ => (None, Found::Nothing),
             })
             .collect();
@@ -199,14 +206,18 @@ impl Base {
         classes.sort_unstable();
         classes.dedup();
         for class in classes {
+            // Classes come from the plan, whose compressor indexes are the options'.
+            let Some(comp) = c.compressors.get(class.1) else {
+                continue;
+            };
             let verdict = match against.iter().find(|a| a.0 == class) {
                 Some((_, why)) => Err(format!("{why}, which this build would not make")),
-                None => base.check_class(tree, &cands, class, &ctx, &c.compressors[class.1])?,
+                None => base.check_class(tree, &cands, class, &ctx, comp)?,
             };
             if let Err(why) = verdict {
                 base.notes.push(format!(
                     "files compressed with {} in {}-byte pclusters compressed again: {why}",
-                    describe(&c.compressors[class.1]),
+                    describe(comp),
                     class.0
                 ));
                 for slot in cands.iter_mut() {
@@ -252,26 +263,29 @@ impl Base {
             if checked == SAMPLES {
                 break;
             }
-            let Some(c) = &cands[id] else { continue };
+            let Some(c) = cands.get(id).and_then(Option::as_ref) else {
+                continue;
+            };
             if self.same_bytes(tree, id, c)? != Some(true) {
                 continue;
             }
             let Old::Extents(ex) = &c.old else { continue };
-            let Some(old) = self.extent(&ex[0]) else {
+            let Some(old) = ex.first().and_then(|e| self.extent(e)) else {
                 continue;
             };
-            let ino = &tree.inodes[id];
+            let ino = tree.inode(id);
             let size = ino.data_size();
-            let seg = segment_len(pcl).min(size);
-            let mut input = vec![0u8; seg as usize];
+            // At most a segment (16 pclusters or 4 MiB) of a local file.
+            let seg = usize::try_from(segment_len(pcl).min(size)).unwrap_or(usize::MAX);
+            let mut input = vec![0u8; seg];
             ContentReader::open(ino)?.read_exact_at(&mut input, 0)?;
             let shape = Shape {
                 pcluster: pcl,
                 bs: self.bs,
                 big: pcl > self.bs,
-                leave_tail: (ctx.fragments && seg == size).then_some(pcl),
+                leave_tail: (ctx.fragments && seg as u64 == size).then_some(pcl),
                 max_extent: ctx.max_extent,
-                ztail: ctx.ztail && seg == size,
+                ztail: ctx.ztail && seg as u64 == size,
             };
             let elf = crate::data::compress::is_machine_code(&input);
             enc.set_machine_code(elf);
@@ -288,7 +302,7 @@ impl Base {
                     String::from_utf8_lossy(&ino.rel)
                 )));
             }
-            checked += 1;
+            checked = checked.saturating_add(1);
         }
         if checked == 0 {
             return Ok(Err(
@@ -301,23 +315,26 @@ impl Base {
     /// Whether OLD's bytes of `c` equal the source's; `None` when OLD
     /// cannot give them back.
     fn same_bytes(&self, tree: &Tree, id: InodeId, c: &Candidate) -> Result<Option<bool>> {
-        let ino = &tree.inodes[id];
+        let ino = tree.inode(id);
         let size = ino.data_size();
         let src = ContentReader::open(ino)?;
-        let n0 = (size as usize).min(BUF);
+        let n0 = usize::try_from(size).map_or(BUF, |s| s.min(BUF));
         let (mut a, mut b) = (vec![0u8; n0], vec![0u8; n0]);
         let mut off = 0u64;
         while off < size {
-            let n = (size - off).min(BUF as u64) as usize;
-            src.read_exact_at(&mut a[..n], off)?;
-            match c.file.read_at(&mut b[..n], off) {
+            let n = usize::try_from(size.saturating_sub(off)).map_or(n0, |left| left.min(n0));
+            let (Some(a), Some(b)) = (a.get_mut(..n), b.get_mut(..n)) else {
+                return Ok(None);
+            };
+            src.read_exact_at(a, off)?;
+            match c.file.read_at(b, off) {
                 Ok(got) if got == n => {}
                 _ => return Ok(None),
             }
-            if a[..n] != b[..n] {
+            if a != b {
                 return Ok(Some(false));
             }
-            off += n as u64;
+            off = off.saturating_add(n as u64);
         }
         src.finish()?;
         Ok(Some(true))
@@ -329,13 +346,12 @@ impl Base {
         let compressed = match e.pc.format {
             PclusterFormat::Codec(_) => {
                 let raw = self.image.raw().read_pcluster(&e.pc).ok()?;
-                let window = raw.len().min(self.bs as usize);
-                let start = raw[..window].iter().position(|&b| b != 0)?;
-                let stream = raw[start..].to_vec();
+                let window = usize::try_from(self.bs).map_or(raw.len(), |bs| raw.len().min(bs));
+                let start = raw.get(..window)?.iter().position(|&b| b != 0)?;
+                let stream = raw.get(start..)?.to_vec();
                 // Whole blocks of padding would not be OLD's own layout.
-                if !e.pc.at.is_inline()
-                    && (stream.len() as u64).div_ceil(self.bs) * self.bs != e.pc.len
-                {
+                let stored = (stream.len() as u64).div_ceil(self.bs).checked_mul(self.bs);
+                if !e.pc.at.is_inline() && stored != Some(e.pc.len) {
                     return None;
                 }
                 Some(stream)
@@ -387,7 +403,7 @@ impl Base {
             }
         };
         self.add(REUSED, 1);
-        self.add(REUSED_BYTES, tree.inodes[id].data_size());
+        self.add(REUSED_BYTES, tree.inode(id).data_size());
         Ok(Some(reused))
     }
 
@@ -398,11 +414,13 @@ impl Base {
     }
 
     fn add(&self, k: usize, n: u64) {
-        self.counts[k].fetch_add(n, Ordering::Relaxed);
+        if let Some(c) = self.counts.get(k) {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn stats(&self) -> BaseStats {
-        let g = |k: usize| self.counts[k].load(Ordering::Relaxed);
+        let g = |k: usize| self.counts.get(k).map_or(0, |c| c.load(Ordering::Relaxed));
         BaseStats {
             reused_files: g(REUSED),
             reused_bytes: g(REUSED_BYTES),
@@ -457,7 +475,7 @@ impl Ctx<'_> {
     /// File `id` of the new tree as OLD stores it (the bytes are compared
     /// later).
     fn candidate(&self, tree: &Tree, id: InodeId, class: (u64, usize), alg: Algorithm) -> Found {
-        let ino = &tree.inodes[id];
+        let ino = tree.inode(id);
         let Ok(inode) = self.image.raw().lookup_path(&ino.rel, false) else {
             return Found::Nothing;
         };
@@ -502,7 +520,8 @@ impl Ctx<'_> {
     ) -> std::result::Result<Option<Vec<OldExtent>>, String> {
         let bs = self.bs;
         let size = file.size();
-        let cap = (MAX_EXTENT_BLOCKS * bs)
+        let cap = MAX_EXTENT_BLOCKS
+            .saturating_mul(bs)
             .min(12 << 20)
             .min(self.max_extent.unwrap_or(u64::MAX).max(bs));
         let mut out: Vec<OldExtent> = Vec::new();
@@ -518,7 +537,11 @@ impl Ctx<'_> {
                     if e.len > cap {
                         return Err(format!("an extent of {} bytes", e.len));
                     }
-                    let room = if pc.at.is_inline() { bs - 1 } else { pcl };
+                    let room = if pc.at.is_inline() {
+                        bs.saturating_sub(1)
+                    } else {
+                        pcl
+                    };
                     match pc.format {
                         PclusterFormat::Codec(a) if a != alg => {
                             return Err(format!("{a:?} pclusters"));
@@ -526,7 +549,7 @@ impl Ctx<'_> {
                         PclusterFormat::Codec(_) if pc.len > room => {
                             return Err(format!("a pcluster of {} bytes", pc.len));
                         }
-                        PclusterFormat::Shifted if e.len.div_ceil(bs) * bs > pcl => {
+                        PclusterFormat::Shifted if e.len.div_ceil(bs).saturating_mul(bs) > pcl => {
                             return Err(format!("a raw extent of {} bytes", e.len));
                         }
                         PclusterFormat::Codec(_) => {}
@@ -534,7 +557,9 @@ impl Ctx<'_> {
                             let blocks = e.len.div_ceil(bs);
                             if !pc.at.is_inline()
                                 && blocks > 1
-                                && (pcl == bs || e.logical % bs + e.len < 2 * bs)
+                                && (pcl == bs
+                                    || e.logical.checked_rem(bs).unwrap_or(0).saturating_add(e.len)
+                                        < bs.saturating_mul(2))
                             {
                                 return Ok(None);
                             }
@@ -558,9 +583,10 @@ impl Ctx<'_> {
         }
         let n = out.len();
         let short = out.iter().take(n.saturating_sub(1)).any(|e| e.llen < bs);
-        let covered = out.last().map_or(0, |e| e.la + e.llen);
-        if self.fragments && tail && size - covered > pcl {
-            return Err(format!("a packed tail of {} bytes", size - covered));
+        let covered = out.last().map_or(0, |e| e.la.saturating_add(e.llen));
+        let packed = size.saturating_sub(covered);
+        if self.fragments && tail && packed > pcl {
+            return Err(format!("a packed tail of {packed} bytes"));
         }
         // With fragments, a file OLD left without a tail is taken only from
         // an image that packed tails (else OLD compressed its tail too).

@@ -1,11 +1,12 @@
-//! The data pass's parts: which files are worth compressing (`worth`),
-//! compressing every segment on all cores (`zpass`, with the fixed-output
-//! encoders in `compress` and the compressed inode's index in `zinode`),
-//! identical pclusters stored once (`dedupe`), tails and small files
-//! packed into the packed inode (`fragments`, ordered by content
-//! `similarity`), pclusters copied from a `--base` image (`base`), and the
-//! decompressed-size arithmetic both sides share (`cnum`). `emit` drives
-//! the pass and writes what it returns.
+//! The data pass: every regular file's bytes become placed data, in the
+//! plan's order. `pass` drives it: `schedule` cuts the files into windows
+//! and a dispatcher thread compresses them on the pool (`zpass`, with the
+//! fixed-output encoders in `compress` and the rules of an `extent`;
+//! `worth` decides which files compression can shrink), while the writer
+//! (`write`, compressed files in `zfile`) stores each file in order:
+//! identical files and pclusters once (`dedupe`, `stored`), tails and small
+//! files into the packed inode (`fragments`, ordered by content
+//! `similarity`), pclusters copied from a `--base` image (`base`).
 
 pub(crate) mod base;
 pub(crate) mod compress;

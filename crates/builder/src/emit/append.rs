@@ -113,29 +113,8 @@ pub(crate) fn append(
     let sb = patch_superblock(&mut head, t, plan, opts, root_nid, total_blocks, new_inodes)?;
     t.file.write_all_at(&head, 0).map_err(&err)?;
     t.file.sync_all().map_err(&err)?;
-    let zs = || {
-        plan.order
-            .iter()
-            .filter_map(|&id| plan.inodes[id].z.as_ref())
-    };
     Ok(Appended {
-        summary: Summary {
-            inodes: sb.inos,
-            blocks: total_blocks,
-            meta_blocks: lay.meta_blocks,
-            bytes: total_blocks * bs,
-            compact_inodes: plan
-                .order
-                .iter()
-                .filter(|&&id| !plan.inodes[id].extended)
-                .count() as u64,
-            compressed_files: zs().count() as u64,
-            pclusters: zs().map(|z| z.extents.len() as u64).sum(),
-            base: None,
-            incremental: None,
-            phases: Vec::new(),
-            layers: None,
-        },
+        summary: Summary::of(plan, sb.inos, (total_blocks, lay.meta_blocks), bs),
         start_block: start,
     })
 }

@@ -1,4 +1,7 @@
-//! What a build may be asked to do, with mkfs.erofs's meanings.
+//! What a build may be asked to do, with mkfs.erofs's meanings: the
+//! [`BuildOptions`] knob set, compression settings (`compress`), the files
+//! options name (`--compress-hints`: `hints`; `--profile`: `profile`), and
+//! the one check of them all (`check`), run before anything is read.
 
 mod check;
 pub(crate) mod compress;

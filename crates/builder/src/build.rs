@@ -246,7 +246,7 @@ fn build_timed(
             "--blobdev cannot be used with layer images (their devices fill the table)".into(),
         ));
     }
-    relabel(&mut tree, opts)?;
+    crate::tree::relabel::apply_tables(&mut tree, opts)?;
     let mut plan = plan(&tree, opts)?;
     ctl.clock.lap("plan");
     let mut out = Outputs::create(output, opts)?;
@@ -256,18 +256,6 @@ fn build_timed(
     ctl.clock.lap("sync");
     summary.phases = ctl.clock.take();
     Ok(summary)
-}
-
-/// `--fs-config-file` and `--file-contexts`: owners, modes, capabilities
-/// and SELinux labels from Android's tables.
-fn relabel(tree: &mut Tree, opts: &BuildOptions) -> Result<()> {
-    if let Some(fc) = &opts.fs_config {
-        fc.apply(tree, &opts.mount_point)?;
-    }
-    if let Some(fc) = &opts.file_contexts {
-        fc.apply(tree, &opts.mount_prefix());
-    }
-    Ok(())
 }
 
 /// The files a build writes, each under a temporary name until

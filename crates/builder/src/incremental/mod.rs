@@ -174,25 +174,6 @@ fn fit_options(
     Ok(o)
 }
 
-/// Applies the options that change owners and times to the layer's inodes
-/// (`ids`); the image's keep what they have.
-fn layer_meta(tree: &mut Tree, ids: &[InodeId], opts: &BuildOptions) {
-    let newest = ids.iter().map(|&i| tree.inodes[i].mtime).max().unwrap_or(0);
-    for &id in ids {
-        let ino = &mut tree.inodes[id];
-        if opts.all_root {
-            (ino.uid, ino.gid) = (0, 0);
-        } else {
-            ino.uid = opts.force_uid.unwrap_or(ino.uid);
-            ino.gid = opts.force_gid.unwrap_or(ino.gid);
-        }
-        ino.uid = ino.uid.wrapping_add(opts.uid_offset);
-        ino.gid = ino.gid.wrapping_add(opts.gid_offset);
-        (ino.mtime, ino.mtime_nsec) =
-            crate::plan::effective_time(opts.time, ino.mtime, ino.mtime_nsec, newest);
-    }
-}
-
 /// Points the new inodes whose bytes the image has (`same_data`: the nid)
 /// at the image's blocks when the image stores them flat and the new inode
 /// can be flat the same way (its own inline tail, read from the layer);
@@ -400,7 +381,7 @@ fn overlay(layer: Layer, old: &load::OldTree, opts: &BuildOptions, dest: &Path) 
             let pool = crate::util::out::worker_pool(opts.workers)?;
             let mut s = pool.install(|| crate::source::dir::scan(src, opts))?;
             let all: Vec<InodeId> = (0..s.inodes.len()).collect();
-            layer_meta(&mut s, &all, opts);
+            crate::tree::relabel::layer(&mut s, &all, opts);
             merge::overlay_dir(old.tree.clone(), s)
         }
         Layer::Tar {
@@ -433,7 +414,7 @@ fn overlay(layer: Layer, old: &load::OldTree, opts: &BuildOptions, dest: &Path) 
                         || m.inodes[i].gid != old.tree.inodes[i].gid
                 })
                 .collect();
-            layer_meta(&mut m, &ids, opts);
+            crate::tree::relabel::layer(&mut m, &ids, opts);
             m
         }
     })

@@ -10,6 +10,7 @@ use ferrofs_format::inode::{DataLayout, COMPACT_INODE_SIZE, EXTENDED_INODE_SIZE}
 
 use crate::error::{BuildError, Result};
 use crate::options::{BuildOptions, TimePolicy};
+use crate::tree::relabel;
 use crate::tree::{InodeId, Kind, Tree};
 use xattrs::XattrPlan;
 
@@ -120,16 +121,6 @@ fn compact_48bit_holds(mtime: i64, nsec: u32, epoch: i64, fixed_nsec: u32) -> bo
             .is_some_and(|d| (0..1 << 32).contains(&d))
 }
 
-pub(crate) fn effective_time(policy: TimePolicy, mtime: i64, nsec: u32, newest: i64) -> (i64, u32) {
-    match policy {
-        TimePolicy::Keep | TimePolicy::BuildTimeOnly(_) => (mtime, nsec),
-        TimePolicy::Fixed(t) => (t, 0),
-        TimePolicy::Clamp(t) if mtime > t || (mtime == t && nsec > 0) => (t, 0),
-        TimePolicy::Clamp(_) => (mtime, nsec),
-        TimePolicy::IgnoreMtime => (newest, 0),
-    }
-}
-
 fn dirent_type(kind: &Kind) -> u8 {
     match kind {
         Kind::File { .. } => 1,
@@ -213,14 +204,14 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
     let times: Vec<(i64, u32)> = tree
         .inodes
         .iter()
-        .map(|i| effective_time(opts.time, i.mtime, i.mtime_nsec, newest))
+        .map(|i| relabel::time(opts.time, i.mtime, i.mtime_nsec, newest))
         .collect();
     let bit48 = opts.uses_48bit();
     let clock = image_clock(opts, &times, newest, bit48);
     let mut chunked = false;
     let mut inodes = Vec::with_capacity(tree.inodes.len());
     for (id, ino) in tree.inodes.iter().enumerate() {
-        let (uid, gid) = owner(ino, opts);
+        let (uid, gid) = relabel::owner(ino.uid, ino.gid, opts);
         let (mtime, mtime_nsec) = times[id];
         let (dir_entries, size) = match &ino.kind {
             Kind::Dir { entries } => dir_listing(tree, id, entries, opts),
@@ -326,23 +317,6 @@ fn image_clock(opts: &BuildOptions, times: &[(i64, u32)], newest: i64, bit48: bo
         epoch,
         fixed_nsec,
     }
-}
-
-/// The owner an inode is stored with: the source's, or what `--all-root`,
-/// `--force-uid/gid` and the id offsets make of it.
-fn owner(ino: &crate::tree::Inode, opts: &BuildOptions) -> (u32, u32) {
-    let (uid, gid) = match opts.all_root {
-        true => (0, 0),
-        false => (
-            opts.force_uid.unwrap_or(ino.uid),
-            opts.force_gid.unwrap_or(ino.gid),
-        ),
-    };
-    // Offsets wrap around like mkfs.erofs's (ids are 32-bit).
-    (
-        uid.wrapping_add(opts.uid_offset),
-        gid.wrapping_add(opts.gid_offset),
-    )
 }
 
 /// Directory `id`'s blocks of entries (`.` unless dot-omitted, `..`, then

@@ -6,6 +6,7 @@
 
 pub(crate) mod content;
 pub(crate) mod fsconfig;
+pub(crate) mod relabel;
 pub(crate) mod selabel;
 
 use std::path::PathBuf;

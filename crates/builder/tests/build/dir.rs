@@ -1,31 +1,34 @@
-//! Images built by the library (`ferrofs_builder::build`) from the
-//! testkit's corner-case tree, read back through the reader's front door
-//! (`Image::open_path`, `symlink_metadata`, `read_dir`, `read`,
-//! `open_file`, `read_link`, `xattrs`) and compared with the source tree
-//! entry by entry: type, mode, owner, link count, size, mtime with
-//! nanoseconds, device number, listing, symlink target, bytes (whole, from
-//! a seek and with `read_at`), xattrs, and hardlink groups (entries share
-//! an inode number in the image exactly when they do in the source).
+//! `Input::Dir`: images the library builds from the testkit's corner-case
+//! tree read back as the tree. Through the reader's front door
+//! (`symlink_metadata`, `read_dir`, `read`, `open_file`, `read_link`,
+//! `xattrs`) every entry is compared with the source: type, mode, owner,
+//! link count, size, mtime with nanoseconds, device number, listing,
+//! symlink target, bytes (whole, from a seek and with `read_at`), xattrs,
+//! and hardlink groups (entries share an inode number in the image
+//! exactly when they do in the source); where the kernel mounts images,
+//! its mount equals the tree too (testkit's strict comparison). The
+//! `Summary` agrees with the image: `bytes` is the file's length and
+//! `blocks` times the block size, `inodes` what its tree reaches (plus the
+//! packed inode), `compressed_files` and `pclusters` non-zero exactly when
+//! compressing, no compact inodes with `force_extended`.
 //!
-//! No kernel and no root needed: without root the tree has no devices,
-//! foreign owners or `trusted.*` xattrs (the testkit leaves them out), and
-//! everything else is still checked. One case per layout: plain, not
-//! inline, 1 KiB blocks, chunk-based, every codec at two pcluster sizes,
-//! ztailpacking, fragments, all-fragments, dedupe and all of them at once.
+//! Without root the tree has no devices, foreign owners or `trusted.*`
+//! xattrs (the testkit leaves them out), and the rest is still checked.
+//! One case per layout: plain, not inline, 1 KiB blocks, extended inodes,
+//! chunk-based, every codec at two pcluster sizes, ztailpacking,
+//! fragments, all-fragments, dedupe and all of them at once.
 
-use std::collections::{BTreeMap, HashMap};
-use std::ffi::OsString;
 use std::fs;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use ferrofs::Image;
-use ferrofs_builder::BuildOptions;
-use ferrofs_builder::{CompressOptions, Compressor};
+use ferrofs_builder::{BuildOptions, CompressOptions, Compressor, Summary};
 use ferrofs_testkit::compare::list_tree;
-use ferrofs_testkit::{corpus, xattr, TempDir};
+use ferrofs_testkit::{corpus, TempDir};
+
+use crate::common;
 
 /// The corner tree, made once for all tests of this binary.
 /// It is removed when the process exits.
@@ -87,213 +90,77 @@ fn compressed(alg: &str, pcluster: u64, ext: &[&str]) -> CompressOptions {
     }
 }
 
-/// The xattrs of a source entry, by name.
-fn source_xattrs(path: &Path) -> BTreeMap<OsString, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    for name in xattr::list(path).into_iter().flatten() {
-        let value = xattr::get(path, &name).ok().flatten().unwrap_or_default();
-        out.insert(name, value);
-    }
-    out
-}
-
-/// Compares a regular file's bytes read three ways with the source's.
-fn check_bytes(image: &Image, rel: &Path, want: &[u8], f: &mut Vec<String>) {
-    let what = Path::new("/").join(rel);
-    let what = what.display();
-    match image.read(rel) {
-        Ok(got) if got == want => {}
-        Ok(got) => f.push(format!(
-            "{what}: read gives {} bytes, not the source's {}",
-            got.len(),
-            want.len()
-        )),
-        Err(e) => return f.push(format!("{what}: read: {e}")),
-    }
-    let mut file = match image.open_file(rel) {
-        Ok(file) => file,
-        Err(e) => return f.push(format!("{what}: open_file: {e}")),
-    };
-    // From an odd offset a third in, through `Seek` + `Read`.
-    let mid = (want.len() / 3) | 1;
-    let mut rest = Vec::new();
-    let seek = file.seek(SeekFrom::Start(mid as u64));
-    if seek.is_err()
-        || file.read_to_end(&mut rest).is_err()
-        || rest != want.get(mid..).unwrap_or_default()
-    {
-        f.push(format!(
-            "{what}: seek to {mid} and read_to_end differ from the source"
-        ));
-    }
-    // A piece crossing block boundaries, with `read_at`.
-    let mut buf = vec![0u8; 9000];
-    let end = (mid + buf.len()).min(want.len());
-    match file.read_at(&mut buf, mid as u64) {
-        Ok(n) if buf[..n] == *want.get(mid..end).unwrap_or_default() => {}
-        Ok(n) => f.push(format!(
-            "{what}: read_at({mid}) gives {n} bytes unlike the source's"
-        )),
-        Err(e) => f.push(format!("{what}: read_at({mid}): {e}")),
-    }
-}
-
-/// Compares one entry of the image with the source; `inos` pairs image
-/// inode numbers (`true`) with source ones (`false`) both ways, so hardlink
-/// groups must match.
-fn check_entry(
-    image: &Image,
-    src: &Path,
-    rel: &Path,
-    want: &fs::Metadata,
-    inos: &mut HashMap<(bool, u64), u64>,
-    f: &mut Vec<String>,
-) {
-    let what = Path::new("/").join(rel);
-    let what = what.display();
-    let got = match image.symlink_metadata(rel) {
-        Ok(m) => m,
-        Err(e) => return f.push(format!("{what}: symlink_metadata: {e}")),
-    };
-    let (t, wt) = (got.file_type(), want.file_type());
-    let kind =
-        |a: bool, b: bool, c: bool, d: bool, e: bool, g: bool, h: bool| [a, b, c, d, e, g, h];
-    let got_kind = kind(
-        t.is_file(),
-        t.is_dir(),
-        t.is_symlink(),
-        t.is_fifo(),
-        t.is_socket(),
-        t.is_char_device(),
-        t.is_block_device(),
-    );
-    let want_kind = kind(
-        wt.is_file(),
-        wt.is_dir(),
-        wt.is_symlink(),
-        wt.is_fifo(),
-        wt.is_socket(),
-        wt.is_char_device(),
-        wt.is_block_device(),
-    );
-    if got_kind != want_kind {
-        return f.push(format!("{what}: type {got_kind:?}, source {want_kind:?}"));
-    }
-    if got.mode() != want.mode() {
-        f.push(format!(
-            "{what}: mode {:#o}, source {:#o}",
-            got.mode(),
-            want.mode()
-        ));
-    }
-    let pairs = [
-        ("uid", i64::from(got.uid()), i64::from(want.uid())),
-        ("gid", i64::from(got.gid()), i64::from(want.gid())),
-        ("nlink", got.nlink() as i64, want.nlink() as i64),
-        ("mtime", got.mtime(), want.mtime()),
-        ("mtime_nsec", got.mtime_nsec(), want.mtime_nsec()),
-    ];
-    for (field, g, w) in pairs {
-        if g != w {
-            f.push(format!("{what}: {field} {g}, source {w}"));
-        }
-    }
-    if !wt.is_dir() && got.len() != want.len() {
-        f.push(format!("{what}: len {}, source {}", got.len(), want.len()));
-    }
-    if (wt.is_char_device() || wt.is_block_device()) && got.rdev() != want.rdev() {
-        f.push(format!(
-            "{what}: rdev {:#x}, source {:#x}",
-            got.rdev(),
-            want.rdev()
-        ));
-    }
-    // Image inode numbers and source ones pair one to one.
-    let image_side = *inos.entry((true, got.ino())).or_insert(want.ino());
-    let source_side = *inos.entry((false, want.ino())).or_insert(got.ino());
-    if (image_side, source_side) != (want.ino(), got.ino()) {
-        f.push(format!(
-            "{what}: hardlink groups differ (image inode {}, source inode {})",
-            got.ino(),
-            want.ino()
-        ));
-    }
-    let path = src.join(rel);
-    if wt.is_dir() {
-        let mut names = Vec::new();
-        for e in image.read_dir(rel).into_iter().flatten() {
-            match e.and_then(|e| Ok((e.file_name(), e.file_type()?.is_dir()))) {
-                Ok(n) => names.push(n),
-                Err(e) => f.push(format!("{what}: read_dir: {e}")),
-            }
-        }
-        let mut want_names: Vec<(OsString, bool)> = fs::read_dir(&path)
-            .unwrap()
-            .map(|e| {
-                e.map(|e| (e.file_name(), e.file_type().unwrap().is_dir()))
-                    .unwrap()
-            })
-            .collect();
-        names.sort();
-        want_names.sort();
-        if names != want_names {
-            f.push(format!(
-                "{what}: read_dir lists {} entries, the source {}",
-                names.len(),
-                want_names.len()
-            ));
-        }
-    } else if wt.is_symlink() {
-        let target = image.read_link(rel).map_err(|e| e.to_string());
-        if target != Ok(fs::read_link(&path).unwrap()) {
-            f.push(format!("{what}: read_link {target:?}"));
-        }
-    } else if wt.is_file() {
-        check_bytes(image, rel, &fs::read(&path).unwrap(), f);
-    }
-    if !wt.is_symlink() {
-        match image.xattrs(rel) {
-            Ok(got) => {
-                let got: BTreeMap<OsString, Vec<u8>> = got.into_iter().collect();
-                let want = source_xattrs(&path);
-                if got != want {
-                    f.push(format!(
-                        "{what}: xattrs {:?}, source {:?}",
-                        got.keys(),
-                        want.keys()
-                    ));
-                }
-            }
-            Err(e) => f.push(format!("{what}: xattrs: {e}")),
-        }
-    }
-}
-
-/// Builds an image of the corner tree with `opts` and compares it with the
-/// tree; returns the failures.
+/// Builds an image of the corner tree with `opts` through `build_from`
+/// and compares it with the tree (through the reader, and the kernel
+/// where it mounts), and its `Summary` with what the image holds;
+/// returns the failures.
 fn build_and_compare(work: &Path, name: &str, opts: &BuildOptions) -> Vec<String> {
     let src = source();
     let img = work.join(format!("{name}.img"));
-    if let Err(e) = ferrofs_builder::build(src, &img, opts, None, &|_| {}) {
-        return vec![format!("build: {e}")];
-    }
+    let input = ferrofs_builder::Input::Dir(src);
+    let mode = ferrofs_builder::Mode::Fresh;
+    let s = match ferrofs_builder::build_from(input, mode, &img, opts, None, &|_| {}) {
+        Ok(s) => s,
+        Err(e) => return vec![format!("build: {e}")],
+    };
     let image = match Image::open_path(&img) {
         Ok(i) => i,
         Err(e) => return vec![format!("open: {e}")],
     };
-    let mut f = Vec::new();
-    let mut inos = HashMap::new();
-    let root = fs::symlink_metadata(src).unwrap();
-    check_entry(&image, src, Path::new(""), &root, &mut inos, &mut f);
-    let entries = list_tree(src).unwrap();
-    for (rel, want) in &entries {
-        check_entry(&image, src, rel, want, &mut inos, &mut f);
+    let mut f = common::image_matches(&image, src);
+    let entries = list_tree(src).unwrap().len();
+    if entries < 3000 {
+        f.push(format!("only {entries} entries in the corner tree"));
     }
-    if entries.len() < 3000 {
-        f.push(format!("only {} entries in the corner tree", entries.len()));
-    }
+    f.extend(check_summary(&s, &image, &img, opts));
+    f.extend(common::kernel_matches(&img, &[], src));
     if f.is_empty() {
         let _ = fs::remove_file(&img);
+    }
+    f
+}
+
+/// The `Summary` against the image: its length, its blocks, the inodes
+/// its tree reaches (with the packed inode when fragments made one), the
+/// compressed files and inode forms the options call for (files wholly
+/// in the packed inode have no pclusters of their own: `pclusters` may be
+/// fewer than `compressed_files`).
+fn check_summary(s: &Summary, image: &Image, img: &Path, opts: &BuildOptions) -> Vec<String> {
+    let mut f = Vec::new();
+    let len = fs::metadata(img).unwrap().len();
+    if s.bytes != len || s.blocks * opts.block_size() != len {
+        f.push(format!(
+            "summary: {} bytes in {} blocks, the file has {len}",
+            s.bytes, s.blocks
+        ));
+    }
+    let packed = u64::from(image.superblock().packed_nid != 0);
+    let reached = common::image_inodes(image);
+    if s.inodes != reached + packed {
+        f.push(format!(
+            "summary: {} inodes, the tree reaches {reached} (+{packed} packed)",
+            s.inodes
+        ));
+    }
+    if s.meta_blocks == 0 || s.meta_blocks > s.blocks || s.compact_inodes > s.inodes {
+        f.push(format!("summary: implausible {s:?}"));
+    }
+    if opts.force_extended && s.compact_inodes != 0 {
+        f.push(format!("summary: {} compact inodes", s.compact_inodes));
+    }
+    match &opts.compress {
+        Some(_) if s.compressed_files == 0 || s.pclusters == 0 => f.push(format!(
+            "summary: {} compressed files in {} pclusters",
+            s.compressed_files, s.pclusters
+        )),
+        None if s.compressed_files != 0 || s.pclusters != 0 => f.push(format!(
+            "summary: an uncompressed build has {} compressed files",
+            s.compressed_files
+        )),
+        _ => {}
+    }
+    if s.base.is_some() || s.layers.is_some() || s.incremental.is_some() || s.phases.is_empty() {
+        f.push(format!("summary: parts of another kind of build: {s:?}"));
     }
     f
 }

@@ -366,7 +366,7 @@ pub fn set_times(dir: &Path) {
     let mut entries = list_tree(dir).unwrap();
     entries.reverse();
     for (i, (rel, _)) in entries.iter().enumerate() {
-        let nsec = (i as u32 * 123_456_789) % 1_000_000_000;
+        let nsec = ((i as u64 * 123_456_789) % 1_000_000_000) as u32;
         set_mtime(&dir.join(rel), 1_650_000_000 + i as i64 * 3_601, nsec).unwrap();
     }
     set_mtime(dir, 1_700_000_000, 5).unwrap();

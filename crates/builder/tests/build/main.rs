@@ -11,10 +11,12 @@
 mod common;
 
 mod base;
+mod density;
 mod dir;
 mod errors;
 mod incremental;
 mod layers;
 mod oci;
+mod profile;
 mod symlink_walk;
 mod tar;

@@ -12,13 +12,12 @@
 //! for the kernel comparison; otherwise prints why it skips.
 
 use std::fs;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ferrofs::map::ExtentKind;
 use ferrofs::Image;
-use ferrofs_testkit::corpus::{self, set_mtime};
+use ferrofs_testkit::corpus;
 use ferrofs_testkit::mount::can_mount;
 use ferrofs_testkit::{tools, verify};
 
@@ -65,13 +64,7 @@ fn new_tree(old: &Path, new: &Path) {
     fs::write(t.join("t3"), corpus::text_bytes(80000, 99)).unwrap();
     fs::write(t.join("m6"), corpus::mixed_bytes(1 << 20, 98)).unwrap();
     // Same size, same mtime, one byte different in the middle.
-    let p = t.join("t6");
-    let meta = fs::metadata(&p).unwrap();
-    let f = fs::OpenOptions::new().write(true).open(&p).unwrap();
-    f.write_all_at(b"#", meta.len() / 2).unwrap();
-    drop(f);
-    use std::os::unix::fs::MetadataExt;
-    set_mtime(&p, meta.mtime(), meta.mtime_nsec() as u32).unwrap();
+    corpus::change_middle_byte(&t.join("t6")).unwrap();
     fs::remove_file(t.join("m2")).unwrap();
     for k in 0..3u64 {
         fs::write(

@@ -7,8 +7,8 @@
 //! layers) each layer becomes `DIR/layer-N.img` and the merged image, read
 //! with those as its devices, is the same tree; its `Summary.layers`
 //! counts as indexed the files with a block of data on a layer (smaller
-//! ones, wholly inline there, are copied). The same with plain tar layers
-//! is an ignored test: the build refuses them (a bug, see its doc).
+//! ones, wholly inline there, are copied); the same with plain tar layers
+//! (their blobs read to the end, so their digests are checked).
 
 use std::fs;
 use std::io::Write;
@@ -188,13 +188,10 @@ fn layer_images_are_written_and_their_files_indexed() {
     finish(&work, &f);
 }
 
-/// The same with plain (uncompressed) tar layers. Fails: the layer
-/// images' scan (`scan_stream`) stops at the archive's end-of-archive
-/// blocks without reading the blob to its end, so the blob's check
-/// refuses every plain layer with "data after the end of its compressed
-/// stream" (the merged `layer_images: None` build reads it to the end).
+/// The same with plain (uncompressed) tar layers: each layer's scan reads
+/// its blob to the end (it once stopped at the end-of-archive blocks, and
+/// the blob's check refused every plain layer).
 #[test]
-#[ignore = "bug: Input::Oci with layer_images refuses plain tar layers"]
 fn layer_images_of_plain_tar_layers() {
     let work = work_dir!("lib_oci_layers_plain");
     let expect = layers(&work, false);

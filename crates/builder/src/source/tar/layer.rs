@@ -41,7 +41,7 @@ pub fn scan_layer(
     let src = Src::new(r, file, name.clone(), spool_dir)?;
     let mut b = Builder::new(opts, name, lower, tar_opts.root_mtime);
     b.layer = Some(Layer::default());
-    members(src, b, tar_opts).map(|(t, _)| t)
+    members(src, b, tar_opts, false).map(|(t, _)| t)
 }
 
 /// Reads the uncompressed tar stream `r` alone, as [`super::scan`] reads
@@ -59,7 +59,8 @@ pub fn scan_stream(
 ) -> Result<(Tree, Vec<InodeId>)> {
     let src = Src::new(r, file, name.clone(), spool_dir)?;
     let b = Builder::new(opts, name, None, tar_opts.root_mtime);
-    members(src, b, tar_opts)
+    // The caller checks the blob it read (its digest, its end).
+    members(src, b, tar_opts, true)
 }
 
 impl Builder<'_> {

@@ -226,7 +226,7 @@ pub fn scan(
     let (r, file, name) = filtered(open_input(input)?, &tar_opts, input)?;
     let src = Src::new(r, file, name.clone(), spool_dir)?;
     let b = Builder::new(opts, name, None, tar_opts.root_mtime);
-    members(src, b, &tar_opts).map(|(t, _)| t)
+    members(src, b, &tar_opts, false).map(|(t, _)| t)
 }
 
 /// Reads the archive as a layer over `lower` (an incremental build: its
@@ -295,7 +295,15 @@ impl<'a> Builder<'a> {
 
 /// Reads the archive's members into the builder's tree; also returns the
 /// directories it has no entry for.
-fn members(mut src: Src, mut b: Builder, tar_opts: &TarOptions) -> Result<(Tree, Vec<InodeId>)> {
+/// Reads every member of `src` into `b`'s tree. With `to_end`, the stream
+/// is read to its end even where nothing needs that (the caller checks
+/// what it read, as an OCI blob's digest is checked).
+fn members(
+    mut src: Src,
+    mut b: Builder,
+    tar_opts: &TarOptions,
+    to_end: bool,
+) -> Result<(Tree, Vec<InodeId>)> {
     let mut pending = header::Pending::default();
     // Directories holding whiteouts made from aufs ones get an (empty)
     // origin xattr, as mkfs.erofs gives them.
@@ -312,7 +320,7 @@ fn members(mut src: Src, mut b: Builder, tar_opts: &TarOptions) -> Result<(Tree,
             }
         }
     }
-    if src.file.is_none() || tar_opts.compressed != Compressed::No || b.layer.is_some() {
+    if to_end || src.file.is_none() || tar_opts.compressed != Compressed::No || b.layer.is_some() {
         // Read a stream to its end: a compressed one checks its CRC or
         // check field there (so a corrupt stream is an error, not a
         // tree with wrong bytes), a `=FILE` copy gets all of it, and the

@@ -21,6 +21,7 @@ mod rebuild;
 mod size;
 mod source;
 mod summary;
+mod verified;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -52,6 +53,8 @@ struct ImageArgs {
     offset: u64,
     #[command(flatten)]
     remote: source::RemoteArgs,
+    #[command(flatten)]
+    verity: verified::VerityArgs,
 }
 
 /// How the commands that read every file's data run their data pass.
@@ -149,6 +152,13 @@ enum Command {
         json: bool,
         #[command(flatten)]
         remote: source::RemoteArgs,
+        /// Check every block of OLD against the dm-verity tree appended to
+        /// it, whose root hash this is (see `--verity` of fsck).
+        #[arg(long, value_name = "ROOT_HASH")]
+        verity_old: Option<ferrofs::verity::RootHash>,
+        /// The same for NEW.
+        #[arg(long, value_name = "ROOT_HASH")]
+        verity_new: Option<ferrofs::verity::RootHash>,
     },
     /// Describe the superblock, one inode, or whole-image statistics.
     Dump {
@@ -192,7 +202,7 @@ fn open(args: &ImageArgs) -> Result<Image> {
         &args.image,
         &args.devices,
         args.offset,
-        &args.remote,
+        (&args.remote, &args.verity),
         OpenOptions::default(),
     )
 }
@@ -242,7 +252,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             new,
             json,
             remote,
-        } => diff::run(&old, &new, json, &remote),
+            verity_old,
+            verity_new,
+        } => {
+            let verity = [verity_old, verity_new].map(verified::VerityArgs::appended);
+            diff::run((&old, &new), json, &remote, &verity)
+        }
         Command::Mount(a) => mount::run(&a),
         Command::Fsck {
             img,

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use crate::verified::VerityArgs;
 use anyhow::{Context, Result};
 use ferrofs::source::Offset;
 use ferrofs::{Image, OpenOptions, ReadAt};
@@ -241,16 +242,20 @@ impl<'a> Sources<'a> {
 }
 
 /// Opens the image `image` (starting `offset` bytes in) with the extra
-/// devices `devices`, files or URLs alike.
+/// devices `devices`, files or URLs alike, every block checked against a
+/// dm-verity tree when `verity` asks for it.
 pub fn open_image(
     image: &Path,
     devices: &[PathBuf],
     offset: u64,
-    remote: &RemoteArgs,
+    (remote, verity): (&RemoteArgs, &VerityArgs),
     mut opts: OpenOptions,
 ) -> Result<Image> {
     let mut sources = Sources::new(remote);
     let primary = sources.open(image, "", Some(offset))?;
+    let primary = verity
+        .wrap(primary, &mut sources)
+        .with_context(|| image.display().to_string())?;
     for d in devices {
         opts.devices.push(sources.open(d, "device ", None)?);
     }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod cat;
 mod diff;
+mod digest;
 mod dropin;
 mod dump;
 mod extract;
@@ -22,6 +23,7 @@ mod size;
 mod source;
 mod summary;
 mod verified;
+mod verity;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -183,6 +185,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Add a dm-verity hash tree to an image (appended, or in a separate
+    /// hash file) and print its root hash: what `--verity` of the reading
+    /// commands and `veritysetup verify` check it with.
+    Verity(verity::VerityArgs),
+    /// Print files' fs-verity digests (sha256, 4 KiB blocks), as
+    /// `fsverity digest` prints them.
+    Digest(digest::DigestArgs),
     /// Print a shell completion script (e.g. `ferrofs completions bash >
     /// /etc/bash_completion.d/ferrofs`).
     Completions {
@@ -285,6 +294,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             readahead,
             json,
         } => dump::dump(&img, (path, nid, profile), readahead, json),
+        Command::Verity(a) => verity::run(&a),
+        Command::Digest(a) => digest::run(&a),
         Command::Completions { shell } => {
             manual::completions(shell);
             Ok(ExitCode::SUCCESS)

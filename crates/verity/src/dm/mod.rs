@@ -6,11 +6,13 @@ mod build;
 mod geometry;
 mod superblock;
 mod verify;
+mod write;
 
 pub use build::{build, build_with_threads, Tree};
 pub use geometry::{Geometry, Level};
 pub use superblock::{SUPERBLOCK_LEN, SUPERBLOCK_MAGIC};
 pub use verify::{Verified, DEFAULT_CACHE_BLOCKS};
+pub use write::{append, write_hash_file, WriteOptions, Written};
 
 use crate::error::{Error, Result};
 use crate::hash::Algorithm;

@@ -138,6 +138,9 @@ pub struct BuildOptions {
     /// Rebuild mode: the extra devices (the layers) that chunk indexes of
     /// files whose data stays on the layers name, in device-table order.
     pub devices: Vec<ExtraDevice>,
+    /// `--verity`: append a dm-verity hash tree to the image (veritysetup's
+    /// layout: the image padded to a data block, its superblock, the tree).
+    pub verity: Option<ferrofs_verity::dm::WriteOptions>,
 }
 
 /// One slot of the device table (rebuild mode).
@@ -214,6 +217,7 @@ impl Default for BuildOptions {
             base: None,
             fixed_epoch: None,
             devices: Vec::new(),
+            verity: None,
         }
     }
 }

@@ -73,6 +73,11 @@ pub(crate) fn print(
                 k.oldest.0, k.oldest.1
             )?;
         }
+        if let Some(v) = &s.verity {
+            for l in crate::verity::lines(v) {
+                writeln!(out, "verity {l}")?;
+            }
+        }
         if let Some(i) = &s.incremental {
             writeln!(
                 out,

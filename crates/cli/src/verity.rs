@@ -48,9 +48,7 @@ pub(crate) fn data_block_size(s: &str) -> Result<u32, String> {
 
 /// The salt option as bytes.
 pub(crate) fn salt_arg(salt: Option<&str>) -> Result<Option<Vec<u8>>> {
-    salt.map(|s| parse_hex("salt", s))
-        .transpose()
-        .context("--salt")
+    Ok(salt.map(|s| parse_hex("salt", s)).transpose()?)
 }
 
 /// `ferrofs verity`: writes the tree and prints what a reader needs.
@@ -72,7 +70,7 @@ pub fn run(a: &VerityArgs) -> Result<ExitCode> {
     let opts = WriteOptions {
         algorithm: a.hash,
         data_block_size: a.data_block_size,
-        salt: salt_arg(a.salt.as_deref())?,
+        salt: salt_arg(a.salt.as_deref()).context("--salt")?,
     };
     let written = write(&a.image, a.hash_file.as_deref(), data_len, &opts)?;
     print(&a.image, a.hash_file.as_deref(), &written, a.json)?;

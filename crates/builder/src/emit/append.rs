@@ -234,6 +234,7 @@ pub(crate) fn append(
             pclusters: zs().map(|z| z.extents.len() as u64).sum(),
             base: None,
             incremental: None,
+            verity: None,
             phases: Vec::new(),
             layers: None,
         },

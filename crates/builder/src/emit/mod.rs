@@ -84,6 +84,9 @@ pub struct Summary {
     /// With `--incremental`: what was kept and what was appended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incremental: Option<crate::incremental::IncrementalStats>,
+    /// With `--verity`: the dm-verity tree appended to the image.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verity: Option<ferrofs_verity::dm::Written>,
 }
 
 fn check_options(opts: &BuildOptions) -> Result<()> {
@@ -242,6 +245,14 @@ fn build_timed(
         progress,
         (&pool, &mut clock),
     )?;
+    if let Some(v) = &opts.verity {
+        summary.verity = Some(
+            ferrofs_verity::dm::append_file(&image.file, v).map_err(|e| BuildError::Output {
+                path: output.to_path_buf(),
+                source: e.into(),
+            })?,
+        );
+    }
     image.sync()?;
     if let Some(b) = &blob {
         b.sync()?;
@@ -534,6 +545,7 @@ fn write_image(
         phases: Vec::new(),
         layers: None,
         incremental: None,
+        verity: None,
     };
     Ok((summary, list))
 }

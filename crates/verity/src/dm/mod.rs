@@ -12,7 +12,7 @@ pub use build::{build, build_with_threads, Tree};
 pub use geometry::{Geometry, Level};
 pub use superblock::{SUPERBLOCK_LEN, SUPERBLOCK_MAGIC};
 pub use verify::{Verified, DEFAULT_CACHE_BLOCKS};
-pub use write::{append, write_hash_file, WriteOptions, Written};
+pub use write::{append, append_file, write_hash_file, WriteOptions, Written};
 
 use crate::error::{Error, Result};
 use crate::hash::Algorithm;

@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 
 use super::{build, Params, SUPERBLOCK_LEN};
 use crate::error::{Error, Result};
-use crate::hash::Algorithm;
+use crate::hash::{to_hex, Algorithm};
 
 /// How to make a tree.
 #[derive(Clone, Debug)]
@@ -38,8 +38,10 @@ impl Default for WriteOptions {
     }
 }
 
-/// A tree written.
-#[derive(Clone, Debug)]
+/// A tree written. Serializes as `ferrofs verity --json` and `mkfs
+/// --json` print it: `root_hash`, `hash_offset`, `salt`, `data_blocks`,
+/// `data_block_size`, `algorithm`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Written {
     /// Its parameters (as in its superblock).
     pub params: Params,
@@ -48,6 +50,27 @@ pub struct Written {
     /// Where its superblock starts in the hash device (the image, or the
     /// hash file).
     pub hash_offset: u64,
+}
+
+impl serde::Serialize for Written {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut st = s.serialize_struct("Written", 6)?;
+        st.serialize_field("root_hash", &to_hex(&self.root))?;
+        st.serialize_field("hash_offset", &self.hash_offset)?;
+        st.serialize_field("salt", &to_hex(&self.params.salt))?;
+        st.serialize_field("data_blocks", &self.params.data_blocks)?;
+        st.serialize_field("data_block_size", &self.params.data_block_size)?;
+        st.serialize_field("algorithm", self.params.algorithm.name())?;
+        st.end()
+    }
+}
+
+/// Appends a tree to the image `file` as [`append`] does, the whole file
+/// being the data (a build's staged image, `--offset` zeros included).
+pub fn append_file(file: &File, opts: &WriteOptions) -> Result<Written> {
+    let len = file.metadata().map_err(io("data", 0))?.len();
+    append(file, len, opts)
 }
 
 fn io(what: &'static str, offset: u64) -> impl FnOnce(std::io::Error) -> Error {

@@ -31,11 +31,15 @@ pub enum Error {
     },
     /// The tree's top block (or the only data block) does not hash to the
     /// root hash given: a wrong root hash, or a damaged tree.
-    #[error("the verity root hash does not match: expected {expected}, the tree gives {actual}")]
+    // What the tree gives is not shown: copying it would accept a forged tree.
+    #[error(
+        "the verity root hash does not match: the tree's top block (or its only data block) \
+         does not hash to {expected} (a wrong root hash, or a damaged tree or verity superblock)"
+    )]
     WrongRoot {
         /// The root hash given.
         expected: String,
-        /// What the tree hashes to.
+        /// What the tree hashes to (for debugging; not in the message).
         actual: String,
     },
     /// A data block does not match its digest in the (verified) tree.

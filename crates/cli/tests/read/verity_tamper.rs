@@ -193,3 +193,53 @@ fn a_tampered_copy_served_over_http_is_refused() {
     assert!(!o.status.success());
     assert!(fs::read(b.src.join("f1")).unwrap().starts_with(&o.stdout));
 }
+
+/// Bytes a server sent for the ranges it was asked (a request without a
+/// range: the whole object).
+fn fetched(srv: &common::Server, whole: u64) -> u64 {
+    srv.ranges()
+        .iter()
+        .map(|r| {
+            r.strip_prefix("bytes=")
+                .and_then(|s| s.split_once('-'))
+                .and_then(|(a, b)| Some(b.parse::<u64>().ok()? + 1 - a.parse::<u64>().ok()?))
+                .unwrap_or(whole)
+        })
+        .sum()
+}
+
+/// Verified reads stay lazy over HTTP: a cold `cat` of one small file
+/// fetches the chunks it fetches unverified plus those holding the hash
+/// blocks on its path, far from the whole image.
+#[test]
+fn verified_cold_reads_over_http_stay_lazy() {
+    let w = work_dir!("verity_http_lazy");
+    let b = build(&w);
+    let good = Arc::new(fs::read(&b.img).unwrap());
+    let whole = good.len() as u64;
+    let mut seen = Vec::new();
+    for verity in [false, true] {
+        let g = good.clone();
+        let srv = common::Server::start("/v.img", Duration::ZERO, move |r, _| {
+            common::ranged(&g, "\"v\"", r)
+        });
+        let mut args = vec!["cat", &srv.url, "/sub/small"];
+        if verity {
+            args.extend(["--verity", &b.root]);
+        }
+        let o = run(&args);
+        assert_eq!(
+            o.stdout,
+            b"small and good\n",
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        seen.push(fetched(&srv, whole));
+    }
+    println!(
+        "cold cat over HTTP: {} bytes unverified, {} verified, image {whole}",
+        seen[0], seen[1]
+    );
+    assert!(seen[1] < whole / 2, "{seen:?} of {whole}");
+    assert!(seen[1] <= seen[0] + (1 << 20), "{seen:?}");
+}

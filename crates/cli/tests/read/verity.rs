@@ -325,3 +325,29 @@ fn digest_prints_what_fsverity_prints() {
     let o = ferrofs(&["digest", p(&w.join("missing"))]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
+
+#[test]
+fn diff_checks_both_images() {
+    let w = work_dir!("verity_diff");
+    let (a, b) = (w.join("a.img"), w.join("b.img"));
+    let ra = mkfs_verity(&a, &tree(&w, 1, 9000), &[]);
+    let rb = mkfs_verity(&b, &tree(&w, 2, 9000), &[]);
+    let o = ferrofs(&[
+        "diff",
+        "--verity-old",
+        &ra,
+        "--verity-new",
+        &rb,
+        p(&a),
+        p(&b),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("+ /f1"), "{}", text(&o));
+    let o = ferrofs(&["diff", "--verity-old", &rb, p(&a), p(&b)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("root hash does not match"),
+        "{}",
+        text(&o)
+    );
+}

@@ -254,7 +254,7 @@ pub fn open_image(
     let mut sources = Sources::new(remote);
     let primary = sources.open(image, "", Some(offset))?;
     let primary = verity
-        .wrap(primary, &mut sources)
+        .wrap(primary, offset, &mut sources)
         .with_context(|| image.display().to_string())?;
     for d in devices {
         opts.devices.push(sources.open(d, "device ", None)?);

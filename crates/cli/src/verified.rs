@@ -69,12 +69,13 @@ impl VerityArgs {
         }
     }
 
-    /// `data` (the whole image file, before any `--offset`) checked as
-    /// these options say, or as it is without `--verity`. `sources` opens a
-    /// hash file given as a URL.
+    /// `data` (the whole image file, the image `image_offset` bytes in:
+    /// `--offset`) checked as these options say, or as it is without
+    /// `--verity`. `sources` opens a hash file given as a URL.
     pub fn wrap(
         &self,
         data: Box<dyn ReadAt>,
+        image_offset: u64,
         sources: &mut Sources<'_>,
     ) -> Result<Box<dyn ReadAt>> {
         let Some(root) = &self.verity else {
@@ -96,6 +97,7 @@ impl VerityArgs {
             root_hash: root.clone(),
             hash_source,
             hash_offset: self.verity_hash_offset,
+            image_offset,
             no_superblock,
         };
         let v = Verity::open(data, opts).context("--verity")?;

@@ -59,6 +59,9 @@ pub struct VerityOptions {
     /// block count times its block size) rounded up to 4096, else to 512
     /// bytes: where `ferrofs verity` and `mkfs --verity` put it.
     pub hash_offset: Option<u64>,
+    /// Where the EROFS image starts in the data (`mkfs --offset`): the
+    /// default hash offset is counted from the image's end there.
+    pub image_offset: u64,
     /// The tree's parameters for a tree without a superblock
     /// (`veritysetup format --no-superblock`); `data_blocks` 0 means all
     /// of the data (up to the hash offset when the tree is appended).
@@ -73,6 +76,7 @@ impl VerityOptions {
             root_hash,
             hash_source: None,
             hash_offset: None,
+            image_offset: 0,
             no_superblock: None,
         }
     }
@@ -112,7 +116,7 @@ impl Verity {
         let superblock = opts.no_superblock.is_none();
         let offset = match opts.hash_offset {
             Some(o) => o,
-            None if appended => default_hash_offset(&data, superblock)?,
+            None if appended => default_hash_offset(&data, opts.image_offset, superblock)?,
             None => 0,
         };
         let params = match opts.no_superblock {
@@ -176,15 +180,17 @@ fn read_superblock(hash: &Src, offset: u64) -> Result<Params> {
     Params::parse_superblock(&sb, offset).map_err(verity)
 }
 
-/// Where an appended tree starts by default: the EROFS image's end (read
+/// Where an appended tree starts by default: the EROFS image's end (at
+/// `image_offset` in the data; read
 /// unverified: the tree, checked against the root hash, then covers that
 /// superblock too) rounded up to 4096, or to 512 bytes, whichever holds a
 /// verity superblock (4096 without a superblock to look for).
-fn default_hash_offset(data: &Src, superblock: bool) -> Result<u64> {
+fn default_hash_offset(data: &Src, image_offset: u64, superblock: bool) -> Result<u64> {
     let mut raw = [0u8; SB_BASE_SIZE];
-    data.read_exact_at(&mut raw, SUPERBLOCK_OFFSET)
+    let at = SUPERBLOCK_OFFSET.saturating_add(image_offset);
+    data.read_exact_at(&mut raw, at)
         .map_err(|source| Error::Io {
-            offset: SUPERBLOCK_OFFSET,
+            offset: at,
             len: SB_BASE_SIZE,
             source,
         })?;
@@ -200,6 +206,7 @@ fn default_hash_offset(data: &Src, superblock: bool) -> Result<u64> {
         .total_blocks()
         .checked_shl(u32::from(sb.blkszbits))
         .filter(|_| sb.blkszbits < 32)
+        .and_then(|e| e.checked_add(image_offset))
         .ok_or_else(|| not_found("the EROFS image's size overflows".into()))?;
     let [page, sector] = [4096u64, 512].map(|a| end.checked_next_multiple_of(a));
     if !superblock {

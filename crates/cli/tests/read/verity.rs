@@ -351,3 +351,21 @@ fn diff_checks_both_images() {
         text(&o)
     );
 }
+
+#[test]
+fn an_image_at_an_offset_finds_its_tree() {
+    let w = work_dir!("verity_offset");
+    let img = w.join("o.img");
+    let root = mkfs_verity(&img, &tree(&w, 1, 50_000), &["--offset", "10000"]);
+    ok(&["fsck", "--offset", "10000", "--verity", &root, p(&img)]);
+    let small = ok(&[
+        "cat",
+        "--offset",
+        "10000",
+        "--verity",
+        &root,
+        p(&img),
+        "/sub/small",
+    ]);
+    assert_eq!(small, "small and good\n");
+}

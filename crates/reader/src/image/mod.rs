@@ -390,7 +390,15 @@ pub(crate) fn read_exact(src: &dyn ReadAt, buf: &mut [u8], offset: u64) -> Resul
                 .into_inner()
                 .map(|e| e.downcast::<ferrofs_verity::Error>())
             {
-                return Error::Verity(Arc::new(*e));
+                return match *e {
+                    // The source under the tree failed: an I/O error still.
+                    ferrofs_verity::Error::Io { source, .. } => Error::Io {
+                        offset,
+                        len: buf.len(),
+                        source,
+                    },
+                    e => Error::Verity(Arc::new(e)),
+                };
             }
             return Error::Io {
                 offset,

@@ -3,9 +3,10 @@
 //! - [`dm`]: dm-verity hash trees in `veritysetup`'s format (hash type 1:
 //!   the salt hashed before each block, every digest padded to a power of
 //!   two, every level padded to a hash block, the top level first): the
-//!   512-byte on-disk [`dm::Superblock`], the tree [`dm::Geometry`],
-//!   building a tree ([`dm::build`]) and checking blocks against it
-//!   ([`dm::Verifier`]), hash blocks verified once and cached.
+//!   512-byte on-disk superblock ([`dm::Params::parse_superblock`],
+//!   [`dm::Params::superblock`]), the tree [`dm::Geometry`], building a
+//!   tree ([`dm::build`], [`dm::append`]) and reading data through one
+//!   ([`dm::Verified`]), hash blocks verified once and cached.
 //! - [`fsverity`]: a file's fs-verity digest as `fsverity digest` prints it.
 //!
 //! Every input is hostile: a superblock, a tree or a root hash from a file

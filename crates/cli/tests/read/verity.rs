@@ -284,6 +284,33 @@ fn veritysetup_trees_check_here() {
     fsck.extend(args);
     fsck.push(p(&img));
     ok(&fsck);
+    // Appended without a superblock, right after the image: the data is
+    // everything before the hash offset.
+    let app2 = w.join("appended-nosb.img");
+    fs::copy(&img, &app2).unwrap();
+    let root2 = their_root(
+        &Command::new(&vs)
+            .arg("format")
+            .args([&app2, &app2])
+            .arg("--no-superblock")
+            .arg(format!("--salt={salt}"))
+            .arg(format!("--hash-offset={len}"))
+            .arg(format!("--data-blocks={blocks}"))
+            .output()
+            .unwrap(),
+    );
+    let len_s = len.to_string();
+    ok(&[
+        "fsck",
+        "--verity",
+        &root2,
+        "--verity-hash-offset",
+        &len_s,
+        "--verity-no-superblock",
+        "--verity-salt",
+        salt,
+        p(&app2),
+    ]);
     // The wrong salt: the root does not match.
     let i = fsck.iter().position(|a| *a == salt).unwrap();
     fsck[i] = "aabbccde";

@@ -94,6 +94,7 @@ fn write(
             // Readers wait while the tree is changed.
             ferrofs::lock::try_exclusive(&f)
                 .with_context(|| format!("cannot lock {}", image.display()))?;
+            check_tail(&f, data_len).with_context(|| image.display().to_string())?;
             dm::append(&f, data_len, opts).with_context(ctx)
         }
         Some(h) => {
@@ -104,6 +105,41 @@ fn write(
             dm::write_hash_file(&data, data_len, opts, &hash).with_context(ctx)
         }
     }
+}
+
+/// Refuses to cut what follows the EROFS image unless it is an older
+/// tree (zero padding, then a verity superblock, or the zeros an
+/// interrupted run leaves in its place) or zeros only.
+fn check_tail(f: &std::fs::File, data_len: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let len = f.metadata()?.len();
+    for align in [4096, 512] {
+        let at = data_len.next_multiple_of(align);
+        let mut head = vec![0u8; (at - data_len) as usize + dm::SUPERBLOCK_LEN];
+        if f.read_exact_at(&mut head, data_len).is_err() {
+            continue;
+        }
+        let (pad, sb) = head.split_at(head.len() - dm::SUPERBLOCK_LEN);
+        let zero = |b: &[u8]| b.iter().all(|&x| x == 0);
+        if zero(pad) && (sb.starts_with(dm::SUPERBLOCK_MAGIC) || zero(sb)) {
+            return Ok(());
+        }
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    let mut pos = data_len;
+    while pos < len {
+        let n = usize::try_from(len - pos).map_or(buf.len(), |n| n.min(buf.len()));
+        f.read_exact_at(&mut buf[..n], pos)?;
+        if buf[..n].iter().any(|&b| b != 0) {
+            bail!(
+                "{} bytes follow the EROFS image (it ends at byte {data_len}) and they are \
+                 not a verity tree: not cut (write the tree with --hash-file)",
+                len - data_len
+            );
+        }
+        pos += n as u64;
+    }
+    Ok(())
 }
 
 /// The tree's facts as JSON (`ferrofs verity --json`, `mkfs --json`).

@@ -396,3 +396,61 @@ fn an_image_at_an_offset_finds_its_tree() {
     ]);
     assert_eq!(small, "small and good\n");
 }
+
+/// `ferrofs verity` killed (strace's SIGKILL) at the sync between the tree
+/// and its superblock leaves an image with no verity superblock: nothing
+/// finds a half tree, the image still reads, and a run again writes the
+/// tree a clean run writes. Bytes after the image that are no tree are not
+/// cut.
+#[test]
+fn an_interrupted_verity_run_leaves_no_tree_to_find() {
+    let w = work_dir!("verity_killed");
+    let img = w.join("k.img");
+    ok(&["mkfs", "--quiet", p(&img), p(&tree(&w, 2, 300_000))]);
+    let clean = w.join("clean.img");
+    fs::copy(&img, &clean).unwrap();
+    let json = ok(&["verity", "--json", p(&clean)]);
+    let root = field(&json, &["root_hash"]).as_str().unwrap().to_string();
+    let strace = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-o",
+            "/dev/null",
+            "-e",
+            "trace=fdatasync",
+            "-e",
+        ])
+        .arg("inject=fdatasync:signal=KILL:when=1")
+        .arg(FERROFS)
+        .args(["verity", p(&img)])
+        .output();
+    let Ok(o) = strace else {
+        println!("skipped: strace is not installed (it injects the kill)");
+        return;
+    };
+    assert!(!o.status.success(), "not killed: {}", text(&o));
+    // The tree is there, its superblock is not.
+    let o = ferrofs(&["fsck", "--verity", &root, p(&img)]);
+    assert!(
+        !o.status.success() && text(&o).contains("no verity superblock"),
+        "{}",
+        text(&o)
+    );
+    ok(&["fsck", p(&img)]);
+    ok(&["verity", p(&img)]);
+    assert!(fs::read(&img).unwrap() == fs::read(&clean).unwrap());
+    // A trailer that is no tree is refused, not cut.
+    let mut bytes = fs::read(&clean).unwrap();
+    let data_len = field(&json, &["hash_offset"]).as_u64().unwrap() as usize;
+    bytes.truncate(data_len);
+    bytes.extend_from_slice(b"someone's trailer");
+    fs::write(&img, &bytes).unwrap();
+    let o = ferrofs(&["verity", p(&img)]);
+    assert!(
+        !o.status.success() && text(&o).contains("not a verity tree"),
+        "{}",
+        text(&o)
+    );
+    assert!(fs::read(&img).unwrap() == bytes);
+}

@@ -5,7 +5,7 @@
 //! a lazily fetched source the tree is fetched lazily too.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use super::build::read_padded;
 use super::{Geometry, Params};
@@ -29,7 +29,8 @@ pub struct Verified<D, H> {
     params: Params,
     geometry: Geometry,
     root: Vec<u8>,
-    cache: Mutex<Cache>,
+    /// Read-locked on the hot path (a hit), write-locked to insert.
+    cache: RwLock<Cache>,
     cache_blocks: usize,
 }
 
@@ -63,7 +64,7 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
             params,
             geometry,
             root: root.to_vec(),
-            cache: Mutex::new(HashMap::new()),
+            cache: RwLock::new(HashMap::new()),
             cache_blocks: DEFAULT_CACHE_BLOCKS,
         };
         match v.geometry.levels.len().checked_sub(1) {
@@ -192,8 +193,14 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
     /// top level, else against its parent, verified first).
     fn hash_block(&self, level: usize, index: u64) -> Result<Arc<[u8]>> {
         let key = (level, index);
-        if let Some(b) = self.lock().get(&key) {
-            return Ok(b.clone());
+        let hit = self
+            .cache
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        if let Some(b) = hit {
+            return Ok(b);
         }
         let offset = self
             .geometry
@@ -229,7 +236,7 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
             }
         }
         let block: Arc<[u8]> = block.into();
-        let mut cache = self.lock();
+        let mut cache = self.cache.write().unwrap_or_else(PoisonError::into_inner);
         if cache.len() >= self.cache_blocks {
             // Evict a bottom-level block first: the upper levels are few
             // and on every path.
@@ -240,10 +247,6 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
         }
         cache.insert(key, block.clone());
         Ok(block)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
-        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Reads and checks every data block (what `veritysetup verify` does).

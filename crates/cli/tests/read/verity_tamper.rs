@@ -192,6 +192,33 @@ fn a_tampered_copy_served_over_http_is_refused() {
     let o = run(&["cat", "--verity", &b.root, &srv.url, "/f1"]);
     assert!(!o.status.success());
     assert!(fs::read(b.src.join("f1")).unwrap().starts_with(&o.stdout));
+    // The tree from a separate URL (a hash file), the image from another.
+    let hash = w.join("tree.bin");
+    let plain = w.join("plain.img");
+    fs::write(&plain, &good[..b.hash_offset as usize]).unwrap();
+    let v = json(&[
+        "verity",
+        "--json",
+        "--hash-file",
+        hash.to_str().unwrap(),
+        plain.to_str().unwrap(),
+    ]);
+    let root = v["root_hash"].as_str().unwrap().to_string();
+    let tree = Arc::new(fs::read(&hash).unwrap());
+    let hsrv = common::Server::start("/tree.bin", Duration::ZERO, move |r, _| {
+        common::ranged(&tree, "\"t\"", r)
+    });
+    let o = run(&[
+        "fsck",
+        "--verity",
+        &root,
+        "--verity-hash-file",
+        &hsrv.url,
+        &srv.url,
+    ]);
+    let err = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("data block {}", at / 4096)), "{err}");
 }
 
 /// Bytes a server sent for the ranges it was asked (a request without a

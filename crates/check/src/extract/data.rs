@@ -93,9 +93,7 @@ impl Extractor<'_> {
         }
         Ok(())
     }
-}
 
-impl Extractor<'_> {
     /// After a block failed its dm-verity check: removes every file not
     /// written whole, so none is left looking good with unverified bytes.
     fn remove_unverified(&self, left: &[AtomicU64]) {

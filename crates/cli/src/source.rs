@@ -251,6 +251,13 @@ pub fn open_image(
     (remote, verity): (&RemoteArgs, &VerityArgs),
     mut opts: OpenOptions,
 ) -> Result<Image> {
+    if verity.is_on() && !devices.is_empty() {
+        // Their blocks are no part of the image's tree.
+        anyhow::bail!(
+            "--verity checks the image's own blocks; its extra devices (--device) would be read \
+             unverified: not supported"
+        );
+    }
     let mut sources = Sources::new(remote);
     let primary = sources.open(image, "", Some(offset))?;
     let primary = verity

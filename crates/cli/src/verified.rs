@@ -69,6 +69,11 @@ impl VerityArgs {
         }
     }
 
+    /// Whether `--verity` was given.
+    pub fn is_on(&self) -> bool {
+        self.verity.is_some()
+    }
+
     /// `data` (the whole image file, the image `image_offset` bytes in:
     /// `--offset`) checked as these options say, or as it is without
     /// `--verity`. `sources` opens a hash file given as a URL.

@@ -395,6 +395,13 @@ fn an_image_at_an_offset_finds_its_tree() {
         "/sub/small",
     ]);
     assert_eq!(small, "small and good\n");
+    // Extra devices would be read unverified: refused.
+    let o = ferrofs(&["fsck", "--verity", &root, "--device", p(&img), p(&img)]);
+    assert!(
+        !o.status.success() && text(&o).contains("unverified"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// `ferrofs verity` killed (strace's SIGKILL) at the sync between the tree

@@ -4,7 +4,8 @@
 //! the source tree (also an image with its chunks in a `--device` URL), a
 //! second run on the same `--cache-dir` sends nothing
 //! but the opening probe, and a missing object or a non-HTTP scheme is a
-//! clear error. Needs root (the corner tree, FUSE) and nginx (Debian
+//! clear error. With `--verity`, a tampered copy is refused block by block
+//! (EIO in a mount) and a cold start fetches no more than 5 % more. Needs root (the corner tree, FUSE) and nginx (Debian
 //! `nginx-light`); skipped with the reason otherwise.
 
 use std::fs;

@@ -11,7 +11,9 @@
 #   tar_scan: small archives GNU tar writes of a tree with every file type,
 #     a long name, a hard link, xattrs, a sparse file and whiteouts, in the
 #     gnu, pax, ustar and v7 formats (byte 0 of each seed is the target's
-#     whiteout switch, then the archive).
+#     whiteout switch, then the archive);
+#   verity_tree: a verity superblock and tree (`ferrofs verity --hash-file`,
+#     512-byte data blocks) followed by the image, for 4 reference images.
 # Existing corpus files are kept. FERROFS names the ferrofs binary (default:
 # target/ci/ferrofs, then target/release/ferrofs, then target/debug/ferrofs);
 # without one the decompress seeds are skipped.
@@ -91,3 +93,16 @@ for img in images:
                 break
 print(f"seeds.sh: {n} decompress seeds from {len(images)} images")
 PY
+
+# verity_tree (with the ferrofs binary): a verity superblock and tree (`ferrofs verity --hash-file`)
+# followed by the image they cover, for a few reference images.
+if [ -n "$ferrofs" ]; then
+  mkdir -p "$corpus/verity_tree"
+  for f in $(ls "$root"/testdata/*.erofs | head -4); do
+    h=$(mktemp)
+    if "$ferrofs" verity --hash-file "$h" --data-block-size 512 "$f" >/dev/null 2>&1; then
+      cat "$h" "$f" >"$corpus/verity_tree/$(basename "$f")"
+    fi
+    rm -f "$h"
+  done
+fi

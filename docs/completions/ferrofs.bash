@@ -25,6 +25,9 @@ _ferrofs() {
             ferrofs,diff)
                 cmd="ferrofs__subcmd__diff"
                 ;;
+            ferrofs,digest)
+                cmd="ferrofs__subcmd__digest"
+                ;;
             ferrofs,dump)
                 cmd="ferrofs__subcmd__dump"
                 ;;
@@ -49,6 +52,9 @@ _ferrofs() {
             ferrofs,mount)
                 cmd="ferrofs__subcmd__mount"
                 ;;
+            ferrofs,verity)
+                cmd="ferrofs__subcmd__verity"
+                ;;
             ferrofs__subcmd__help,cat)
                 cmd="ferrofs__subcmd__help__subcmd__cat"
                 ;;
@@ -57,6 +63,9 @@ _ferrofs() {
                 ;;
             ferrofs__subcmd__help,diff)
                 cmd="ferrofs__subcmd__help__subcmd__diff"
+                ;;
+            ferrofs__subcmd__help,digest)
+                cmd="ferrofs__subcmd__help__subcmd__digest"
                 ;;
             ferrofs__subcmd__help,dump)
                 cmd="ferrofs__subcmd__help__subcmd__dump"
@@ -82,6 +91,9 @@ _ferrofs() {
             ferrofs__subcmd__help,mount)
                 cmd="ferrofs__subcmd__help__subcmd__mount"
                 ;;
+            ferrofs__subcmd__help,verity)
+                cmd="ferrofs__subcmd__help__subcmd__verity"
+                ;;
             *)
                 ;;
         esac
@@ -89,7 +101,7 @@ _ferrofs() {
 
     case "${cmd}" in
         ferrofs)
-            opts="-h -V --help --version mkfs mount fsck extract ls cat diff dump completions manpages help"
+            opts="-h -V --help --version mkfs mount fsck extract ls cat diff dump verity digest completions manpages help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -103,7 +115,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__cat)
-            opts="-h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --help"
+            opts="-h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -138,6 +150,30 @@ _ferrofs() {
                     return 0
                     ;;
                 --http-deadline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-salt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-data-block-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-algorithm)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -163,7 +199,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__diff)
-            opts="-h --json --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --help"
+            opts="-h --json --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --verity-old --verity-new --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -193,6 +229,28 @@ _ferrofs() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --verity-old)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-new)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ferrofs__subcmd__digest)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -201,7 +259,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__dump)
-            opts="-h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --path --nid --profile --readahead --json --help"
+            opts="-h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --path --nid --profile --readahead --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -236,6 +294,30 @@ _ferrofs() {
                     return 0
                     ;;
                 --http-deadline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-salt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-data-block-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-algorithm)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -263,7 +345,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__extract)
-            opts="-j -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --no-owners --owners --no-xattrs --xattrs --jobs --memory --json --help"
+            opts="-j -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --no-owners --owners --no-xattrs --xattrs --jobs --memory --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -298,6 +380,30 @@ _ferrofs() {
                     return 0
                     ;;
                 --http-deadline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-salt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-data-block-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-algorithm)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -321,7 +427,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__fsck)
-            opts="-j -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --no-data --jobs --memory --json --help"
+            opts="-j -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --no-data --jobs --memory --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -359,6 +465,30 @@ _ferrofs() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --verity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-salt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-data-block-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-algorithm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --jobs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -379,7 +509,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__help)
-            opts="mkfs mount fsck extract ls cat diff dump completions manpages help"
+            opts="mkfs mount fsck extract ls cat diff dump verity digest completions manpages help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -421,6 +551,20 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__help__subcmd__diff)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ferrofs__subcmd__help__subcmd__digest)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -546,8 +690,22 @@ _ferrofs() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ferrofs__subcmd__help__subcmd__verity)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ferrofs__subcmd__ls)
-            opts="-l -R -d -i -L -n -a -A -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --help"
+            opts="-l -R -d -i -L -n -a -A -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -585,6 +743,30 @@ _ferrofs() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --verity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-salt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-data-block-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-algorithm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -607,7 +789,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__mkfs)
-            opts="-b -T -U -L -x -m -E -z -C -j -h --clean --layer-images --tar --aufs --ovlfs-strip --sort --ungzip --unxz --mkfs-time --ignore-mtime --all-root --uid-offset --gid-offset --force-uid --force-gid --exclude-path --exclude-regex --xattr-prefix --zD --xattr-inode-digest --chunksize --MZ --preset --compress-hints --workers --mount-point --profile --profile-readahead --max-extent-bytes --hard-dereference --offset --file-contexts --fs-config-file --product-out --block-list-file --blobdev --root-xattr-isize --dsunit --quiet --json --timings --base --incremental --help"
+            opts="-b -T -U -L -x -m -E -z -C -j -h --clean --layer-images --tar --aufs --ovlfs-strip --sort --ungzip --unxz --mkfs-time --ignore-mtime --all-root --uid-offset --gid-offset --force-uid --force-gid --exclude-path --exclude-regex --xattr-prefix --zD --xattr-inode-digest --chunksize --MZ --preset --compress-hints --workers --mount-point --profile --profile-readahead --max-extent-bytes --hard-dereference --offset --file-contexts --fs-config-file --product-out --block-list-file --blobdev --root-xattr-isize --dsunit --quiet --json --timings --base --incremental --verity --verity-salt --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -793,6 +975,10 @@ _ferrofs() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --verity-salt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -801,7 +987,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__mount)
-            opts="-f -o -h --offset --device --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --foreground --threads --cache-size --no-prefetch --prefetch-size --trace --help"
+            opts="-f -o -h --offset --device --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --foreground --threads --cache-size --no-prefetch --prefetch-size --trace --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -839,6 +1025,30 @@ _ferrofs() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --verity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-salt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-data-block-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-algorithm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --threads)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -856,6 +1066,36 @@ _ferrofs() {
                     return 0
                     ;;
                 --trace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ferrofs__subcmd__verity)
+            opts="-h --hash-file --salt --data-block-size --hash --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hash-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --salt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-block-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hash)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -23,7 +23,7 @@ use crate::error::{BuildError, Result};
 use crate::incremental::Layer as IncrementalLayer;
 use crate::layout::head::Head;
 use crate::options::BuildOptions;
-use crate::plan::{plan, Plan};
+use crate::plan::{plan, Labels, Plan};
 use crate::source::layers::{self, DataMode};
 use crate::source::{oci, tar, Input};
 use crate::summary::{Progress, Summary};
@@ -246,16 +246,32 @@ fn build_timed(
             "--blobdev cannot be used with layer images (their devices fill the table)".into(),
         ));
     }
-    crate::tree::relabel::apply_tables(&mut tree, opts)?;
-    let mut plan = plan(&tree, opts)?;
+    relabel(&mut tree, opts)?;
+    let mut plan = plan(&tree, opts, Labels::of(opts))?;
     ctl.clock.lap("plan");
     let mut out = Outputs::create(output, opts)?;
     let head = Head::new(&tree, &mut plan, opts, out.blob.is_some());
     let (mut summary, list) = write_image(&mut tree, &mut plan, opts, &out, head, &pool, &mut ctl)?;
+    if let Some(v) = &opts.verity {
+        let tree = ferrofs_verity::dm::append_file(&out.image.file, v);
+        summary.verity = Some(tree.map_err(|e| BuildError::output(output)(e.into()))?);
+    }
     out.commit(&list, ctl.interrupted)?;
     ctl.clock.lap("sync");
     summary.phases = ctl.clock.take();
     Ok(summary)
+}
+
+/// Applies Android's fs_config and file_contexts tables to the tree:
+/// owners, modes, capabilities and SELinux labels.
+fn relabel(tree: &mut Tree, opts: &BuildOptions) -> Result<()> {
+    if let Some(fc) = &opts.fs_config {
+        fc.apply(tree, &opts.mount_point)?;
+    }
+    if let Some(fc) = &opts.file_contexts {
+        fc.apply(tree, &opts.mount_prefix());
+    }
+    Ok(())
 }
 
 /// The files a build writes, each under a temporary name until

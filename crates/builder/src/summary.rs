@@ -52,6 +52,9 @@ pub struct Summary {
     /// With `--incremental`: what was kept and what was appended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incremental: Option<IncrementalStats>,
+    /// With `--verity`: the dm-verity tree appended to the image.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verity: Option<ferrofs_verity::dm::Written>,
 }
 
 /// What a rebuild took from its base image.

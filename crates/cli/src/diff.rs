@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::source::RemoteArgs;
+use crate::verified::VerityArgs;
 use anyhow::{Context, Result};
 
 /// Decoded-cluster cache of each image compared.
@@ -12,18 +13,23 @@ const DIFF_CACHE: usize = 256 << 20;
 
 /// Compares the images at `old` and `new` (files or URLs) and prints the
 /// report.
-pub(crate) fn run(old: &Path, new: &Path, json: bool, remote: &RemoteArgs) -> Result<ExitCode> {
+pub(crate) fn run(
+    (old, new): (&Path, &Path),
+    json: bool,
+    remote: &RemoteArgs,
+    [verity_old, verity_new]: &[VerityArgs; 2],
+) -> Result<ExitCode> {
     // Files are hashed in directory order: a cache that holds the packed
     // inode's pclusters (decoded whole at the first fragment read) keeps
     // each from being decoded again for the next file in it.
-    let open = |p: &Path| {
+    let open = |p: &Path, verity: &VerityArgs| {
         let opts = ferrofs::OpenOptions {
             cache_bytes: DIFF_CACHE,
             ..Default::default()
         };
-        crate::source::open_image(p, &[], 0, remote, opts)
+        crate::source::open_image(p, &[], 0, (remote, verity), opts)
     };
-    let (a, b) = (open(old)?, open(new)?);
+    let (a, b) = (open(old, verity_old)?, open(new, verity_new)?);
     let r = ferrofs_check::diff::diff(&a, &b)
         .with_context(|| format!("comparing {} and {}", old.display(), new.display()))?;
     let shown = |p: &[u8]| String::from_utf8_lossy(p).into_owned();

@@ -47,7 +47,7 @@ pub(crate) fn fsck(
                     ferrofs::Error::Corrupt { .. }
                         | ferrofs::Error::Format { .. }
                         | ferrofs::Error::Codec { .. }
-                )
+                ) || matches!(r, ferrofs::Error::Verity(v) if v.is_integrity())
             });
             if damaged {
                 eprintln!("ferrofs: {}", crate::report(&e));

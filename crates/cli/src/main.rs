@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod cat;
 mod diff;
+mod digest;
 mod dropin;
 mod dump;
 mod extract;
@@ -21,6 +22,8 @@ mod rebuild;
 mod size;
 mod source;
 mod summary;
+mod verified;
+mod verity;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -52,6 +55,8 @@ struct ImageArgs {
     offset: u64,
     #[command(flatten)]
     remote: source::RemoteArgs,
+    #[command(flatten)]
+    verity: verified::VerityArgs,
 }
 
 /// How the commands that read every file's data run their data pass.
@@ -149,6 +154,13 @@ enum Command {
         json: bool,
         #[command(flatten)]
         remote: source::RemoteArgs,
+        /// Check every block of OLD against the dm-verity tree appended to
+        /// it, whose root hash this is (see `--verity` of fsck).
+        #[arg(long, value_name = "ROOT_HASH")]
+        verity_old: Option<ferrofs::verity::RootHash>,
+        /// The same for NEW.
+        #[arg(long, value_name = "ROOT_HASH")]
+        verity_new: Option<ferrofs::verity::RootHash>,
     },
     /// Describe the superblock, one inode, or whole-image statistics.
     Dump {
@@ -173,6 +185,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Add a dm-verity hash tree to an image (appended, or in a separate
+    /// hash file) and print its root hash: what `--verity` of the reading
+    /// commands and `veritysetup verify` check it with.
+    Verity(verity::VerityArgs),
+    /// Print files' fs-verity digests (sha256, 4 KiB blocks), as
+    /// `fsverity digest` prints them.
+    Digest(digest::DigestArgs),
     /// Print a shell completion script (e.g. `ferrofs completions bash >
     /// /etc/bash_completion.d/ferrofs`).
     Completions {
@@ -192,7 +211,7 @@ fn open(args: &ImageArgs) -> Result<Image> {
         &args.image,
         &args.devices,
         args.offset,
-        &args.remote,
+        (&args.remote, &args.verity),
         OpenOptions::default(),
     )
 }
@@ -242,7 +261,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             new,
             json,
             remote,
-        } => diff::run(&old, &new, json, &remote),
+            verity_old,
+            verity_new,
+        } => {
+            let verity = [verity_old, verity_new].map(verified::VerityArgs::appended);
+            diff::run((&old, &new), json, &remote, &verity)
+        }
         Command::Mount(a) => mount::run(&a),
         Command::Fsck {
             img,
@@ -270,6 +294,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             readahead,
             json,
         } => dump::dump(&img, (path, nid, profile), readahead, json),
+        Command::Verity(a) => verity::run(&a),
+        Command::Digest(a) => digest::run(&a),
         Command::Completions { shell } => {
             manual::completions(shell);
             Ok(ExitCode::SUCCESS)

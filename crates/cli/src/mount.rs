@@ -21,6 +21,8 @@ pub struct MountArgs {
     devices: Vec<PathBuf>,
     #[command(flatten)]
     remote: crate::source::RemoteArgs,
+    #[command(flatten)]
+    verity: crate::verified::VerityArgs,
     /// Stay in the foreground (default: detach once mounted).
     #[arg(short = 'f', long)]
     foreground: bool,
@@ -85,7 +87,8 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
     // Only the process that serves the mount prefetches.
     let mut remote = a.remote.clone();
     remote.prefetch_here = ferrofs_fuse::serves_here(&mopts);
-    let image = crate::source::open_image(&a.image, &a.devices, a.offset, &remote, opts)?;
+    let image =
+        crate::source::open_image(&a.image, &a.devices, a.offset, (&remote, &a.verity), opts)?;
     // Extra devices neither given nor appended to the image: every read
     // of their data would fail (a rebuild's layers, a --blobdev blob).
     let bs = image.block_size().bytes();

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use crate::verified::VerityArgs;
 use anyhow::{Context, Result};
 use ferrofs::source::Offset;
 use ferrofs::{Image, OpenOptions, ReadAt};
@@ -241,16 +242,31 @@ impl<'a> Sources<'a> {
 }
 
 /// Opens the image `image` (starting `offset` bytes in) with the extra
-/// devices `devices`, files or URLs alike.
+/// devices `devices`, files or URLs alike, every block checked against a
+/// dm-verity tree when `verity` asks for it.
 pub fn open_image(
     image: &Path,
     devices: &[PathBuf],
     offset: u64,
-    remote: &RemoteArgs,
+    (remote, verity): (&RemoteArgs, &VerityArgs),
     mut opts: OpenOptions,
 ) -> Result<Image> {
+    if verity.is_on() && !devices.is_empty() {
+        // Their blocks are no part of the image's tree.
+        anyhow::bail!(
+            "--verity checks the image's own blocks; its extra devices (--device) would be read \
+             unverified: not supported"
+        );
+    }
     let mut sources = Sources::new(remote);
     let primary = sources.open(image, "", Some(offset))?;
+    let hash_source = match verity.hash_file() {
+        Some(f) if verity.is_on() => Some(sources.open(f, "verity hash file ", None)?),
+        _ => None,
+    };
+    let primary = verity
+        .wrap(primary, offset, hash_source)
+        .with_context(|| image.display().to_string())?;
     for d in devices {
         opts.devices.push(sources.open(d, "device ", None)?);
     }

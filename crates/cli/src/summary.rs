@@ -83,6 +83,11 @@ fn write_text(
     if let Some(k) = kernels {
         write_kernels(out, k)?;
     }
+    if let Some(v) = &s.verity {
+        for l in crate::verity::lines(v) {
+            writeln!(out, "verity {l}")?;
+        }
+    }
     if let Some(i) = &s.incremental {
         write_incremental(out, i)?;
     }

@@ -62,8 +62,12 @@ pub(crate) fn kind(t: Ft) -> FileType {
 }
 
 /// Maps reader errors to errno values: damage is EIO, features the reader
-/// refuses are EOPNOTSUPP.
+/// refuses are EOPNOTSUPP. A block that fails its dm-verity check
+/// (`mount --verity`) is EIO too, and logged on stderr naming the block.
 pub(crate) fn errno(e: Error) -> Errno {
+    if let Error::Verity(v) = &e {
+        eprintln!("ferrofs mount: EIO: {v}");
+    }
     match e {
         Error::NotFound { .. } => Errno::ENOENT,
         Error::NotADirectory { .. } => Errno::ENOTDIR,

@@ -194,6 +194,11 @@ pub enum Error {
         /// Its tag in the device table.
         tag: String,
     },
+    /// Verified reads (see [`crate::verity`]): a block does not match the
+    /// dm-verity hash tree (an integrity error naming the block), the root
+    /// hash is wrong, or the tree cannot be found or read.
+    #[error("{0}")]
+    Verity(#[source] std::sync::Arc<ferrofs_verity::Error>),
     /// An inode-level call got an inode of the wrong type.
     #[error("nid {nid}: not a {expected}")]
     WrongType {
@@ -278,6 +283,7 @@ impl Error {
                 nid: *nid,
                 expected,
             },
+            Error::Verity(e) => Error::Verity(e.clone()),
         }
     }
 
@@ -322,7 +328,8 @@ impl Error {
                 | Error::Codec { .. }
                 | Error::NotAnImage { .. }
                 | Error::Truncated { .. }
-        ) || matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::UnexpectedEof)
+        ) || matches!(self, Error::Verity(e) if e.is_integrity())
+            || matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::UnexpectedEof)
     }
 }
 

@@ -62,6 +62,7 @@ pub mod map;
 mod paths;
 pub mod raw;
 pub mod source;
+pub mod verity;
 mod xattr;
 
 pub use error::{Error, ErrorKind, Location, Result};

@@ -400,6 +400,12 @@ fn probe(path: &Path, flavor: Flavor) -> Option<Tool> {
     })
 }
 
+/// The newest upstream tools' `name` (e.g. `veritysetup`, `fsverity`), if
+/// it is installed there.
+pub fn next_tool(name: &str) -> Option<PathBuf> {
+    next_bin_dir().map(|d| d.join(name)).filter(|p| p.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,8 +23,8 @@ use ferrofs::Image;
 
 use crate::emit::append::{append, RootPlace, Target};
 use crate::error::{BuildError, Result};
-use crate::options::{BuildOptions, TimePolicy};
-use crate::plan::Plan;
+use crate::options::BuildOptions;
+use crate::plan::{Labels, Plan};
 use crate::source::tar::{TarInput, TarOptions};
 use crate::summary::{IncrementalStats, Progress, Summary};
 use crate::tree::{InodeId, Tree};
@@ -328,17 +328,8 @@ pub fn build(
             ..Default::default()
         });
     }
-    // Plan with neutral options: the layer's metadata is final already.
-    let mut po = o.clone();
-    (
-        po.all_root,
-        po.force_uid,
-        po.force_gid,
-        po.uid_offset,
-        po.gid_offset,
-    ) = (false, None, None, 0, 0);
-    po.time = TimePolicy::Keep;
-    let mut plan = crate::plan::plan(&tree, &po)?;
+    // Neutral owners and times: the layer's were mapped when it was read.
+    let mut plan = crate::plan::plan(&tree, &o, Labels::default())?;
     let root_id = tree.root;
     plan.order.retain(|&id| kept[id].is_none() && id != root_id);
     stats.shared_files = point_at_stored(&old.image, &mut plan, &same_data, bs);
@@ -381,7 +372,7 @@ fn overlay(layer: Layer, old: &load::OldTree, opts: &BuildOptions, dest: &Path) 
             let pool = crate::util::out::worker_pool(opts.workers)?;
             let mut s = pool.install(|| crate::source::dir::scan(src, opts))?;
             let all: Vec<InodeId> = (0..s.inodes.len()).collect();
-            crate::tree::relabel::layer(&mut s, &all, opts);
+            crate::tree::relabel::layer(&mut s, &all, &opts.owners(), opts.time);
             merge::overlay_dir(old.tree.clone(), s)
         }
         Layer::Tar {
@@ -414,7 +405,7 @@ fn overlay(layer: Layer, old: &load::OldTree, opts: &BuildOptions, dest: &Path) 
                         || m.inodes[i].gid != old.tree.inodes[i].gid
                 })
                 .collect();
-            crate::tree::relabel::layer(&mut m, &ids, opts);
+            crate::tree::relabel::layer(&mut m, &ids, &opts.owners(), opts.time);
             m
         }
     })

@@ -10,23 +10,8 @@ pub(crate) mod profile;
 
 use regex::bytes::Regex;
 
-/// How inode timestamps are chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum TimePolicy {
-    /// Keep every file's mtime (seconds and nanoseconds). The image's
-    /// epoch is the most common mtime, so those inodes can be compact.
-    #[default]
-    Keep,
-    /// `-T T`: every file gets mtime T; the epoch is T.
-    Fixed(i64),
-    /// `-T T --mkfs-time`: keep mtimes; the epoch (build time) is T.
-    BuildTimeOnly(i64),
-    /// `SOURCE_DATE_EPOCH=T`: mtimes later than T are clamped to T; the
-    /// epoch is T.
-    Clamp(i64),
-    /// `--ignore-mtime`: every file gets the epoch (the newest mtime).
-    IgnoreMtime,
-}
+use crate::tree::relabel::OwnerMap;
+pub use crate::tree::relabel::TimePolicy;
 
 /// Options of one build.
 #[derive(Clone, Debug)]
@@ -143,6 +128,9 @@ pub struct BuildOptions {
     /// The epoch and fixed nanoseconds compact inodes count from, when an
     /// existing image fixes them (an incremental build); `None` chooses.
     pub fixed_epoch: Option<(i64, u32)>,
+    /// `--verity`: append a dm-verity hash tree to the image (veritysetup's
+    /// layout: the image padded to a data block, its superblock, the tree).
+    pub verity: Option<ferrofs_verity::dm::WriteOptions>,
 }
 
 /// Where Android's block list goes (`--block-list-file`).
@@ -163,6 +151,20 @@ pub struct MetaboxOptions {
     pub pcluster_bytes: u64,
     /// Index into the `-z` compressors; `None` stores it uncompressed.
     pub compressor: Option<usize>,
+}
+
+impl BuildOptions {
+    /// How owners are mapped (`--all-root`, `--force-uid/gid`, the
+    /// offsets): the relabel stage's view of the options.
+    pub(crate) fn owners(&self) -> OwnerMap {
+        OwnerMap {
+            all_root: self.all_root,
+            force_uid: self.force_uid,
+            force_gid: self.force_gid,
+            uid_offset: self.uid_offset,
+            gid_offset: self.gid_offset,
+        }
+    }
 }
 
 impl Default for BuildOptions {
@@ -210,6 +212,7 @@ impl Default for BuildOptions {
             block_list: None,
             base: None,
             fixed_epoch: None,
+            verity: None,
         }
     }
 }

@@ -10,7 +10,7 @@ use ferrofs_format::inode::{DataLayout, COMPACT_INODE_SIZE, EXTENDED_INODE_SIZE}
 
 use crate::error::{BuildError, Result};
 use crate::options::{BuildOptions, TimePolicy};
-use crate::tree::relabel;
+use crate::tree::relabel::{self, OwnerMap};
 use crate::tree::{InodeId, Kind, Tree};
 use xattrs::XattrPlan;
 
@@ -196,7 +196,27 @@ fn check_names_and_targets(tree: &Tree) -> Result<()> {
     Ok(())
 }
 
-pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
+/// How the plan maps owners and times (the relabel stage's view of the
+/// options).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Labels {
+    pub(crate) owners: OwnerMap,
+    pub(crate) time: TimePolicy,
+}
+
+impl Labels {
+    /// The options' own mapping.
+    pub(crate) fn of(opts: &BuildOptions) -> Labels {
+        Labels {
+            owners: opts.owners(),
+            time: opts.time,
+        }
+    }
+}
+
+/// Plans every inode of `tree`, its owners and times mapped as `labels`
+/// says (the options' own, or neutral ones for a tree relabelled already).
+pub fn plan(tree: &Tree, opts: &BuildOptions, labels: Labels) -> Result<Plan> {
     check_names_and_targets(tree)?;
     let xattrs = xattrs::plan(tree, opts)?;
     let nlinks = tree.link_counts();
@@ -204,14 +224,14 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<Plan> {
     let times: Vec<(i64, u32)> = tree
         .inodes
         .iter()
-        .map(|i| relabel::time(opts.time, i.mtime, i.mtime_nsec, newest))
+        .map(|i| relabel::time(labels.time, i.mtime, i.mtime_nsec, newest))
         .collect();
     let bit48 = opts.uses_48bit();
-    let clock = image_clock(opts, &times, newest, bit48);
+    let clock = image_clock(opts, labels.time, (&times, newest), bit48);
     let mut chunked = false;
     let mut inodes = Vec::with_capacity(tree.inodes.len());
     for (id, ino) in tree.inodes.iter().enumerate() {
-        let (uid, gid) = relabel::owner(ino.uid, ino.gid, opts);
+        let (uid, gid) = relabel::owner(ino.uid, ino.gid, &labels.owners);
         let (mtime, mtime_nsec) = times[id];
         let (dir_entries, size) = match &ino.kind {
             Kind::Dir { entries } => dir_listing(tree, id, entries, opts),
@@ -285,14 +305,19 @@ struct Clock {
 
 /// The image's [`Clock`] under the time policy; `times` are every inode's
 /// effective mtime, `newest` the newest source mtime.
-fn image_clock(opts: &BuildOptions, times: &[(i64, u32)], newest: i64, bit48: bool) -> Clock {
+fn image_clock(
+    opts: &BuildOptions,
+    time: TimePolicy,
+    (times, newest): (&[(i64, u32)], i64),
+    bit48: bool,
+) -> Clock {
     // The build time the superblock names (the 48-bit layout stores it as
     // an offset from the epoch).
-    let build = match opts.time {
+    let build = match time {
         TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => t,
         TimePolicy::IgnoreMtime | TimePolicy::Keep => newest,
     };
-    let (epoch, fixed_nsec) = match opts.time {
+    let (epoch, fixed_nsec) = match time {
         _ if opts.fixed_epoch.is_some() => opts.fixed_epoch.unwrap_or_default(),
         _ if bit48 => epoch_48bit(times),
         TimePolicy::Fixed(t) | TimePolicy::BuildTimeOnly(t) | TimePolicy::Clamp(t) => (t.max(0), 0),

@@ -1,37 +1,52 @@
-//! Relabelling: what the options make of the source's owners, times and
-//! labels, in one place for every build. Android's tables (`--fs-config-file`,
-//! `--file-contexts`) change the tree itself; `--all-root`, `--force-uid/gid`,
-//! the id offsets and the time policy are applied to each inode as it is
-//! planned, or, for an incremental build, to the layer's inodes only (the
-//! image's keep what they have).
+//! Relabelling: what the options make of the source's owners and times,
+//! in one place for every build (Android's tables, `--fs-config-file` and
+//! `--file-contexts`, are `fsconfig` and `selabel` beside it). The owner
+//! map and the time policy are applied to each inode as it is planned,
+//! or, for an incremental build, to the layer's inodes only (the image's
+//! keep what they have).
 
-use crate::error::Result;
-use crate::options::{BuildOptions, TimePolicy};
 use crate::tree::{InodeId, Tree};
 
-/// Applies Android's fs_config and file_contexts tables to the tree:
-/// owners, modes, capabilities and SELinux labels.
-pub(crate) fn apply_tables(tree: &mut Tree, opts: &BuildOptions) -> Result<()> {
-    if let Some(fc) = &opts.fs_config {
-        fc.apply(tree, &opts.mount_point)?;
-    }
-    if let Some(fc) = &opts.file_contexts {
-        fc.apply(tree, &opts.mount_prefix());
-    }
-    Ok(())
+/// How inode timestamps are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TimePolicy {
+    /// Keep every file's mtime (seconds and nanoseconds). The image's
+    /// epoch is the most common mtime, so those inodes can be compact.
+    #[default]
+    Keep,
+    /// `-T T`: every file gets mtime T; the epoch is T.
+    Fixed(i64),
+    /// `-T T --mkfs-time`: keep mtimes; the epoch (build time) is T.
+    BuildTimeOnly(i64),
+    /// `SOURCE_DATE_EPOCH=T`: mtimes later than T are clamped to T; the
+    /// epoch is T.
+    Clamp(i64),
+    /// `--ignore-mtime`: every file gets the epoch (the newest mtime).
+    IgnoreMtime,
+}
+
+/// How owners are mapped: `--all-root`, `--force-uid/gid`, and the
+/// offsets added to the ids (after the others).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OwnerMap {
+    pub(crate) all_root: bool,
+    pub(crate) force_uid: Option<u32>,
+    pub(crate) force_gid: Option<u32>,
+    pub(crate) uid_offset: u32,
+    pub(crate) gid_offset: u32,
 }
 
 /// The owner an inode is stored with: the source's (`uid`, `gid`), or
 /// what `--all-root`, `--force-uid/gid` and the id offsets make of it.
-pub(crate) fn owner(uid: u32, gid: u32, opts: &BuildOptions) -> (u32, u32) {
-    let (uid, gid) = match opts.all_root {
+pub(crate) fn owner(uid: u32, gid: u32, map: &OwnerMap) -> (u32, u32) {
+    let (uid, gid) = match map.all_root {
         true => (0, 0),
-        false => (opts.force_uid.unwrap_or(uid), opts.force_gid.unwrap_or(gid)),
+        false => (map.force_uid.unwrap_or(uid), map.force_gid.unwrap_or(gid)),
     };
     // Offsets wrap around like mkfs.erofs's (ids are 32-bit).
     (
-        uid.wrapping_add(opts.uid_offset),
-        gid.wrapping_add(opts.gid_offset),
+        uid.wrapping_add(map.uid_offset),
+        gid.wrapping_add(map.gid_offset),
     )
 }
 
@@ -50,11 +65,11 @@ pub(crate) fn time(policy: TimePolicy, mtime: i64, nsec: u32, newest: i64) -> (i
 /// Maps the owners and times of the inodes `ids` (an incremental build's
 /// new or changed ones) as the options say, in the tree itself: they are
 /// then planned with neutral options, like the image's inodes.
-pub(crate) fn layer(tree: &mut Tree, ids: &[InodeId], opts: &BuildOptions) {
+pub(crate) fn layer(tree: &mut Tree, ids: &[InodeId], owners: &OwnerMap, policy: TimePolicy) {
     let newest = ids.iter().map(|&i| tree.inode(i).mtime).max().unwrap_or(0);
     for &id in ids {
         let ino = tree.inode_mut(id);
-        (ino.uid, ino.gid) = owner(ino.uid, ino.gid, opts);
-        (ino.mtime, ino.mtime_nsec) = time(opts.time, ino.mtime, ino.mtime_nsec, newest);
+        (ino.uid, ino.gid) = owner(ino.uid, ino.gid, owners);
+        (ino.mtime, ino.mtime_nsec) = time(policy, ino.mtime, ino.mtime_nsec, newest);
     }
 }

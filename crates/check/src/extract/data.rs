@@ -63,7 +63,17 @@ impl Extractor<'_> {
             memory: self.opts.memory,
             cancel: self.opts.cancel.clone(),
         };
-        let stats = self.plan.run(&run, &sink)?;
+        let stats = match self.plan.run(&run, &sink) {
+            Ok(stats) => stats,
+            Err(e) => {
+                drop(outputs);
+                if matches!(&e, ExtractError::Image { source, .. } if matches!(source, ferrofs::Error::Verity(_)))
+                {
+                    self.remove_unverified(&left);
+                }
+                return Err(e);
+            }
+        };
         drop(outputs);
         self.summary.bytes = written.load(Ordering::Relaxed);
         self.summary.pclusters = self.plan.pclusters() as u64;
@@ -82,6 +92,16 @@ impl Extractor<'_> {
             });
         }
         Ok(())
+    }
+
+    /// After a block failed its dm-verity check: removes every file not
+    /// written whole, so none is left looking good with unverified bytes.
+    fn remove_unverified(&self, left: &[AtomicU64]) {
+        for (f, l) in self.files.iter().zip(left) {
+            if l.load(Ordering::Relaxed) > 0 {
+                let _ = fs::remove_file(&f.path);
+            }
+        }
     }
 }
 

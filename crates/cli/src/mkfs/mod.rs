@@ -284,6 +284,18 @@ pub(crate) struct MkfsArgs {
     /// reserves the files' blocks filled with zeros. See docs/incremental.md.
     #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "data")]
     incremental: Option<String>,
+    /// Append a dm-verity hash tree to the image (as `ferrofs verity`
+    /// does: the image padded to 4 KiB, veritysetup's superblock, the tree;
+    /// sha256, 4096-byte blocks), written and synced with the image; the
+    /// summary gives its root hash and hash offset.
+    /// Not with --incremental (which changes an image in place) or
+    /// --blobdev (whose data the tree would not cover).
+    #[arg(long, conflicts_with_all = ["incremental", "blobdev"])]
+    verity: bool,
+    /// The tree's salt (hex). Default: derived from the image's first
+    /// block and size, so the same build always gives the same tree.
+    #[arg(long, value_name = "HEX", requires = "verity")]
+    verity_salt: Option<String>,
 }
 
 pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {

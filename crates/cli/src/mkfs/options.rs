@@ -90,6 +90,12 @@ pub(super) fn build_options(a: &MkfsArgs, block_size: u32) -> Result<BuildOption
     o.hard_dereference = a.hard_dereference;
     o.offset = a.offset;
     o.dsunit = a.dsunit;
+    if a.verity {
+        o.verity = Some(ferrofs_verity::dm::WriteOptions {
+            salt: crate::verity::salt_arg(a.verity_salt.as_deref()).context("--verity-salt")?,
+            ..Default::default()
+        });
+    }
     o.root_xattr_isize = a.root_xattr_isize;
     o.blobdev = a.blobdev.clone();
     if let Some(p) = &a.file_contexts {

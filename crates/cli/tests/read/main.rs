@@ -19,3 +19,5 @@ mod remote_errors;
 mod unsupported_features;
 mod upstream_images;
 mod user_errors;
+mod verity;
+mod verity_tamper;

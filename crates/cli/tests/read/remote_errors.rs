@@ -17,7 +17,7 @@ use ferrofs_testkit::work_dir;
 use crate::FERROFS;
 
 #[path = "../../../remote/tests/common/mod.rs"]
-mod common;
+pub(crate) mod common;
 use common::{ranged, status, Server};
 
 /// An uncompressed image of three 1 MiB files (data in 12 of its 256 KiB

@@ -41,6 +41,11 @@ pub struct OpenOptions {
     /// mount (the kernel's page cache); readers waiting on that very
     /// decode still get a copy.
     pub cache_whole_reads: bool,
+    /// Verified reads: check every block of the source given to
+    /// [`Image::open_with`] against this dm-verity tree (see
+    /// [`crate::verity`]); a wrong root hash fails the open, a block that
+    /// does not match fails its read with [`Error::Verity`].
+    pub verity: Option<crate::verity::VerityOptions>,
 }
 
 impl Default for OpenOptions {
@@ -51,6 +56,7 @@ impl Default for OpenOptions {
             verify_checksum: true,
             whole_extents: false,
             cache_whole_reads: true,
+            verity: None,
         }
     }
 }
@@ -373,9 +379,37 @@ impl Image {
 }
 
 pub(crate) fn read_exact(src: &dyn ReadAt, buf: &mut [u8], offset: u64) -> Result<()> {
-    src.read_exact_at(buf, offset).map_err(|source| Error::Io {
-        offset,
-        len: buf.len(),
-        source,
+    src.read_exact_at(buf, offset).map_err(|source| {
+        // A verified source's mismatch is an integrity error, not I/O.
+        if source
+            .get_ref()
+            .is_some_and(|e| e.is::<ferrofs_verity::Error>())
+        {
+            let kind = source.kind();
+            if let Some(Ok(e)) = source
+                .into_inner()
+                .map(|e| e.downcast::<ferrofs_verity::Error>())
+            {
+                return match *e {
+                    // The source under the tree failed: an I/O error still.
+                    ferrofs_verity::Error::Io { source, .. } => Error::Io {
+                        offset,
+                        len: buf.len(),
+                        source,
+                    },
+                    e => Error::Verity(Arc::new(e)),
+                };
+            }
+            return Error::Io {
+                offset,
+                len: buf.len(),
+                source: kind.into(),
+            };
+        }
+        Error::Io {
+            offset,
+            len: buf.len(),
+            source,
+        }
     })
 }

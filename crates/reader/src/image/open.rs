@@ -51,7 +51,11 @@ impl Image {
     }
 
     /// Opens an image, validating everything the kernel checks at mount.
-    pub fn open_with(source: Box<dyn ReadAt>, opts: OpenOptions) -> Result<Self> {
+    pub fn open_with(source: Box<dyn ReadAt>, mut opts: OpenOptions) -> Result<Self> {
+        let source: Box<dyn ReadAt> = match opts.verity.take() {
+            Some(v) => Box::new(crate::verity::Verity::open(source, v)?),
+            None => source,
+        };
         let source_len = source.len().map_err(|source| Error::Io {
             offset: 0,
             len: 0,

@@ -1,0 +1,260 @@
+//! Reading data through a dm-verity tree: every data block checked
+//! against its digest before a byte of it is returned, the hash blocks on
+//! its path checked once from the root down and kept in a bounded cache.
+//! Only the hash blocks on the paths of blocks read are ever read, so over
+//! a lazily fetched source the tree is fetched lazily too.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use super::build::read_padded;
+use super::{Geometry, Params};
+use crate::error::{Error, Result};
+use crate::hash::to_hex;
+use crate::source::Bytes;
+
+/// Hash blocks kept verified by default (4 MiB of 4 KiB blocks: the upper
+/// levels of any image and the bottom level of a 512 MiB one).
+pub const DEFAULT_CACHE_BLOCKS: usize = 1024;
+
+/// Verified hash blocks by (level, index).
+type Cache = HashMap<(usize, u64), Arc<[u8]>>;
+
+/// Data read through a dm-verity tree.
+pub struct Verified<D, H> {
+    data: D,
+    hash: H,
+    data_len: u64,
+    tree_offset: u64,
+    params: Params,
+    geometry: Geometry,
+    root: Vec<u8>,
+    /// Read-locked on the hot path (a hit), write-locked to insert.
+    cache: RwLock<Cache>,
+    cache_blocks: usize,
+}
+
+impl<D: Bytes, H: Bytes> Verified<D, H> {
+    /// `data` checked against the tree `params` describe, stored in `hash`
+    /// from byte `tree_offset` (see [`super::tree_offset`]), whose root
+    /// hash is `root`. The root is checked here: a wrong root hash (or a
+    /// damaged top block) fails now, not at the first read.
+    pub fn open(data: D, hash: H, tree_offset: u64, params: Params, root: &[u8]) -> Result<Self> {
+        let geometry = params.geometry()?;
+        if root.len() != params.algorithm.digest_len() {
+            return Err(Error::WrongRoot {
+                expected: to_hex(root),
+                actual: format!(
+                    "a {}-byte {} digest",
+                    params.algorithm.digest_len(),
+                    params.algorithm
+                ),
+            });
+        }
+        let data_len = data.len().map_err(|source| Error::Io {
+            what: "data",
+            offset: 0,
+            source,
+        })?;
+        let v = Verified {
+            data,
+            hash,
+            data_len,
+            tree_offset,
+            params,
+            geometry,
+            root: root.to_vec(),
+            cache: RwLock::new(HashMap::new()),
+            cache_blocks: DEFAULT_CACHE_BLOCKS,
+        };
+        match v.geometry.levels.len().checked_sub(1) {
+            Some(top) => {
+                v.hash_block(top, 0)?;
+            }
+            None => {
+                let mut block = vec![0u8; v.params.data_block_size as usize];
+                v.read_data_block(0, &mut block)?;
+            }
+        }
+        Ok(v)
+    }
+
+    /// Keeps at most `blocks` verified hash blocks (at least 1).
+    pub fn with_cache_blocks(mut self, blocks: usize) -> Self {
+        self.cache_blocks = blocks.max(1);
+        self
+    }
+
+    /// The tree's parameters.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// Bytes the tree covers (the data blocks, the last one padded).
+    pub fn len(&self) -> u64 {
+        self.params.data_len().unwrap_or(0)
+    }
+
+    /// Whether the tree covers no bytes (never: a tree has a data block).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fills `buf` with verified data from byte `offset`: every data block
+    /// the range touches is read whole and checked first.
+    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let len = buf.len() as u64;
+        let covered = self.len();
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= covered)
+            .ok_or(Error::OutOfRange {
+                offset,
+                len,
+                covered,
+            })?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let dbs = u64::from(self.params.data_block_size);
+        let first = offset.checked_div(dbs).unwrap_or(0);
+        let last = end.saturating_sub(1).checked_div(dbs).unwrap_or(0);
+        let start = first.saturating_mul(dbs);
+        let stop = last.saturating_add(1).saturating_mul(dbs);
+        let aligned = start == offset && stop == end;
+        let mut span = if aligned {
+            Vec::new()
+        } else {
+            vec![0u8; usize::try_from(stop.saturating_sub(start)).unwrap_or(0)]
+        };
+        let whole: &mut [u8] = if aligned { buf } else { &mut span };
+        read_padded(&self.data, whole, start, self.data_len)?;
+        for (i, block) in whole
+            .chunks_exact(self.params.data_block_size as usize)
+            .enumerate()
+        {
+            self.check_data_block(first.saturating_add(i as u64), block)?;
+        }
+        if !aligned {
+            let skip = usize::try_from(offset.saturating_sub(start)).unwrap_or(0);
+            let src = skip
+                .checked_add(buf.len())
+                .and_then(|e| span.get(skip..e))
+                .ok_or(Error::OutOfRange {
+                    offset,
+                    len,
+                    covered,
+                })?;
+            buf.copy_from_slice(src);
+        }
+        Ok(())
+    }
+
+    /// Reads data block `index` into `buf` and checks it.
+    fn read_data_block(&self, index: u64, buf: &mut [u8]) -> Result<()> {
+        let offset = index.saturating_mul(u64::from(self.params.data_block_size));
+        read_padded(&self.data, buf, offset, self.data_len)?;
+        self.check_data_block(index, buf)
+    }
+
+    /// Checks data block `index`, whose bytes are `block`.
+    fn check_data_block(&self, index: u64, block: &[u8]) -> Result<()> {
+        let digest = self.params.algorithm.hash(&[&self.params.salt, block]);
+        let good = if self.geometry.levels.is_empty() {
+            index == 0 && digest.as_bytes() == self.root.as_slice()
+        } else {
+            let (parent, slot) = self.geometry.parent(index);
+            let hb = self.hash_block(0, parent)?;
+            self.slot_matches(&hb, slot, digest.as_bytes())
+        };
+        if good {
+            return Ok(());
+        }
+        if self.geometry.levels.is_empty() {
+            return Err(Error::WrongRoot {
+                expected: to_hex(&self.root),
+                actual: to_hex(digest.as_bytes()),
+            });
+        }
+        Err(Error::DataMismatch {
+            block: index,
+            offset: index.saturating_mul(u64::from(self.params.data_block_size)),
+            size: self.params.data_block_size,
+        })
+    }
+
+    fn slot_matches(&self, block: &[u8], slot: usize, digest: &[u8]) -> bool {
+        slot.checked_add(digest.len())
+            .and_then(|end| block.get(slot..end))
+            .is_some_and(|stored| stored == digest)
+    }
+
+    /// Hash block `index` of `level`, verified (against the root for the
+    /// top level, else against its parent, verified first).
+    fn hash_block(&self, level: usize, index: u64) -> Result<Arc<[u8]>> {
+        let key = (level, index);
+        let hit = self
+            .cache
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        if let Some(b) = hit {
+            return Ok(b);
+        }
+        let offset = self
+            .geometry
+            .block_offset(level, index)?
+            .checked_add(self.tree_offset)
+            .ok_or_else(|| Error::Params("hash block offset overflows".into()))?;
+        let mut block = vec![0u8; self.geometry.hash_block_size as usize];
+        self.hash
+            .read_exact_at(&mut block, offset)
+            .map_err(|source| Error::Io {
+                what: "hash device",
+                offset,
+                source,
+            })?;
+        let digest = self.params.algorithm.hash(&[&self.params.salt, &block]);
+        let top = level.checked_add(1) == Some(self.geometry.levels.len());
+        if top {
+            if digest.as_bytes() != self.root.as_slice() {
+                return Err(Error::WrongRoot {
+                    expected: to_hex(&self.root),
+                    actual: to_hex(digest.as_bytes()),
+                });
+            }
+        } else {
+            let (parent, slot) = self.geometry.parent(index);
+            let above = self.hash_block(level.saturating_add(1), parent)?;
+            if !self.slot_matches(&above, slot, digest.as_bytes()) {
+                return Err(Error::HashMismatch {
+                    level,
+                    index,
+                    offset,
+                });
+            }
+        }
+        let block: Arc<[u8]> = block.into();
+        let mut cache = self.cache.write().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() >= self.cache_blocks {
+            // Evict a bottom-level block first: the upper levels are few
+            // and on every path.
+            let victim = cache.keys().min_by_key(|(l, _)| *l).copied();
+            if let Some(k) = victim {
+                cache.remove(&k);
+            }
+        }
+        cache.insert(key, block.clone());
+        Ok(block)
+    }
+
+    /// Reads and checks every data block (what `veritysetup verify` does).
+    pub fn verify_all(&self) -> Result<()> {
+        let mut block = vec![0u8; self.params.data_block_size as usize];
+        for index in 0..self.params.data_blocks {
+            self.read_data_block(index, &mut block)?;
+        }
+        Ok(())
+    }
+}

@@ -133,6 +133,8 @@ fn build_fresh(
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
+    // Before a long scan of an archive or a layout, not after it.
+    opts.validate()?;
     let spool = dir_of(output);
     let tree = match input {
         Input::Dir(dir) => return build(dir, output, opts, interrupted, progress),

@@ -3,7 +3,7 @@
 //! missing source directory (`Io`, naming it), an output in a missing
 //! directory (`Output`, naming the image), options out of range (block
 //! size 2^13, a 16-byte label, a chunk size that is not a power of two:
-//! `Option`), and an `interrupted` flag set before the build
+//! `Option`, before any source is read, an archive's too), and an `interrupted` flag set before the build
 //! (`Interrupted`, naming the image; an image already at the path keeps
 //! its bytes).
 
@@ -11,6 +11,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
+use ferrofs_builder::source::tar::{TarInput, TarOptions};
 use ferrofs_builder::{build_from, BuildError, BuildOptions, Input, Mode};
 use ferrofs_testkit::tmp::finish;
 use ferrofs_testkit::work_dir;
@@ -85,11 +86,23 @@ fn options_out_of_range_are_refused() {
             },
         ),
     ];
+    // An archive that is not there: the options are refused before any
+    // source is read (a long scan does not come first).
+    let missing = TarInput::Path(work.join("no-such.tar"));
+    let tar = TarOptions::default();
     for (name, opts) in cases {
         let e = common::fails_leaving_nothing(&out, || {
             build_from(Input::Dir(&tree), Mode::Fresh, &img, &opts, None, &|_| {})
         });
         assert!(matches!(e, BuildError::Option(_)), "{name}: {e:?}");
+        let archive = Input::Tar {
+            input: &missing,
+            opts: &tar,
+        };
+        let e = common::fails_leaving_nothing(&out, || {
+            build_from(archive, Mode::Fresh, &img, &opts, None, &|_| {})
+        });
+        assert!(matches!(e, BuildError::Option(_)), "{name}, tar: {e:?}");
     }
     // At the limits they build.
     let opts = BuildOptions {

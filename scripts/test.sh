@@ -6,7 +6,9 @@
 #   - pytest and matplotlib for the benchmark runner's tests: Debian's
 #     python3-pytest and python3-matplotlib as root, else a private venv in
 #     target/pyenv (no system-wide pip, which Debian refuses: PEP 668);
-#   - erofs-utils 1.8.6 and 1.9.4 through ../shared/tools/upstream-tools.
+#   - erofs-utils 1.8.6 and 1.9.4 through ../shared/tools/upstream-tools,
+#     and (as root) containerd 2.1, ctr, runc and umoci for the containerd
+#     test through its --containers.
 # The build is the `ci` profile, the one ./scripts/demo.sh builds, so a
 # test run after the demo only compiles the tests themselves.
 set -euo pipefail
@@ -17,7 +19,7 @@ is_root=0
 [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null && is_root=1
 if ((is_root)); then
   need=()
-  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time util-linux lzip xz-utils nginx-light umoci zstd strace; do
+  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time util-linux lzip xz-utils nginx-light umoci zstd strace busybox-static; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if ((${#need[@]})); then
@@ -59,6 +61,11 @@ if [[ -z ${UPSTREAM_NEXT_BIN:-} && -x $root/../shared/tools/upstream-tools ]]; t
   say "installing the reference tools (erofs-utils 1.9.4, squashfs-tools 4.7.5, composefs) with ../shared/tools/upstream-tools --next"
   UPSTREAM_NEXT_BIN=$(bash "$root/../shared/tools/upstream-tools" --next)
   export UPSTREAM_NEXT_BIN
+fi
+if ((is_root)) && [[ -z ${UPSTREAM_CONTAINERS_BIN:-} && -x $root/../shared/tools/upstream-tools ]]; then
+  say "installing the containers tools (containerd 2.1, ctr, runc, umoci) with ../shared/tools/upstream-tools --containers"
+  UPSTREAM_CONTAINERS_BIN=$(bash "$root/../shared/tools/upstream-tools" --containers)
+  export UPSTREAM_CONTAINERS_BIN
 fi
 say "building and running the tests (cargo test --workspace --profile ci)"
 cargo test --workspace --profile ci "$@"

@@ -7,7 +7,8 @@
 //! 1.8.6) and builds images from the tree with every interesting option; [`mount::LoopMount`]
 //! loop-mounts an image with the kernel's own EROFS driver, which serves as the oracle; and
 //! [`compare::compare_trees`] checks two trees entry by entry (contents, metadata, xattrs,
-//! hardlink groups) and reports every difference.
+//! hardlink groups) and reports every difference. [`containerd::Containerd`] runs a private
+//! containerd with the EROFS snapshotter and differ, whose `mkfs.erofs` is the one under test.
 //!
 //! [`tmp::TempDir`] is a small self-cleaning temporary directory used by the others,
 //! [`process::run_with_timeout`] runs the binary under test with a time limit, and
@@ -19,6 +20,7 @@
 //! check [`mount::can_mount`] and skip when it fails.
 
 pub mod compare;
+pub mod containerd;
 pub mod copy;
 pub mod corpus;
 pub mod fuse;

@@ -4,7 +4,8 @@
 //! comparison, upstream erofs-utils 1.9.4: the same test, a parameter).
 //!
 //! A three-layer OCI image made with umoci (files, a directory tree, a
-//! hard link pair, a symlink, user.* xattrs, modes and owners; then
+//! hard link pair, a symlink, user.* xattrs (umoci 0.6 leaves trusted.*
+//! out of its layers), modes and owners; then
 //! whiteouts of a file and a directory, new and modified files; then a
 //! hand-made layer making a directory opaque) is imported with `ctr images
 //! import --snapshotter erofs`: every layer goes through the differ's

@@ -94,6 +94,7 @@ pub fn build_from(
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
     let spool = dir_of(output);
+    check_tar_index(&input, mode, opts)?;
     let zero_data = match mode {
         Mode::Fresh => return build_fresh(input, output, opts, interrupted, progress),
         Mode::Incremental { zero_data } => zero_data,
@@ -123,6 +124,28 @@ pub fn build_from(
         }
     };
     crate::incremental::build(output, layer, opts, interrupted, progress)
+}
+
+/// A tar index (`TarOptions::index`) is a new image of one plain archive
+/// with tar's 512-byte blocks.
+fn check_tar_index(input: &Input<'_>, mode: Mode, opts: &BuildOptions) -> Result<()> {
+    let refuse = |why: &str| Err(BuildError::Option(format!("a tar index (--tar=i) {why}")));
+    match input {
+        Input::Tar { opts: t, .. } if t.index => {
+            if mode != Mode::Fresh {
+                return refuse("cannot be built incrementally");
+            }
+            if opts.blkszbits != 9 {
+                return refuse(&format!(
+                    "has tar's 512-byte blocks, not {}",
+                    opts.block_size()
+                ));
+            }
+            Ok(())
+        }
+        Input::Oci { opts: t, .. } if t.index => refuse("takes one archive, not an OCI layout"),
+        _ => Ok(()),
+    }
 }
 
 /// [`build_from`] for a new image.

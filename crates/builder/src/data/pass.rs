@@ -152,7 +152,7 @@ pub(crate) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<I
         // directory (or without data) keep their place after those.
         files.sort_by_key(|&id| match &tree.inodes[id].content {
             Content::Archive { segments, .. } => segments.first().map_or(u64::MAX, |s| s.physical),
-            Content::Local | Content::Image { .. } => u64::MAX,
+            Content::Local | Content::Image { .. } | Content::Placed(_) => u64::MAX,
         });
     }
     files

@@ -47,7 +47,9 @@ pub struct BuildOptions {
     pub xattr_prefixes: Vec<Vec<u8>>,
     /// Store every regular file chunk-based with this chunk size.
     pub chunk_size: Option<u64>,
-    /// Pack file and directory tails after their inodes.
+    /// Pack regular files' tails after their inodes (`-E noinline_data`
+    /// turns this off; directories and symlinks are inlined where they fit
+    /// either way, as mkfs.erofs does).
     pub inline_data: bool,
     /// Always write 64-byte inodes.
     pub force_extended: bool,

@@ -23,18 +23,23 @@ pub(super) struct Src {
     /// The directory the spool file is in (for messages).
     spool_dir: PathBuf,
     pub(super) name: String,
+    /// Tar index mode: member data is left where it is in the archive
+    /// (its offset is all that is kept), neither referenced nor spooled.
+    pub(super) index: bool,
 }
 
 impl Src {
     /// A stream read from its start; data goes to `file` when there is
-    /// one, else to an unlinked spool file in `spool_dir`.
+    /// one, else to an unlinked spool file in `spool_dir`; in tar `index`
+    /// mode nowhere.
     pub(super) fn new(
         r: Box<dyn Read>,
         file: Option<Arc<File>>,
         name: String,
         spool_dir: &std::path::Path,
+        index: bool,
     ) -> Result<Src> {
-        let spool = if file.is_none() {
+        let spool = if file.is_none() && !index {
             Some((
                 Arc::new(crate::util::spool::unlinked_file(spool_dir, "tar")?),
                 0,
@@ -49,6 +54,7 @@ impl Src {
             spool,
             spool_dir: spool_dir.to_path_buf(),
             name,
+            index,
         })
     }
 
@@ -153,6 +159,14 @@ impl Src {
         self.exact(&mut v, member)?;
         self.skip(Self::padding(size), member)?;
         Ok(v)
+    }
+
+    /// Skips `size` bytes of file data (plus padding) that stay in the
+    /// archive (tar index mode); returns their offset there.
+    pub(super) fn data_in_place(&mut self, size: u64, member: &str) -> Result<u64> {
+        let at = self.pos;
+        self.skip_data(size, member)?;
+        Ok(at)
     }
 
     /// Takes `size` bytes of file data (plus padding); returns the file

@@ -38,6 +38,7 @@ mod sparse;
 mod tests;
 
 use fields::normalize;
+pub use input::InPlace;
 use input::{filtered, open_input, Src};
 pub use layer::{scan_layer, scan_stream};
 
@@ -221,16 +222,16 @@ impl Builder<'_> {
     }
 }
 
-/// Reads the archive into a tree. Data from a pipe is spooled to an
-/// unlinked file in `spool_dir`.
+/// Reads the archive into a tree. Data from a pipe goes `in_place` when
+/// given (see [`InPlace`]), else to an unlinked file in `spool_dir`.
 pub fn scan(
     input: &TarInput,
     opts: &BuildOptions,
     tar_opts: TarOptions,
-    spool_dir: &Path,
+    (spool_dir, in_place): (&Path, Option<InPlace>),
 ) -> Result<Tree> {
     let (r, file, name) = filtered(open_input(input)?, &tar_opts, input)?;
-    let src = Src::new(r, file, name.clone(), spool_dir, tar_opts.index)?;
+    let src = Src::new(r, file, name.clone(), spool_dir, (tar_opts.index, in_place))?;
     let b = Builder::new(opts, name, None, tar_opts.root_mtime);
     members(src, b, &tar_opts, false).map(|(t, _)| t)
 }

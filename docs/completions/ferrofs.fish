@@ -116,6 +116,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-hash-of
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l threads -d 'FUSE worker threads' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l cache-size -d 'Byte budget of the decoded-pcluster cache (e.g. 64M)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -s o -d 'Mount options: allow_other' -r
@@ -140,6 +141,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l verity-hash-off
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -s j -l jobs -d 'Threads reading and decoding file data (default: every core). Output and exit status are the same for any number' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l memory -d 'Most bytes of file data held in memory at once (each stored cluster is read and decoded once, in the order the image stores them)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
@@ -161,6 +163,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-hash-
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -s j -l jobs -d 'Threads reading and decoding file data (default: every core). Output and exit status are the same for any number' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l memory -d 'Most bytes of file data held in memory at once (each stored cluster is read and decoded once, in the order the image stores them)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
@@ -185,6 +188,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-hash-offse
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-no-superblock -d 'The tree has no verity superblock (`veritysetup format --no-superblock`): its parameters are the --verity-salt, --verity-data-block-size and --verity-hash-algorithm given (4096-byte hash blocks), covering the whole image (up to the hash offset when appended)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s l -d 'Long format, as `ls -l`: mode, links, owner, group, size, date'
@@ -210,6 +214,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-hash-offs
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-no-superblock -d 'The tree has no verity superblock (`veritysetup format --no-superblock`): its parameters are the --verity-salt, --verity-data-block-size and --verity-hash-algorithm given (4096-byte hash blocks), covering the whole image (up to the hash offset when appended)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -s h -l help -d 'Print help'
@@ -238,6 +243,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l verity-hash-off
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l path -d 'Show the inode at this path' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l nid -d 'Show the inode with this nid' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l profile -d 'Report what a cold replay of this trace touches: device blocks, pclusters, runs, decoded vs requested bytes' -r -F
@@ -250,6 +256,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l hash-file -d 
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l salt -d 'The salt (hex; `-` for none). Default: derived from the image\'s first block and size, so the same image always gets the same tree' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l data-block-size -d 'Bytes per data block: 4096, or 512 (tar-index layers)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l hash -d 'The hash algorithm: sha256 or sha512' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l format -d 'The hash type, as veritysetup\'s --format: 1 (its default: the salt before each block) or 0 (Chrome OS\'s: the salt after it)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l json -d 'Print the result as JSON'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -s h -l help -d 'Print help'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand digest" -l json -d 'Print a JSON array of {"file", "digest"}'

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use ferrofs_verity::dm::{self, WriteOptions, Written};
+use ferrofs_verity::dm::{self, HashType, WriteOptions, Written};
 use ferrofs_verity::{parse_hex, to_hex, Algorithm};
 
 use crate::out;
@@ -32,6 +32,10 @@ pub struct VerityArgs {
     /// The hash algorithm: sha256 or sha512.
     #[arg(long, value_name = "NAME", default_value = "sha256")]
     hash: Algorithm,
+    /// The hash type, as veritysetup's --format: 1 (its default: the salt
+    /// before each block) or 0 (Chrome OS's: the salt after it).
+    #[arg(long, value_name = "0|1", default_value = "1")]
+    format: HashType,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -71,6 +75,7 @@ pub fn run(a: &VerityArgs) -> Result<ExitCode> {
         algorithm: a.hash,
         data_block_size: a.data_block_size,
         salt: salt_arg(a.salt.as_deref()).context("--salt")?,
+        hash_type: a.format,
     };
     let written = write(&a.image, a.hash_file.as_deref(), data_len, &opts)?;
     print(&a.image, a.hash_file.as_deref(), &written, a.json)?;
@@ -152,6 +157,7 @@ pub(crate) fn json(w: &Written) -> serde_json::Value {
         "data_block_size": w.params.data_block_size,
         "hash_block_size": w.params.hash_block_size,
         "algorithm": w.params.algorithm.name(),
+        "hash_type": w.params.hash_type.number(),
         "uuid": dm::uuid_text(&w.params.uuid),
     })
 }
@@ -166,7 +172,11 @@ pub(crate) fn lines(w: &Written) -> Vec<String> {
             "data blocks: {} of {} bytes",
             w.params.data_blocks, w.params.data_block_size
         ),
-        format!("algorithm:   {}", w.params.algorithm),
+        format!(
+            "algorithm:   {} (hash type {})",
+            w.params.algorithm,
+            w.params.hash_type.number()
+        ),
     ]
 }
 

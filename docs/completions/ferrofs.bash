@@ -1101,7 +1101,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__verity)
-            opts="-h --hash-file --salt --data-block-size --hash --format --json --help"
+            opts="-h --hash-file --salt --data-block-size --hash --format --offset --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1124,6 +1124,10 @@ _ferrofs() {
                     return 0
                     ;;
                 --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --offset)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

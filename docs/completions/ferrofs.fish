@@ -257,6 +257,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l salt -d 'The 
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l data-block-size -d 'Bytes per data block: 4096, or 512 (tar-index layers)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l hash -d 'The hash algorithm: sha256 or sha512' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l format -d 'The hash type, as veritysetup\'s --format: 1 (its default: the salt before each block) or 0 (Chrome OS\'s: the salt after it)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l offset -d 'The EROFS image starts this many bytes into the file (`mkfs --offset`); the tree covers the file from its first byte' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l json -d 'Print the result as JSON'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -s h -l help -d 'Print help'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand digest" -l json -d 'Print a JSON array of {"file", "digest"}'

@@ -103,7 +103,7 @@ pub(crate) fn fsck(
         if let Some(n) = report.verity_unread_blocks {
             writeln!(
                 out,
-                "verity: every block the tree covers checked ({n} of them no file uses)"
+                "verity: every block the tree covers checked ({n} of them after the walk, which did not read them)"
             )?;
         }
         writeln!(

@@ -448,6 +448,63 @@ fn fsck_checks_blocks_no_file_uses() {
     ok(&meta);
 }
 
+/// `ferrofs verity` of a tar index layer with its archive appended
+/// (`mkfs --tar=i`, then `cat`) covers the archive too, with 512-byte data
+/// blocks: `veritysetup verify` accepts it, `fsck --verity` finds the tree
+/// after the archive, and a byte flipped in the archive's file data is an
+/// integrity error. An image at `--offset` gets a tree over the whole
+/// file, which veritysetup and `fsck --offset --verity` accept.
+#[test]
+fn tar_index_layers_and_offset_images_get_trees() {
+    let Some(vs) = tool("veritysetup") else {
+        return;
+    };
+    let w = work_dir!("verity_tar_index");
+    let src = tree(&w, 3, 200_000);
+    let tar = w.join("layer.tar");
+    let made = Command::new("tar")
+        .arg("-C")
+        .arg(&src)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let idx = w.join("layer.idx");
+    ok(&["mkfs", "--quiet", "--tar=i", p(&idx), p(&tar)]);
+    let layer = w.join("layer.erofs");
+    let mut bytes = fs::read(&idx).unwrap();
+    let idx_len = bytes.len();
+    bytes.extend(fs::read(&tar).unwrap());
+    fs::write(&layer, &bytes).unwrap();
+    let out = ok(&["verity", "--data-block-size", "512", "--json", p(&layer)]);
+    let root = field(&out, &["root_hash"]).as_str().unwrap().to_string();
+    let off = field(&out, &["hash_offset"]).as_u64().unwrap();
+    assert!(off as usize > idx_len + 200_000, "{out}");
+    veritysetup_verify(&vs, &layer, &layer, &root, Some(off));
+    let clean = ok(&["fsck", "--verity", &root, p(&layer)]);
+    assert!(clean.contains(" 0 problems"), "{clean}");
+    // A byte of the first file's data, in the archive.
+    let mut bytes = fs::read(&layer).unwrap();
+    bytes[idx_len + 512 * 3 + 7] ^= 1;
+    fs::write(&layer, &bytes).unwrap();
+    let o = ferrofs(&["fsck", "--verity", &root, p(&layer)]);
+    assert!(
+        o.status.code() == Some(1) && text(&o).contains("does not match the verity hash tree"),
+        "{}",
+        text(&o)
+    );
+    // An image 8 KiB into its file.
+    let img = w.join("at-offset.img");
+    ok(&["mkfs", "--quiet", "--offset", "8192", p(&img), p(&src)]);
+    let out = ok(&["verity", "--offset", "8192", "--json", p(&img)]);
+    let root = field(&out, &["root_hash"]).as_str().unwrap().to_string();
+    let off = field(&out, &["hash_offset"]).as_u64().unwrap();
+    veritysetup_verify(&vs, &img, &img, &root, Some(off));
+    ok(&["fsck", "--offset", "8192", "--verity", &root, p(&img)]);
+}
+
 #[test]
 fn digest_prints_what_fsverity_prints() {
     let Some(fv) = tool("fsverity") else { return };

@@ -37,7 +37,7 @@ pub struct Verified<D, H> {
     /// Read-locked on the hot path (a hit), write-locked to insert.
     cache: RwLock<Cache>,
     cache_blocks: usize,
-    /// One bit per data block checked good so far (so that
+    /// One bit per data block checked so far, good or not (so that
     /// [`Verified::verify_rest`] checks only the others).
     checked: Vec<AtomicU64>,
 }
@@ -184,8 +184,10 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
             let hb = self.hash_block(0, parent)?;
             self.slot_matches(&hb, slot, digest.as_bytes())
         };
+        // Checked, whatever the outcome: a mismatch is reported by the
+        // read that found it, not again by `verify_rest`.
+        self.mark(index);
         if good {
-            self.mark(index);
             return Ok(());
         }
         if self.geometry.levels.is_empty() {

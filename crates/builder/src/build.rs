@@ -143,6 +143,9 @@ fn check_tar_index(input: &Input<'_>, mode: Mode, opts: &BuildOptions) -> Result
             if mode != Mode::Fresh {
                 return refuse("cannot be built incrementally");
             }
+            if opts.blobdev.is_some() {
+                return refuse("has its archive as its device: --blobdev is not taken");
+            }
             if opts.blkszbits != 9 {
                 return refuse(&format!(
                     "has tar's 512-byte blocks, not {}",

@@ -41,7 +41,7 @@ complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "manpages" -d 'Write
 complete -c ferrofs -n "__fish_ferrofs_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l clean -d 'Rebuild mode: `data` (also `--clean` alone) copies every file\'s data into the image, which then stands alone; without it file data stays in the layers, which become the image\'s extra devices (one per layer, in order). Other sources always build clean' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l layer-images -d 'With an `oci:` SOURCE: also write each layer as an image of its own into DIR (layer-1.img, layer-2.img, ... bottom first, built with these options, whiteouts as overlayfs ones) and make IMAGE their merge, whose file data stays in them: readers take them, in order, as IMAGE\'s devices' -r -F
-complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l tar -d 'Read a tar archive (ustar, GNU, PAX; owners and devices from the headers, no root needed) instead of a directory. `--tar=f` is the same; other mkfs.erofs modes (i, headerball) are not supported' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l tar -d 'Read a tar archive (ustar, GNU, PAX; owners and devices from the headers, no root needed) instead of a directory. `--tar=f` is the same. `--tar=i` (or `=0`) writes a tar index: only metadata, with 512-byte blocks (-b is ignored, as mkfs.erofs ignores it), whose files point at their data in the archive; append the archive to the image (`cat IMAGE ARCHIVE`) and the result mounts and reads as the archive\'s tree. mkfs.erofs\'s headerball mode and block map files (`--tar=X,FILE`) are not supported' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l ovlfs-strip -d 'With --tar or EROFS layers: 1 leaves overlayfs whiteouts and opaque/origin xattrs out of the image; 0 (default) keeps them' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l sort -d 'With --tar: the order of file data, `path` (default) or `none`: in an uncompressed image without inline data (-E noinline_data), the order the archive holds it, as mkfs.erofs does' -r -f -a "path\t''
 none\t''"
@@ -64,7 +64,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l zD -d 'Compress
 1\t''"
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l xattr-inode-digest -d 'Give every non-empty regular file an xattr NAME (default erofs.fingerprint.v1, which the kernel does not list) holding `sha256:` and the SHA-256 of its contents' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l chunksize -d 'Store every regular file chunk-based with chunks of this many bytes (sparse files are always stored chunk-based, with holes)' -r
-complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s E -d 'Extended options, comma-separated: force-inode-extended, force-inode-compact (an inode that needs the extended form is an error), noinline_data (or ^inline_data), ztailpacking, fragments[=PCLUSTER] (tails and small files compressed together in the packed inode), all-fragments (every file there), dedupe (identical files stored once, also done with fragments; without -z, identical blocks: files become chunk-based with one-block chunks unless --chunksize says otherwise), force-chunk-indexes (chunk tables of 8-byte indexes), force-inode-blockmap (4-byte block maps, the default), nosbcrc (no superblock checksum), ^xattr-name-filter (no xattr name bloom filters), 48bit (the 48-bit layout, Linux 6.15+: compact inodes keep their own mtime, all-hole files take no blocks), dot-omitted (directories without "."; implies 48bit), plain-xattr-prefixes (the long-prefix table raw on the device), legacy-compress (full, not compact, indexes of compressed files, as mkfs.erofs 1.9 writes them; its pre-5.4 layout without LZ4 0padding is not made, as 1.9 makes it no longer)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s E -d 'Extended options, comma-separated: force-inode-extended, force-inode-compact (an inode that needs the extended form is an error), noinline_data (or ^inline_data: regular files\' tails get blocks of their own; directories and symlinks stay inline), ztailpacking, fragments[=PCLUSTER] (tails and small files compressed together in the packed inode), all-fragments (every file there), dedupe (identical files stored once, also done with fragments; without -z, identical blocks: files become chunk-based with one-block chunks unless --chunksize says otherwise), force-chunk-indexes (chunk tables of 8-byte indexes), force-inode-blockmap (4-byte block maps, the default), nosbcrc (no superblock checksum), ^xattr-name-filter (no xattr name bloom filters), 48bit (the 48-bit layout, Linux 6.15+: compact inodes keep their own mtime, all-hole files take no blocks), dot-omitted (directories without "."; implies 48bit), plain-xattr-prefixes (the long-prefix table raw on the device), legacy-compress (full, not compact, indexes of compressed files, as mkfs.erofs 1.9 writes them; its pre-5.4 layout without LZ4 0padding is not made, as 1.9 makes it no longer)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -l MZ -d 'Metadata zone: i (inodes), d (directory blocks), id (both, the default) or 0 (none). ferrofs always writes inodes and directory blocks after all file data, so every value gives the same image' -r -f -a "i\t''
 d\t''
 id\t''
@@ -116,6 +116,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-hash-of
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l threads -d 'FUSE worker threads' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l cache-size -d 'Byte budget of the decoded-pcluster cache (e.g. 64M)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -s o -d 'Mount options: allow_other' -r
@@ -140,6 +141,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l verity-hash-off
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -s j -l jobs -d 'Threads reading and decoding file data (default: every core). Output and exit status are the same for any number' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l memory -d 'Most bytes of file data held in memory at once (each stored cluster is read and decoded once, in the order the image stores them)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
@@ -161,6 +163,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-hash-
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -s j -l jobs -d 'Threads reading and decoding file data (default: every core). Output and exit status are the same for any number' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l memory -d 'Most bytes of file data held in memory at once (each stored cluster is read and decoded once, in the order the image stores them)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
@@ -185,6 +188,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-hash-offse
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l verity-no-superblock -d 'The tree has no verity superblock (`veritysetup format --no-superblock`): its parameters are the --verity-salt, --verity-data-block-size and --verity-hash-algorithm given (4096-byte hash blocks), covering the whole image (up to the hash offset when appended)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s l -d 'Long format, as `ls -l`: mode, links, owner, group, size, date'
@@ -210,6 +214,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-hash-offs
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l verity-no-superblock -d 'The tree has no verity superblock (`veritysetup format --no-superblock`): its parameters are the --verity-salt, --verity-data-block-size and --verity-hash-algorithm given (4096-byte hash blocks), covering the whole image (up to the hash offset when appended)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -s h -l help -d 'Print help'
@@ -238,6 +243,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l verity-hash-off
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l verity-salt -d 'With --verity-no-superblock: the tree\'s salt (hex; `-` for none)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l path -d 'Show the inode at this path' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l nid -d 'Show the inode with this nid' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand dump" -l profile -d 'Report what a cold replay of this trace touches: device blocks, pclusters, runs, decoded vs requested bytes' -r -F
@@ -250,6 +256,8 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l hash-file -d 
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l salt -d 'The salt (hex; `-` for none). Default: derived from the image\'s first block and size, so the same image always gets the same tree' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l data-block-size -d 'Bytes per data block: 4096, or 512 (tar-index layers)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l hash -d 'The hash algorithm: sha256 or sha512' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l format -d 'The hash type, as veritysetup\'s --format: 1 (its default: the salt before each block) or 0 (Chrome OS\'s: the salt after it)' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l offset -d 'The EROFS image starts this many bytes into the file (`mkfs --offset`); the tree covers the file from its first byte' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l json -d 'Print the result as JSON'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -s h -l help -d 'Print help'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand digest" -l json -d 'Print a JSON array of {"file", "digest"}'

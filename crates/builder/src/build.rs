@@ -13,6 +13,7 @@
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use ferrofs_format::device::{blob_trailer, BLOB_TRAILER_LEN};
 use xxhash_rust::xxh3::Xxh3;
@@ -45,7 +46,14 @@ pub fn build(
     let pool = worker_pool(opts.workers)?;
     let tree = pool.install(|| crate::source::dir::scan(source, opts))?;
     clock.lap("scan");
-    build_timed(tree, output, opts, interrupted, progress, (pool, clock))
+    build_timed(
+        tree,
+        output,
+        opts,
+        interrupted,
+        progress,
+        (pool, clock, None),
+    )
 }
 
 /// Builds an image of an already scanned tree (a directory or an archive)
@@ -64,7 +72,7 @@ pub fn build_tree(
         opts,
         interrupted,
         progress,
-        (pool, Clock::start()),
+        (pool, Clock::start(), None),
     )
 }
 
@@ -94,6 +102,7 @@ pub fn build_from(
     progress: &dyn Fn(Progress),
 ) -> Result<Summary> {
     let spool = dir_of(output);
+    check_tar_index(&input, mode, opts)?;
     let zero_data = match mode {
         Mode::Fresh => return build_fresh(input, output, opts, interrupted, progress),
         Mode::Incremental { zero_data } => zero_data,
@@ -125,6 +134,31 @@ pub fn build_from(
     crate::incremental::build(output, layer, opts, interrupted, progress)
 }
 
+/// A tar index (`TarOptions::index`) is a new image of one plain archive
+/// with tar's 512-byte blocks.
+fn check_tar_index(input: &Input<'_>, mode: Mode, opts: &BuildOptions) -> Result<()> {
+    let refuse = |why: &str| Err(BuildError::Option(format!("a tar index (--tar=i) {why}")));
+    match input {
+        Input::Tar { opts: t, .. } if t.index => {
+            if mode != Mode::Fresh {
+                return refuse("cannot be built incrementally");
+            }
+            if opts.blobdev.is_some() {
+                return refuse("has its archive as its device: --blobdev is not taken");
+            }
+            if opts.blkszbits != 9 {
+                return refuse(&format!(
+                    "has tar's 512-byte blocks, not {}",
+                    opts.block_size()
+                ));
+            }
+            Ok(())
+        }
+        Input::Oci { opts: t, .. } if t.index => refuse("takes one archive, not an OCI layout"),
+        _ => Ok(()),
+    }
+}
+
 /// [`build_from`] for a new image.
 fn build_fresh(
     input: Input<'_>,
@@ -138,7 +172,23 @@ fn build_fresh(
     let spool = dir_of(output);
     let tree = match input {
         Input::Dir(dir) => return build(dir, output, opts, interrupted, progress),
-        Input::Tar { input, opts: t } => tar::scan(input, opts, t.clone(), spool)?,
+        Input::Tar { input, opts: t } if opts.streams_in_place() && !t.index => {
+            // A piped archive's data goes straight into the image.
+            let mut out = Outputs::create(output, opts)?;
+            let in_place = out.in_place(opts)?;
+            let tree = tar::scan(input, opts, t.clone(), (spool, Some(in_place)))?;
+            let pool = worker_pool(opts.workers)?;
+            let clock = Clock::start();
+            return build_timed(
+                tree,
+                output,
+                opts,
+                interrupted,
+                progress,
+                (pool, clock, Some(out)),
+            );
+        }
+        Input::Tar { input, opts: t } => tar::scan(input, opts, t.clone(), (spool, None))?,
         Input::Oci {
             layout,
             reference,
@@ -235,7 +285,7 @@ fn build_timed(
     opts: &BuildOptions,
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(Progress),
-    (pool, clock): (rayon::ThreadPool, Clock),
+    (pool, clock, out): (rayon::ThreadPool, Clock, Option<Outputs<'_>>),
 ) -> Result<Summary> {
     let mut ctl = Control {
         interrupted,
@@ -251,8 +301,19 @@ fn build_timed(
     relabel(&mut tree, opts)?;
     let mut plan = plan(&tree, opts, Labels::of(opts))?;
     ctl.clock.lap("plan");
-    let mut out = Outputs::create(output, opts)?;
+    let mut out = match out {
+        Some(out) => out,
+        None => Outputs::create(output, opts)?,
+    };
     let head = Head::new(&tree, &mut plan, opts, out.blob.is_some());
+    if out.in_place.is_some() && head.data_start != Head::data_start_of(opts, 0) {
+        // The scan put piped data where the data pass would not look.
+        return Err(BuildError::Option(format!(
+            "{}: file data starts at block {}, not where it was put",
+            output.display(),
+            head.data_start
+        )));
+    }
     let (mut summary, list) = write_image(&mut tree, &mut plan, opts, &out, head, &pool, &mut ctl)?;
     if let Some(v) = &opts.verity {
         let tree = ferrofs_verity::dm::append_file(&out.image.file, v);
@@ -282,6 +343,8 @@ struct Outputs<'p> {
     image: Staged<'p>,
     blob: Option<Staged<'p>>,
     block_list: Option<Staged<'p>>,
+    /// The image file as a piped archive's scan writes its data into it.
+    in_place: Option<Arc<std::fs::File>>,
 }
 
 impl<'p> Outputs<'p> {
@@ -303,6 +366,21 @@ impl<'p> Outputs<'p> {
             image,
             blob,
             block_list,
+            in_place: None,
+        })
+    }
+
+    /// Where the scan of a piped archive puts its data (see
+    /// [`tar::InPlace`]): this image, from the first data block on.
+    fn in_place(&mut self, opts: &BuildOptions) -> Result<tar::InPlace> {
+        let file = self.image.file.try_clone().map_err(self.image.err())?;
+        let file = Arc::new(file);
+        self.in_place = Some(file.clone());
+        let bs = opts.block_size();
+        Ok(tar::InPlace {
+            file,
+            at: opts.offset + Head::data_start_of(opts, 0) * bs,
+            align: bs,
         })
     }
 
@@ -323,6 +401,7 @@ impl<'p> Outputs<'p> {
             pos: 0,
             output: b.target,
             stop,
+            in_place: None,
         });
         let mut image = Writer {
             data: BufWriter::with_capacity(1 << 20, &self.image.file),
@@ -332,6 +411,7 @@ impl<'p> Outputs<'p> {
             pos: head.data_start * bs,
             output: self.image.target,
             stop,
+            in_place: self.in_place.clone(),
         };
         image
             .data

@@ -54,6 +54,11 @@ pub struct Report {
     /// Oddities the kernel reads the image through unharmed (a link count
     /// that is not the number of entries naming the inode).
     pub warnings: Vec<Problem>,
+    /// With a dm-verity tree (`--verity`): the blocks it covers that the
+    /// walk did not read (free space, padding), checked after it, so that
+    /// every covered block was checked once. Set by the caller.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verity_unread_blocks: Option<u64>,
 }
 
 impl Report {

@@ -82,7 +82,8 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
  --root-xattr-isize=#  room for # bytes of inline xattrs in the root directory
  --aufs                with --tar: aufs whiteouts become overlayfs ones
  --sort=<path,none>    with --tar: data order (none: the archive's, without inline data)
- --tar=X               build from a tar archive; X = f (full data; i and headerball are not supported)
+ --tar=X               build from a tar archive; X = f (full data) or i (an index of the
+                       archive, which is appended to the image; headerball is not supported)
  --incremental=X       put SOURCE over the image FILE, appending only what changed
                        (X = data, the default, or rvsp with --tar: zero-filled room for data)
  --ovlfs-strip=<0,1>   with --tar or EROFS images: 1 leaves overlayfs metadata out
@@ -106,17 +107,19 @@ Not supported by ferrofs (refused by name; nothing is written):
 ";
 
 /// What `-V` prints after `mkfs.erofs `: the erofs-utils release whose
-/// mkfs.erofs command line and image features the drop-in implements. Wrappers read it from the first line
-/// of `mkfs.erofs -V` (`mkfs.erofs (erofs-utils) X.Y.Z`, the third word)
-/// and compare it with the features they need, so it must not claim more
-/// than is there: 1.8.6's command line is implemented, and of 1.9's the
-/// 48-bit layout, dot-omitted directories, the metabox (-m), --MZ,
-/// compressed directories (--zD), inode digests and incremental builds, but not S3 and OCI
-/// sources or 1.8.7's --fsalignblks and --vmdk-desc. After it, ferrofs's
-/// own version; on the second line the compressors, as upstream prints
-/// them.
+/// mkfs.erofs command line and image features the drop-in implements.
+/// Wrappers read it from the first line of `mkfs.erofs -V` (`mkfs.erofs
+/// (erofs-utils) X.Y.Z`, the third word) and compare it with the features
+/// they need (containerd's differ, for one), so it must not claim more than
+/// is there. That is 1.9.4's: the 48-bit layout, dot-omitted directories,
+/// the metabox, compressed directories, inode digests, incremental builds,
+/// rebuild mode with `--clean`, and tar index layers (`--tar=i`). Its S3
+/// and OCI sources are build-time options upstream too (a 1.9.4 built
+/// without libcurl lacks them), and are refused by name here. After it,
+/// ferrofs's own version; on the second line the compressors, as upstream
+/// prints them.
 const VERSION: &str = concat!(
-    "(erofs-utils) 1.8.6 (ferrofs ",
+    "(erofs-utils) 1.9.4 (ferrofs ",
     env!("CARGO_PKG_VERSION"),
     ")\navailable compressors: lz4, lz4hc, lzma, deflate, libdeflate, zstd"
 );

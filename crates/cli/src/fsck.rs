@@ -81,6 +81,9 @@ pub(crate) fn fsck(
         anyhow::bail!("{why}: the image could not be read whole, so the check is incomplete");
     }
     let mut report = report;
+    if !no_data {
+        check_unread_blocks(&mut report);
+    }
     // The image was opened for this command: every decode since is its own
     // (the long xattr prefixes and the metabox's first blocks at open too).
     let st = image.cache_stats();
@@ -96,6 +99,12 @@ pub(crate) fn fsck(
                 Some(n) => writeln!(out, "{kind}{} (nid {n}): {}", p.path, p.message)?,
                 None => writeln!(out, "{kind}{}: {}", p.path, p.message)?,
             }
+        }
+        if let Some(n) = report.verity_unread_blocks {
+            writeln!(
+                out,
+                "verity: every block the tree covers checked ({n} of them after the walk, which did not read them)"
+            )?;
         }
         writeln!(
             out,
@@ -120,4 +129,23 @@ pub(crate) fn fsck(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// With `--verity`: checks the blocks the tree covers that the walk did
+/// not read (what `veritysetup verify` reads too), as a problem if one
+/// does not match.
+fn check_unread_blocks(report: &mut ferrofs_check::fsck::Report) {
+    for v in crate::verified::opened() {
+        match v.verify_rest() {
+            Ok(n) => {
+                let total = report.verity_unread_blocks.unwrap_or(0).saturating_add(n);
+                report.verity_unread_blocks = Some(total);
+            }
+            Err(e) => report.problems.push(ferrofs_check::fsck::Problem {
+                path: "(image)".into(),
+                nid: None,
+                message: format!("{e} (found checking the blocks the walk did not read)"),
+            }),
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use ferrofs::verity::{RootHash, Verity, VerityOptions};
 use ferrofs::ReadAt;
-use ferrofs_verity::dm::Params;
+use ferrofs_verity::dm::{HashType, Params};
 use ferrofs_verity::{parse_hex, Algorithm};
 
 /// How an image's blocks are checked against a dm-verity hash tree.
@@ -56,6 +56,15 @@ pub struct VerityArgs {
         requires = "verity_no_superblock"
     )]
     verity_hash_algorithm: Algorithm,
+    /// With --verity-no-superblock: the hash type (veritysetup's
+    /// --format): 1, its default, or 0, Chrome OS's.
+    #[arg(
+        long,
+        value_name = "0|1",
+        default_value = "1",
+        requires = "verity_no_superblock"
+    )]
+    verity_format: HashType,
 }
 
 impl VerityArgs {
@@ -94,6 +103,7 @@ impl VerityArgs {
             Some(salt) if self.verity_no_superblock => {
                 let mut p = Params::new(self.verity_data_block_size, 0, parse_hex("salt", salt)?);
                 p.algorithm = self.verity_hash_algorithm;
+                p.hash_type = self.verity_format;
                 Some(p)
             }
             _ => None,
@@ -105,7 +115,37 @@ impl VerityArgs {
             image_offset,
             no_superblock,
         };
-        let v = Verity::open(data, opts).context("--verity")?;
-        Ok(Box::new(v))
+        let v = std::sync::Arc::new(Verity::open(data, opts).context("--verity")?);
+        OPENED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(std::sync::Arc::downgrade(&v));
+        Ok(Box::new(Shared(v)))
+    }
+}
+
+/// Every verified source this process opened (for `fsck`, which checks
+/// their unread blocks at the end).
+static OPENED: std::sync::Mutex<Vec<std::sync::Weak<Verity>>> = std::sync::Mutex::new(Vec::new());
+
+/// The verified sources still open.
+pub fn opened() -> Vec<std::sync::Arc<Verity>> {
+    OPENED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect()
+}
+
+/// A verified source shared with [`opened`].
+struct Shared(std::sync::Arc<Verity>);
+
+impl ReadAt for Shared {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.0.read_exact_at(buf, offset)
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.0.len()
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use ferrofs_verity::dm::{self, WriteOptions, Written};
+use ferrofs_verity::dm::{self, HashType, WriteOptions, Written};
 use ferrofs_verity::{parse_hex, to_hex, Algorithm};
 
 use crate::out;
@@ -32,6 +32,14 @@ pub struct VerityArgs {
     /// The hash algorithm: sha256 or sha512.
     #[arg(long, value_name = "NAME", default_value = "sha256")]
     hash: Algorithm,
+    /// The hash type, as veritysetup's --format: 1 (its default: the salt
+    /// before each block) or 0 (Chrome OS's: the salt after it).
+    #[arg(long, value_name = "0|1", default_value = "1")]
+    format: HashType,
+    /// The EROFS image starts this many bytes into the file (`mkfs
+    /// --offset`); the tree covers the file from its first byte.
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::size::parse_u64)]
+    offset: u64,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -53,28 +61,47 @@ pub(crate) fn salt_arg(salt: Option<&str>) -> Result<Option<Vec<u8>>> {
 
 /// `ferrofs verity`: writes the tree and prints what a reader needs.
 pub fn run(a: &VerityArgs) -> Result<ExitCode> {
-    let image = ferrofs::Image::open_path(&a.image)?;
-    if !image.devices().is_empty() {
-        bail!(
-            "{}: the image has extra devices; a tree over the primary device alone would leave \
-             their data unprotected (not supported)",
-            a.image.display()
-        );
-    }
-    let sb = image.superblock();
-    let data_len = sb
-        .total_blocks()
-        .checked_mul(image.block_size().bytes())
-        .context("the image's size overflows")?;
-    drop(image);
+    let data_len = covered_len(&a.image, a.offset)?;
     let opts = WriteOptions {
         algorithm: a.hash,
         data_block_size: a.data_block_size,
         salt: salt_arg(a.salt.as_deref()).context("--salt")?,
+        hash_type: a.format,
     };
     let written = write(&a.image, a.hash_file.as_deref(), data_len, &opts)?;
     print(&a.image, a.hash_file.as_deref(), &written, a.json)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bytes of `path` the tree covers: from the file's start to the end
+/// of the image at `offset`, or, when extra devices are appended to it (a
+/// tar index and its archive), to the end of the last one.
+fn covered_len(path: &Path, offset: u64) -> Result<u64> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file_len = file.metadata()?.len();
+    let image = ferrofs::Image::open(ferrofs::source::Offset::new(file, offset))
+        .with_context(|| path.display().to_string())?;
+    let own = image
+        .superblock()
+        .total_blocks()
+        .checked_mul(image.block_size().bytes())
+        .context("the image's size overflows")?;
+    let mapped = image.mapped_bytes().context("the image's size overflows")?;
+    let end = if image.devices().is_empty() {
+        own
+    } else if offset.checked_add(mapped).is_some_and(|m| m <= file_len) {
+        mapped
+    } else {
+        bail!(
+            "{}: the image has extra devices that are not appended to it; a tree over the \
+             primary device alone would leave their data unprotected (not supported)",
+            path.display()
+        );
+    };
+    offset
+        .checked_add(end)
+        .context("the image's size overflows")
 }
 
 fn write(
@@ -152,6 +179,7 @@ pub(crate) fn json(w: &Written) -> serde_json::Value {
         "data_block_size": w.params.data_block_size,
         "hash_block_size": w.params.hash_block_size,
         "algorithm": w.params.algorithm.name(),
+        "hash_type": w.params.hash_type.number(),
         "uuid": dm::uuid_text(&w.params.uuid),
     })
 }
@@ -166,7 +194,11 @@ pub(crate) fn lines(w: &Written) -> Vec<String> {
             "data blocks: {} of {} bytes",
             w.params.data_blocks, w.params.data_block_size
         ),
-        format!("algorithm:   {}", w.params.algorithm),
+        format!(
+            "algorithm:   {} (hash type {})",
+            w.params.algorithm,
+            w.params.hash_type.number()
+        ),
     ]
 }
 

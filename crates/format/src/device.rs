@@ -34,6 +34,16 @@ impl DeviceSlot {
     }
 }
 
+/// The blocks of the unified address space an image of `total_blocks`
+/// blocks and extra devices `slots` spans: past its own blocks and every
+/// device at its mapped address (where a device appended to the image file
+/// ends, as a tar index's archive is). `None` on overflow.
+pub fn mapped_end(total_blocks: u64, slots: &[DeviceSlot]) -> Option<u64> {
+    slots.iter().try_fold(total_blocks, |end, d| {
+        Some(end.max(d.uniaddr.checked_add(d.blocks)?))
+    })
+}
+
 /// How ferrofs binds an image to its `--blobdev` blob, which has no header
 /// of its own: the blob's slot tag is `ferrofs-blob:` and 32 hex digits of
 /// an id (a hash of the blob's bytes), and one block after the blob's

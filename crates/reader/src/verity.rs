@@ -143,6 +143,14 @@ impl Verity {
     pub fn verify_all(&self) -> Result<()> {
         self.inner.verify_all().map_err(verity)
     }
+
+    /// Reads and checks every data block no read through this source has
+    /// checked yet (what a walk of the file system never reads: free
+    /// space, padding); returns how many. After a full walk (`fsck`), every
+    /// block the tree covers has then been checked once.
+    pub fn verify_rest(&self) -> Result<u64> {
+        self.inner.verify_rest().map_err(verity)
+    }
 }
 
 impl ReadAt for Verity {
@@ -180,6 +188,31 @@ fn read_superblock(hash: &Src, offset: u64) -> Result<Params> {
     Params::parse_superblock(&sb, offset).map_err(verity)
 }
 
+/// The blocks of the image's unified address space (its own and its
+/// extra devices' at their mapped addresses), read from its device table
+/// unverified (only a place to look for the tree's superblock); `None`
+/// without extra devices or when the table cannot be read.
+fn mapped_blocks(data: &Src, sb: &Superblock, image_offset: u64) -> Option<u64> {
+    use ferrofs_format::device::{mapped_end, DeviceSlot, DEVICE_SLOT_SIZE};
+    use ferrofs_format::superblock::incompat;
+    if sb.extra_devices == 0 {
+        return None;
+    }
+    let bit48 = sb.has_incompat(incompat::BIT48);
+    let start = u64::from(sb.devt_slotoff).checked_mul(DEVICE_SLOT_SIZE as u64)?;
+    let mut slots = Vec::new();
+    for k in 0..u64::from(sb.extra_devices) {
+        let mut raw = [0u8; DEVICE_SLOT_SIZE];
+        let at = k
+            .checked_mul(DEVICE_SLOT_SIZE as u64)?
+            .checked_add(start)?
+            .checked_add(image_offset)?;
+        data.read_exact_at(&mut raw, at).ok()?;
+        slots.push(DeviceSlot::parse(&raw, bit48));
+    }
+    mapped_end(sb.total_blocks(), &slots)
+}
+
 /// Where an appended tree starts by default: the EROFS image's end (at
 /// `image_offset` in the data; read
 /// unverified: the tree, checked against the root hash, then covers that
@@ -202,24 +235,42 @@ fn default_hash_offset(data: &Src, image_offset: u64, superblock: bool) -> Resul
     };
     let sb = Superblock::parse(&raw)
         .map_err(|e| not_found(format!("no EROFS superblock to find the tree after: {e}")))?;
-    let end = sb
-        .total_blocks()
-        .checked_shl(u32::from(sb.blkszbits))
-        .filter(|_| sb.blkszbits < 32)
-        .and_then(|e| e.checked_add(image_offset))
+    let bytes = |blocks: u64| {
+        blocks
+            .checked_shl(u32::from(sb.blkszbits))
+            .filter(|_| sb.blkszbits < 32)
+            .and_then(|e| e.checked_add(image_offset))
+    };
+    let end = bytes(sb.total_blocks())
         .ok_or_else(|| not_found("the EROFS image's size overflows".into()))?;
-    let [page, sector] = [4096u64, 512].map(|a| end.checked_next_multiple_of(a));
+    // Extra devices appended to the image (a tar index's archive): the
+    // tree follows them.
+    let len = data.len().unwrap_or(0);
+    let mapped = mapped_blocks(data, &sb, image_offset).and_then(bytes);
+    let ends: Vec<u64> = mapped
+        .into_iter()
+        .filter(|&m| m > end && m <= len)
+        .chain([end])
+        .collect();
+    let candidates = ends.iter().flat_map(|e| {
+        [4096u64, 512]
+            .into_iter()
+            .filter_map(move |a| e.checked_next_multiple_of(a))
+    });
     if !superblock {
-        return page.ok_or_else(|| not_found("hash offset overflows".into()));
+        return ends
+            .first()
+            .and_then(|e| e.checked_next_multiple_of(4096))
+            .ok_or_else(|| not_found("hash offset overflows".into()));
     }
-    for at in [page, sector].into_iter().flatten() {
+    for at in candidates {
         let mut magic = [0u8; 8];
         if data.read_exact_at(&mut magic, at).is_ok() && &magic == SUPERBLOCK_MAGIC {
             return Ok(at);
         }
     }
     Err(verity(VerityError::BadSuperblock {
-        offset: page.unwrap_or(end),
+        offset: end.checked_next_multiple_of(4096).unwrap_or(end),
         why: format!(
             "no verity superblock after the EROFS image (it ends at byte {end}); \
              give the tree's place (--verity-hash-offset, --verity-hash-file)"

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use ferrofs_testkit::tools::next_tool;
 use ferrofs_testkit::TempDir;
-use ferrofs_verity::dm::{self, Params, Verified};
+use ferrofs_verity::dm::{self, HashType, Params, Verified};
 use ferrofs_verity::{fsverity, parse_hex, to_hex, Algorithm};
 
 const SALT: &str = "5eed0123456789abcdef00112233445566778899aabbccddeeff0011223344aa";
@@ -83,13 +83,22 @@ const CASES: &[(u32, u64, Algorithm)] = &[
     (512, 70, Algorithm::Sha512),
 ];
 
+/// Both hash types: veritysetup's default (`--format=1`) and Chrome OS's
+/// (`--format=0`, the salt after each block).
 #[test]
 fn trees_equal_veritysetup_format_byte_for_byte() {
     let Some(vs) = tool("veritysetup") else {
         return;
     };
     let tmp = TempDir::new("verity-format").unwrap();
-    for (i, &(dbs, blocks, alg)) in CASES.iter().enumerate() {
+    let types = [HashType::Normal, HashType::ChromeOs];
+    for (i, &(dbs, blocks, alg, ht)) in CASES
+        .iter()
+        .flat_map(|&(d, b, a)| types.map(|t| (d, b, a, t)))
+        .collect::<Vec<_>>()
+        .iter()
+        .enumerate()
+    {
         let bytes = data(dbs as usize * blocks as usize, i as u64 + 7);
         let d = tmp.path().join(format!("d{i}"));
         let h = tmp.path().join(format!("h{i}"));
@@ -97,11 +106,13 @@ fn trees_equal_veritysetup_format_byte_for_byte() {
         let out = run(Command::new(&vs)
             .arg("format")
             .args([&d, &h])
+            .arg(format!("--format={}", ht.number()))
             .arg(format!("--data-block-size={dbs}"))
             .arg(format!("--hash={alg}"))
             .arg(format!("--salt={SALT}"))
             .arg(format!("--uuid={UUID}")));
-        let p = params(dbs, blocks, alg);
+        let mut p = params(dbs, blocks, alg);
+        p.hash_type = ht;
         let tree = dm::build_with_threads(&bytes, &p, 3).unwrap();
         assert_eq!(to_hex(&tree.root), root_of(&out), "case {i}");
         let theirs = std::fs::read(&h).unwrap();

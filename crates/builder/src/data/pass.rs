@@ -147,12 +147,12 @@ pub(crate) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<I
         // Data in first-access order, so a start reads few, mostly
         // sequential runs; files it does not read follow in nid order.
         files.sort_by_key(|&id| p.get(&tree.inodes[id].rel).map_or(usize::MAX, |f| f.rank));
-    } else if opts.archive_order && opts.compress.is_none() && !opts.inline_data {
+    } else if opts.data_in_archive_order() {
         // Where each file's first bytes are in its archive; files of a
         // directory (or without data) keep their place after those.
         files.sort_by_key(|&id| match &tree.inodes[id].content {
             Content::Archive { segments, .. } => segments.first().map_or(u64::MAX, |s| s.physical),
-            Content::Local | Content::Image { .. } => u64::MAX,
+            Content::Local | Content::Image { .. } | Content::Placed(_) => u64::MAX,
         });
     }
     files

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::options::BuildOptions;
 use crate::plan::zmap::{encode_map, Tail};
 use crate::plan::{InodePlan, Plan};
-use crate::tree::content::ContentReader;
+use crate::tree::content::{Content, ContentReader};
 use crate::tree::{InodeId, Tree};
 use crate::util::out::Writer;
 
@@ -299,8 +299,26 @@ pub(crate) fn write_flat<'a>(
             }
         }
     } else {
-        copy(w, buf, 0, (size - p.tail).min(p.blocks * bs))?;
+        let len = (size - p.tail).min(p.blocks * bs);
+        if already_here(w, &ino.content, len) {
+            w.pass_over(len, buf)?;
+            w.pad_to_block(bs)?;
+        } else {
+            copy(w, buf, 0, len)?;
+        }
     }
     f.finish()?;
     Ok((start, chunks))
+}
+
+/// Whether the `len` bytes of `content` already stand at `w`'s position:
+/// a piped archive's data that its scan put into the image, where the
+/// data pass, writing in archive order, comes to it.
+fn already_here(w: &Writer, content: &Content, len: u64) -> bool {
+    let (Some(image), Content::Archive { archive, segments }) = (&w.in_place, content) else {
+        return false;
+    };
+    std::sync::Arc::ptr_eq(image, archive)
+        && matches!(segments.as_ref(), [s] if s.logical == 0 && s.len == len
+            && s.physical == w.base + w.pos)
 }

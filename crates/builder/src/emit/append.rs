@@ -82,6 +82,7 @@ pub(crate) fn append(
         pos: data_start * bs,
         output: t.path,
         stop: interrupted,
+        in_place: None,
     };
     w.data
         .seek(SeekFrom::Start(data_start * bs))

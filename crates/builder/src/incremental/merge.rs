@@ -16,19 +16,16 @@ use rayon::prelude::*;
 use super::load::OldTree;
 use crate::error::Result;
 use crate::tree::content::ContentReader;
+use crate::tree::overlay::{is_whiteout, OVL_OPAQUE};
 use crate::tree::{Inode, InodeId, Kind, Tree};
 
 /// overlayfs's opaque-directory xattrs.
-const OPAQUE_XATTRS: [&[u8]; 2] = [b"trusted.overlay.opaque", b"user.overlay.opaque"];
+const OPAQUE_XATTRS: [&[u8]; 2] = [OVL_OPAQUE, b"user.overlay.opaque"];
 
 fn is_opaque(ino: &Inode) -> bool {
     ino.xattrs
         .iter()
         .any(|(n, v)| OPAQUE_XATTRS.contains(&n.as_slice()) && v == b"y")
-}
-
-fn is_whiteout(ino: &Inode) -> bool {
-    matches!(ino.kind, Kind::CharDevice { major: 0, minor: 0 })
 }
 
 /// The metadata of `from` (a layer's inode) on `to`, entries kept.

@@ -44,13 +44,29 @@ impl Head {
         });
         let root_at = root_home(tree, plan, opts, sb_end, bs);
         let head_end = root_at.map_or(sb_end, |(at, len)| at + len);
+        let data_start = head_end.div_ceil(bs).max(1);
+        debug_assert_eq!(data_start, Head::data_start_of(opts, slots));
         Head {
             records,
             sb_end,
             devt_at,
             root_at,
-            data_start: head_end.div_ceil(bs).max(1),
+            data_start,
         }
+    }
+
+    /// The first block of file data, known before the tree is: the block
+    /// after the superblock's (the root's record, when it is in the head,
+    /// ends inside that block) with `slots` device table slots.
+    pub(crate) fn data_start_of(opts: &BuildOptions, slots: usize) -> u64 {
+        let bs = opts.block_size();
+        let records = compression_records(opts, bs).0.len() as u64;
+        let mut sb_end = 1024 + sb_size(opts) as u64 + records;
+        if slots > 0 {
+            sb_end = sb_end.next_multiple_of(DEVICE_SLOT_SIZE as u64)
+                + (slots * DEVICE_SLOT_SIZE) as u64;
+        }
+        sb_end.div_ceil(bs).max(1)
     }
 }
 

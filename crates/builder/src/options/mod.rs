@@ -47,7 +47,9 @@ pub struct BuildOptions {
     pub xattr_prefixes: Vec<Vec<u8>>,
     /// Store every regular file chunk-based with this chunk size.
     pub chunk_size: Option<u64>,
-    /// Pack file and directory tails after their inodes.
+    /// Pack regular files' tails after their inodes (`-E noinline_data`
+    /// turns this off; directories and symlinks are inlined where they fit
+    /// either way, as mkfs.erofs does).
     pub inline_data: bool,
     /// Always write 64-byte inodes.
     pub force_extended: bool,
@@ -221,6 +223,24 @@ impl BuildOptions {
     /// The block size in bytes.
     pub fn block_size(&self) -> u64 {
         1u64 << self.blkszbits
+    }
+    /// Whether file data is written in the order the archive holds it
+    /// (`--sort=none`, with neither compression, inline tails nor a
+    /// profile, as mkfs.erofs does).
+    pub(crate) fn data_in_archive_order(&self) -> bool {
+        self.archive_order && self.compress.is_none() && !self.inline_data && self.profile.is_none()
+    }
+    /// Whether data read from a piped archive can go straight where the
+    /// data pass puts it (`source::tar::InPlace`): archive order, and
+    /// nothing that moves or shares a file's blocks (dedupe, chunks, a
+    /// blob, `--dsunit`, `--base`).
+    pub(crate) fn streams_in_place(&self) -> bool {
+        self.data_in_archive_order()
+            && !self.dedupe
+            && self.chunk_size.is_none()
+            && self.blobdev.is_none()
+            && self.dsunit <= 1
+            && self.base.is_none()
     }
     /// The mount point as an absolute path without a trailing `/`, empty
     /// for the root (`system/`, `/system` and `//system` are all

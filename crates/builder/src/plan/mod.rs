@@ -449,7 +449,9 @@ fn place_data(
         } as u64;
         let tail = size % bs;
         let fits = inode_size + xattr_len + tail <= bs;
-        if opts.inline_data && tail > 0 && fits {
+        // -E noinline_data is about regular files only.
+        let inline = opts.inline_data || file_data.is_none();
+        if inline && tail > 0 && fits {
             p.layout = DataLayout::FlatInline;
             p.tail = tail;
             p.blocks = size / bs;

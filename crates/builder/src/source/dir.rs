@@ -225,5 +225,8 @@ pub fn scan(root: &Path, opts: &BuildOptions) -> Result<Tree> {
         }
         tree.inodes[dir_id].kind = Kind::Dir { entries };
     }
+    // An overlay upper directory's whiteouts stay hidden when the image
+    // is a layer (mkfs.erofs marks their directories the same way).
+    crate::tree::overlay::mark_upper_dirs(&mut tree);
     Ok(tree)
 }

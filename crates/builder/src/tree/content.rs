@@ -41,6 +41,10 @@ pub enum Content {
         file: ferrofs::raw::InodeFile,
         external: Option<Arc<External>>,
     },
+    /// Data left in place on an extra device (a tar index: the archive
+    /// appended to the image). Nothing is read or written; the new image's
+    /// chunk indexes point at it.
+    Placed(Arc<External>),
 }
 
 /// A file whose data stays on extra devices: per chunk of `bs <<
@@ -60,7 +64,8 @@ impl Content {
         match self {
             Content::Image {
                 external: Some(x), ..
-            } => Some(x),
+            }
+            | Content::Placed(x) => Some(x),
             _ => None,
         }
     }
@@ -146,6 +151,12 @@ impl<'a> ContentReader<'a> {
             }
             Content::Archive { archive, segments } => Source::Archive(archive, segments),
             Content::Image { file, .. } => Source::Image(file),
+            Content::Placed(_) => {
+                return Err(BuildError::input(
+                    path,
+                    "its data stays in the archive (a tar index) and is not read",
+                ))
+            }
         };
         let stamp = match &file {
             Source::Local(_) => ino.stamp,

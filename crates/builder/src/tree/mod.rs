@@ -6,6 +6,7 @@
 
 pub(crate) mod content;
 pub(crate) mod fsconfig;
+pub(crate) mod overlay;
 pub(crate) mod relabel;
 pub(crate) mod selabel;
 

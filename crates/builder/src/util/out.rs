@@ -23,6 +23,10 @@ pub(crate) struct Writer<'a> {
     pub(crate) pos: u64,
     pub(crate) output: &'a Path,
     pub(crate) stop: Option<&'a AtomicBool>,
+    /// The output file as a piped archive's data was written into it
+    /// during the scan (`source::tar::InPlace`), so that the data pass
+    /// can tell such data and pass over it.
+    pub(crate) in_place: Option<std::sync::Arc<File>>,
 }
 
 impl Writer<'_> {
@@ -61,6 +65,29 @@ impl Writer<'_> {
         if self.align > 0 && !self.pos.is_multiple_of(self.align) {
             self.zeros(self.align - self.pos % self.align)?;
         }
+        Ok(())
+    }
+    /// Passes over `len` bytes already at the current position (put there
+    /// by the scan), hashing them as if they were written now; `buf` is
+    /// scratch space.
+    pub(crate) fn pass_over(&mut self, len: u64, buf: &mut [u8]) -> Result<()> {
+        use std::io::{Seek, SeekFrom};
+        let out = self.output;
+        self.data.flush().map_err(BuildError::output(out))?;
+        let mut done = 0u64;
+        while done < len {
+            check_stop(self.stop, out)?;
+            let n = (len - done).min(buf.len() as u64) as usize;
+            let at = self.base + self.pos + done;
+            std::os::unix::fs::FileExt::read_exact_at(*self.data.get_ref(), &mut buf[..n], at)
+                .map_err(BuildError::output(out))?;
+            self.hash.update(&buf[..n]);
+            done += n as u64;
+        }
+        self.pos += len;
+        self.data
+            .seek(SeekFrom::Start(self.base + self.pos))
+            .map_err(BuildError::output(out))?;
         Ok(())
     }
     /// Reads back bytes written at image position `pos`.

@@ -41,7 +41,12 @@ pub(crate) struct MkfsArgs {
     layer_images: Option<PathBuf>,
     /// Read a tar archive (ustar, GNU, PAX; owners and devices from the
     /// headers, no root needed) instead of a directory. `--tar=f` is the
-    /// same; other mkfs.erofs modes (i, headerball) are not supported.
+    /// same. `--tar=i` (or `=0`) writes a tar index: only metadata, with
+    /// 512-byte blocks (-b is ignored, as mkfs.erofs ignores it), whose
+    /// files point at their data in the archive; append the archive to the
+    /// image (`cat IMAGE ARCHIVE`) and the result mounts and reads as the
+    /// archive's tree. mkfs.erofs's headerball mode and block map files
+    /// (`--tar=X,FILE`) are not supported.
     #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "f")]
     tar: Option<String>,
     /// With --tar: turn aufs whiteouts (.wh.NAME, .wh..wh..opq) into
@@ -143,7 +148,8 @@ pub(crate) struct MkfsArgs {
     chunksize: Option<u64>,
     /// Extended options, comma-separated: force-inode-extended,
     /// force-inode-compact (an inode that needs the extended form is an
-    /// error), noinline_data (or ^inline_data), ztailpacking,
+    /// error), noinline_data (or ^inline_data: regular files' tails get blocks
+    /// of their own; directories and symlinks stay inline), ztailpacking,
     /// fragments[=PCLUSTER] (tails and small files compressed together in
     /// the packed inode), all-fragments (every file there), dedupe
     /// (identical files stored once, also done with fragments; without -z,
@@ -301,8 +307,12 @@ pub(crate) struct MkfsArgs {
 pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     let a = &options::with_preset(a);
     let rebuild = crate::rebuild::layers(a.tar.is_some(), &a.source, &a.layers, &a.clean)?;
-    // Rebuild mode: the layers' block size, as mkfs.erofs takes it.
-    let block_size = crate::rebuild::block_size(a.block_size, &rebuild)?;
+    // Rebuild mode: the layers' block size, as mkfs.erofs takes it; a tar
+    // index: tar's.
+    let block_size = match tar_index(a)? {
+        true => 512,
+        false => crate::rebuild::block_size(a.block_size, &rebuild)?,
+    };
     let o = options::build_options(a, block_size)?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [
@@ -424,6 +434,7 @@ fn dispatch(
         raw_copy: raw_copy.filter(|c| !c.as_os_str().is_empty()),
         aufs: a.aufs,
         ovlfs_strip: a.ovlfs_strip == 1,
+        index: tar_index(a)?,
     };
     let tar_input;
     let input = match (&a.tar, &a.source, &oci) {
@@ -441,9 +452,6 @@ fn dispatch(
             opts: &topts,
             layer_images: a.layer_images.as_deref(),
         },
-        (Some(m), _, _) if m != "f" => {
-            bail!("--tar={m}: only full-data archives (--tar or --tar=f) are supported")
-        }
         (Some(_), source, _) => {
             tar_input = match source {
                 Some(p) if p.as_os_str() != "-" => TarInput::Path(p.clone()),
@@ -465,6 +473,24 @@ fn dispatch(
         Some(stop),
         tick,
     ))
+}
+
+/// Whether `--tar=MODE` asks for a tar index (`i`, or `0` as mkfs.erofs
+/// also spells it) rather than a full image (`f`); other modes are refused
+/// by name.
+fn tar_index(a: &MkfsArgs) -> Result<bool> {
+    match a.tar.as_deref() {
+        None | Some("f") => Ok(false),
+        Some("i" | "0") => Ok(true),
+        Some("headerball") => {
+            bail!("--tar=headerball: archives of headers without data are not supported")
+        }
+        Some(m) if m.contains(',') => bail!(
+            "--tar={m}: block map files (--tar=MODE,FILE) are not supported; \
+             --tar=i alone writes an index for the archive appended to the image"
+        ),
+        Some(m) => bail!("--tar={m}: the mode is f (full data, the default) or i (an index)"),
+    }
 }
 
 /// The root's mtime when an archive has no entry for it: the fixed time

@@ -26,6 +26,7 @@ mod profile;
 mod rebuild;
 mod tar;
 mod tar_broken;
+mod tar_index;
 mod timings;
 mod zero_chunks;
 

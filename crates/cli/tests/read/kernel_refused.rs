@@ -111,18 +111,19 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "bytes-past-a-directorys-end",
-            mkfs: &["-Enoinline_data"],
-            // Non-zero bytes after the directory's last name in its
-            // (raw) last block: Linux's lookup reads the name on into them.
+            mkfs: &[],
+            // Non-zero bytes after the directory's last name in its raw
+            // last block (r's xattr leaves no room to inline it): Linux's
+            // lookup reads the name on into them.
             patch: |b| {
-                let at = find(b, b"aaa1aaa2aaa3");
+                let at = find(b, b"bbb1bbb2bbb3");
                 assert_eq!(b[at + 12..at + 16], [0; 4]);
                 b[at + 12..at + 16].copy_from_slice(b"XXXX");
             },
-            says: "looks it up as \"aaa3XXXX\"",
+            says: "looks it up as \"bbb3XXXX\"",
             kernel: Kernel::LookupFails {
-                dir: "d",
-                name: "aaa3",
+                dir: "r",
+                name: "bbb3",
             },
         },
         Case {
@@ -210,6 +211,19 @@ fn source_tree(src: &Path) {
     for n in ["aaa1", "aaa2", "aaa3"] {
         fs::write(src.join("d").join(n), format!("{n} contents\n").repeat(50)).unwrap();
     }
+    // A directory whose last block cannot be inline: 32 + 12 + 4000 bytes
+    // of inode and xattrs leave less than its 75 bytes of entries.
+    fs::create_dir_all(src.join("r")).unwrap();
+    for n in ["bbb1", "bbb2", "bbb3"] {
+        fs::write(src.join("r").join(n), n).unwrap();
+    }
+    let pad = "p".repeat(3990);
+    let set = Command::new("setfattr")
+        .args(["-n", "user.pad", "-v", &pad])
+        .arg(src.join("r"))
+        .status()
+        .expect("setfattr");
+    assert!(set.success(), "setfattr user.pad on r");
     fs::write(src.join("file"), b"x".repeat(200_000)).unwrap();
     std::os::unix::fs::symlink("symlink-target-xyz", src.join("lnk")).unwrap();
 }

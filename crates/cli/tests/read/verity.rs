@@ -322,6 +322,189 @@ fn veritysetup_trees_check_here() {
     );
 }
 
+/// Chrome OS's hash type (`veritysetup format --format=0`, the salt after
+/// each block): its trees check here, with a superblock (which says the
+/// type) and without one (`--verity-format 0`); `ferrofs verity --format
+/// 0` writes trees `veritysetup verify` accepts; the other type's
+/// parameters do not match.
+#[test]
+fn chrome_os_hash_type_both_ways() {
+    let Some(vs) = tool("veritysetup") else {
+        return;
+    };
+    let w = work_dir!("verity_format0");
+    let src = tree(&w, 3, 900_000);
+    let img = w.join("plain.img");
+    ok(&["mkfs", "--quiet", p(&img), p(&src)]);
+    let (hash, nosb) = (w.join("hash"), w.join("hash-nosb"));
+    let salt = "0123456789abcdef";
+    let format = |out: &Path, extra: &[&str]| {
+        their_root(
+            &Command::new(&vs)
+                .args(["format", "--format=0", &format!("--salt={salt}")])
+                .args(extra)
+                .args([&img, &out.to_path_buf()])
+                .output()
+                .unwrap(),
+        )
+    };
+    let root = format(&hash, &[]);
+    ok(&[
+        "fsck",
+        "--verity",
+        &root,
+        "--verity-hash-file",
+        p(&hash),
+        p(&img),
+    ]);
+    let root = format(&nosb, &["--no-superblock"]);
+    let nosb_args = |t: &'static str| {
+        vec![
+            "--verity-hash-file".to_string(),
+            p(&nosb).to_string(),
+            "--verity-no-superblock".into(),
+            "--verity-salt".into(),
+            salt.into(),
+            "--verity-format".into(),
+            t.into(),
+        ]
+    };
+    let run = |t: &'static str| {
+        let mut a = vec!["fsck".to_string(), "--verity".into(), root.clone()];
+        a.extend(nosb_args(t));
+        a.push(p(&img).into());
+        ferrofs(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let o = run("0");
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run("1");
+    assert!(
+        !o.status.success() && text(&o).contains("root hash does not match"),
+        "{}",
+        text(&o)
+    );
+    // Written here, accepted there.
+    let ours = w.join("ours.img");
+    fs::copy(&img, &ours).unwrap();
+    let out = ok(&["verity", "--format", "0", "--json", p(&ours)]);
+    let (root, off) = (field(&out, &["root_hash"]), field(&out, &["hash_offset"]));
+    assert_eq!(field(&out, &["hash_type"]), 0, "{out}");
+    let (root, off) = (root.as_str().unwrap().to_string(), off.as_u64().unwrap());
+    veritysetup_verify(&vs, &ours, &ours, &root, Some(off));
+    ok(&["fsck", "--verity", &root, p(&ours)]);
+}
+
+/// `fsck --verity` checks every block the tree covers, also those no file
+/// uses (what `veritysetup verify` reads): a flipped byte in trailing
+/// space the tree covers is found after the walk, named as such, and the
+/// clean image reports how many such blocks it checked.
+#[test]
+fn fsck_checks_blocks_no_file_uses() {
+    let Some(vs) = tool("veritysetup") else {
+        return;
+    };
+    let w = work_dir!("verity_unread");
+    let src = tree(&w, 2, 300_000);
+    let img = w.join("padded.img");
+    ok(&["mkfs", "--quiet", p(&img), p(&src)]);
+    let len = fs::metadata(&img).unwrap().len();
+    // 16 blocks after the image, covered by the tree, read by no walk.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&img)
+        .unwrap()
+        .set_len(len + 65536)
+        .unwrap();
+    let hash = w.join("hash");
+    let root = their_root(
+        &Command::new(&vs)
+            .arg("format")
+            .args([&img, &hash])
+            .output()
+            .unwrap(),
+    );
+    let args = ["fsck", "--verity", &root, "--verity-hash-file", p(&hash)];
+    let mut json = args.to_vec();
+    json.extend(["--json", p(&img)]);
+    let out = ok(&json);
+    assert_eq!(field(&out, &["verity_unread_blocks"]), 16, "{out}");
+    let mut bytes = fs::read(&img).unwrap();
+    let at = len as usize + 40_000;
+    bytes[at] ^= 0x55;
+    fs::write(&img, &bytes).unwrap();
+    let mut plain = args.to_vec();
+    plain.push(p(&img));
+    let o = ferrofs(&plain);
+    let t = text(&o);
+    let block = at / 4096;
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains(&format!("data block {block} ")) && t.contains("walk did not read"),
+        "{t}"
+    );
+    // Without data (`--no-data`) only metadata is read: not checked then.
+    let mut meta = args.to_vec();
+    meta.extend(["--no-data", p(&img)]);
+    ok(&meta);
+}
+
+/// `ferrofs verity` of a tar index layer with its archive appended
+/// (`mkfs --tar=i`, then `cat`) covers the archive too, with 512-byte data
+/// blocks: `veritysetup verify` accepts it, `fsck --verity` finds the tree
+/// after the archive, and a byte flipped in the archive's file data is an
+/// integrity error. An image at `--offset` gets a tree over the whole
+/// file, which veritysetup and `fsck --offset --verity` accept.
+#[test]
+fn tar_index_layers_and_offset_images_get_trees() {
+    let Some(vs) = tool("veritysetup") else {
+        return;
+    };
+    let w = work_dir!("verity_tar_index");
+    let src = tree(&w, 3, 200_000);
+    let tar = w.join("layer.tar");
+    let made = Command::new("tar")
+        .arg("-C")
+        .arg(&src)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let idx = w.join("layer.idx");
+    ok(&["mkfs", "--quiet", "--tar=i", p(&idx), p(&tar)]);
+    let layer = w.join("layer.erofs");
+    let mut bytes = fs::read(&idx).unwrap();
+    let idx_len = bytes.len();
+    bytes.extend(fs::read(&tar).unwrap());
+    fs::write(&layer, &bytes).unwrap();
+    let out = ok(&["verity", "--data-block-size", "512", "--json", p(&layer)]);
+    let root = field(&out, &["root_hash"]).as_str().unwrap().to_string();
+    let off = field(&out, &["hash_offset"]).as_u64().unwrap();
+    assert!(off as usize > idx_len + 200_000, "{out}");
+    veritysetup_verify(&vs, &layer, &layer, &root, Some(off));
+    let clean = ok(&["fsck", "--verity", &root, p(&layer)]);
+    assert!(clean.contains(" 0 problems"), "{clean}");
+    // A byte of the first file's data, in the archive.
+    let mut bytes = fs::read(&layer).unwrap();
+    bytes[idx_len + 512 * 3 + 7] ^= 1;
+    fs::write(&layer, &bytes).unwrap();
+    let o = ferrofs(&["fsck", "--verity", &root, p(&layer)]);
+    assert!(
+        o.status.code() == Some(1) && text(&o).contains("does not match the verity hash tree"),
+        "{}",
+        text(&o)
+    );
+    // An image 8 KiB into its file.
+    let img = w.join("at-offset.img");
+    ok(&["mkfs", "--quiet", "--offset", "8192", p(&img), p(&src)]);
+    let out = ok(&["verity", "--offset", "8192", "--json", p(&img)]);
+    let root = field(&out, &["root_hash"]).as_str().unwrap().to_string();
+    let off = field(&out, &["hash_offset"]).as_u64().unwrap();
+    veritysetup_verify(&vs, &img, &img, &root, Some(off));
+    ok(&["fsck", "--offset", "8192", "--verity", &root, p(&img)]);
+}
+
 #[test]
 fn digest_prints_what_fsverity_prints() {
     let Some(fv) = tool("fsverity") else { return };

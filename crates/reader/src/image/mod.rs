@@ -126,6 +126,15 @@ impl Image {
     pub fn compression_config(&self) -> &CompressionConfig {
         &self.inner.cfg
     }
+    /// Bytes of the unified address space: the image's own blocks and
+    /// every extra device at its mapped address (the length of an image
+    /// file its devices are appended to, like a tar index with its
+    /// archive). `None` on overflow.
+    pub fn mapped_bytes(&self) -> Option<u64> {
+        let slots: Vec<DeviceSlot> = self.inner.devices.iter().map(|d| d.slot.clone()).collect();
+        ferrofs_format::device::mapped_end(self.inner.sb.total_blocks(), &slots)?
+            .checked_mul(self.inner.bs.bytes())
+    }
     /// The extra devices of the device table (blobs), in slot order.
     pub fn devices(&self) -> &[Device] {
         &self.inner.devices

@@ -79,7 +79,7 @@ pub fn build_with_threads(data: &dyn Bytes, params: &Params, threads: usize) -> 
         // One data block: its digest is the root.
         let mut block = vec![0u8; params.data_block_size as usize];
         read_padded(data, &mut block, 0, data_len)?;
-        let root = geometry.algorithm.hash(&[&params.salt, &block]);
+        let root = geometry.digest(&params.salt, &block);
         return Ok(Tree {
             root: root.as_bytes().to_vec(),
             blocks,
@@ -119,7 +119,7 @@ pub fn build_with_threads(data: &dyn Bytes, params: &Params, threads: usize) -> 
         hash_level(&geometry, &params.salt, &level, out, 1)?;
     }
     let top = blocks.get(..hbs).unwrap_or_default();
-    let root = geometry.algorithm.hash(&[&params.salt, top]);
+    let root = geometry.digest(&params.salt, top);
     Ok(Tree {
         root: root.as_bytes().to_vec(),
         blocks,
@@ -198,7 +198,7 @@ fn hash_item(
             .checked_mul(u64::from(input.block_size))
             .ok_or_else(|| Error::Params("data offset overflows".into()))?;
         read_padded(input.src, buf, offset, input.src_len)?;
-        let d: Digest = geometry.algorithm.hash(&[salt, buf]);
+        let d: Digest = geometry.digest(salt, buf);
         let bytes = d.as_bytes();
         dst.get_mut(..bytes.len())
             .ok_or_else(|| Error::Params("digest slot too small".into()))?

@@ -23,6 +23,8 @@ pub struct Level {
 pub struct Geometry {
     /// The hash algorithm.
     pub algorithm: Algorithm,
+    /// Where the salt goes in each digest.
+    pub hash_type: super::HashType,
     /// Bytes per data block.
     pub data_block_size: u32,
     /// Bytes per hash block.
@@ -93,6 +95,7 @@ impl Geometry {
         }
         Ok(Geometry {
             algorithm: params.algorithm,
+            hash_type: params.hash_type,
             data_block_size: params.data_block_size,
             hash_block_size: params.hash_block_size,
             data_blocks: params.data_blocks,
@@ -100,6 +103,11 @@ impl Geometry {
             per_block_bits,
             levels,
         })
+    }
+
+    /// The salted digest of a data or hash block.
+    pub fn digest(&self, salt: &[u8], block: &[u8]) -> crate::hash::Digest {
+        self.hash_type.digest(self.algorithm, salt, block)
     }
 
     /// Hash blocks in the whole tree.

@@ -1,4 +1,4 @@
-//! dm-verity hash trees in `veritysetup`'s format (hash type 1): the
+//! dm-verity hash trees in `veritysetup`'s format (hash types 1 and 0): the
 //! parameters of a tree, its on-disk superblock, where each level lies,
 //! building one over data and checking data against one.
 
@@ -25,12 +25,64 @@ pub const MIN_BLOCK: u32 = 512;
 /// See [`MIN_BLOCK`].
 pub const MAX_BLOCK: u32 = 65536;
 
-/// Everything that defines a tree (what veritysetup's superblock stores,
-/// hash type 1).
+/// How a block's digest is taken: where the salt goes. For the algorithms
+/// supported (whose digests are powers of two long) it is the types' one
+/// difference; veritysetup's `--format`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HashType {
+    /// Chrome OS's original format (`--format=0`): the block, then the salt.
+    ChromeOs,
+    /// veritysetup's default (`--format=1`): the salt, then the block.
+    #[default]
+    Normal,
+}
+
+impl HashType {
+    /// The type with veritysetup's number (`--format`, the superblock's
+    /// hash type field).
+    pub fn from_number(n: u32) -> Option<Self> {
+        match n {
+            0 => Some(HashType::ChromeOs),
+            1 => Some(HashType::Normal),
+            _ => None,
+        }
+    }
+
+    /// veritysetup's number for it.
+    pub fn number(self) -> u32 {
+        match self {
+            HashType::ChromeOs => 0,
+            HashType::Normal => 1,
+        }
+    }
+
+    /// The salted digest of `block` with `algorithm`.
+    pub fn digest(self, algorithm: Algorithm, salt: &[u8], block: &[u8]) -> crate::hash::Digest {
+        match self {
+            HashType::ChromeOs => algorithm.hash(&[block, salt]),
+            HashType::Normal => algorithm.hash(&[salt, block]),
+        }
+    }
+}
+
+impl std::str::FromStr for HashType {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        s.trim()
+            .parse::<u32>()
+            .ok()
+            .and_then(HashType::from_number)
+            .ok_or_else(|| format!("{s:?}: 0 (Chrome OS) or 1 (veritysetup's default)"))
+    }
+}
+
+/// Everything that defines a tree (what veritysetup's superblock stores).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
     /// The hash algorithm.
     pub algorithm: Algorithm,
+    /// Where the salt goes in each digest (hash type 1 unless given).
+    pub hash_type: HashType,
     /// Bytes per data block (512 or 4096 in practice).
     pub data_block_size: u32,
     /// Bytes per hash block (4096 by default).
@@ -49,6 +101,7 @@ impl Params {
     pub fn new(data_block_size: u32, data_blocks: u64, salt: Vec<u8>) -> Self {
         Params {
             algorithm: Algorithm::Sha256,
+            hash_type: HashType::Normal,
             data_block_size,
             hash_block_size: 4096,
             data_blocks,

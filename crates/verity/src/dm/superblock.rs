@@ -1,9 +1,9 @@
-//! veritysetup's 512-byte on-disk superblock (version 1, hash type 1),
+//! veritysetup's 512-byte on-disk superblock (version 1, hash type 1 or 0),
 //! all little-endian: magic `verity\0\0`, version, hash type, UUID,
 //! algorithm name, data and hash block sizes, data block count, salt size
 //! and salt.
 
-use super::{Params, MAX_SALT};
+use super::{HashType, Params, MAX_SALT};
 use crate::error::{Error, Result};
 use crate::hash::Algorithm;
 
@@ -13,7 +13,6 @@ pub const SUPERBLOCK_LEN: usize = 512;
 pub const SUPERBLOCK_MAGIC: &[u8; 8] = b"verity\0\0";
 
 const VERSION: u32 = 1;
-const HASH_TYPE_NORMAL: u32 = 1;
 const ALGORITHM_LEN: usize = 32;
 const SALT_AT: usize = 88;
 
@@ -55,11 +54,11 @@ impl Params {
             return Err(bad(format!("version {version} (only 1 is known)")));
         }
         let hash_type = f.u32(12);
-        if hash_type != HASH_TYPE_NORMAL {
-            return Err(bad(format!(
-                "hash type {hash_type} (only 1, veritysetup's default, is supported)"
-            )));
-        }
+        let hash_type = HashType::from_number(hash_type).ok_or_else(|| {
+            bad(format!(
+                "hash type {hash_type} (1, veritysetup's default, or 0, Chrome OS's)"
+            ))
+        })?;
         let name = f.take::<ALGORITHM_LEN>(32);
         let name_len = name.iter().position(|&b| b == 0).unwrap_or(ALGORITHM_LEN);
         let name = std::str::from_utf8(name.get(..name_len).unwrap_or_default())
@@ -78,6 +77,7 @@ impl Params {
             .to_vec();
         let params = Params {
             algorithm,
+            hash_type,
             data_block_size: f.u32(64),
             hash_block_size: f.u32(68),
             data_blocks: f.u64(72),
@@ -98,7 +98,7 @@ impl Params {
         let fields: [(usize, &[u8]); 10] = [
             (0, SUPERBLOCK_MAGIC),
             (8, &VERSION.to_le_bytes()),
-            (12, &HASH_TYPE_NORMAL.to_le_bytes()),
+            (12, &self.hash_type.number().to_le_bytes()),
             (16, &self.uuid),
             (32, name),
             (64, &self.data_block_size.to_le_bytes()),
@@ -136,6 +136,13 @@ mod tests {
         assert_eq!(&b[..8], SUPERBLOCK_MAGIC);
         assert_eq!(&b[32..38], b"sha512");
         assert_eq!(Params::parse_superblock(&b, 0).unwrap(), p);
+        let chrome = Params {
+            hash_type: HashType::ChromeOs,
+            ..p
+        };
+        let b = chrome.superblock().unwrap();
+        assert_eq!(b[12..16], [0; 4]);
+        assert_eq!(Params::parse_superblock(&b, 0).unwrap(), chrome);
     }
 
     #[test]
@@ -144,7 +151,7 @@ mod tests {
         let damage: [(usize, u8); 8] = [
             (0, b'V'),  // magic
             (8, 2),     // version
-            (12, 0),    // hash type (Chrome OS's 0)
+            (12, 2),    // hash type (neither 0 nor 1)
             (32, b'x'), // algorithm name
             (64, 0x13), // data block size not a power of two
             (69, 0xff), // hash block size too large

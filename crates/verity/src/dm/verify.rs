@@ -5,6 +5,7 @@
 //! a lazily fetched source the tree is fetched lazily too.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use super::build::read_padded;
@@ -20,6 +21,10 @@ pub const DEFAULT_CACHE_BLOCKS: usize = 1024;
 /// Verified hash blocks by (level, index).
 type Cache = HashMap<(usize, u64), Arc<[u8]>>;
 
+/// Most data blocks whose checks are remembered (a 128 MiB bitmap; a tree
+/// over more blocks, or over more than the data holds, remembers none).
+const MAX_TRACKED_BLOCKS: u64 = 1 << 30;
+
 /// Data read through a dm-verity tree.
 pub struct Verified<D, H> {
     data: D,
@@ -32,6 +37,9 @@ pub struct Verified<D, H> {
     /// Read-locked on the hot path (a hit), write-locked to insert.
     cache: RwLock<Cache>,
     cache_blocks: usize,
+    /// One bit per data block checked so far, good or not (so that
+    /// [`Verified::verify_rest`] checks only the others).
+    checked: Vec<AtomicU64>,
 }
 
 impl<D: Bytes, H: Bytes> Verified<D, H> {
@@ -56,7 +64,16 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
             offset: 0,
             source,
         })?;
+        let dbs = u64::from(params.data_block_size.max(1));
+        let tracked = params.data_blocks <= data_len.div_ceil(dbs).saturating_add(1)
+            && params.data_blocks <= MAX_TRACKED_BLOCKS;
+        let words = match tracked {
+            true => usize::try_from(params.data_blocks.div_ceil(64)).unwrap_or(0),
+            false => 0,
+        };
+        let checked = (0..words).map(|_| AtomicU64::new(0)).collect();
         let v = Verified {
+            checked,
             data,
             hash,
             data_len,
@@ -159,7 +176,7 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
 
     /// Checks data block `index`, whose bytes are `block`.
     fn check_data_block(&self, index: u64, block: &[u8]) -> Result<()> {
-        let digest = self.params.algorithm.hash(&[&self.params.salt, block]);
+        let digest = self.geometry.digest(&self.params.salt, block);
         let good = if self.geometry.levels.is_empty() {
             index == 0 && digest.as_bytes() == self.root.as_slice()
         } else {
@@ -167,6 +184,9 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
             let hb = self.hash_block(0, parent)?;
             self.slot_matches(&hb, slot, digest.as_bytes())
         };
+        // Checked, whatever the outcome: a mismatch is reported by the
+        // read that found it, not again by `verify_rest`.
+        self.mark(index);
         if good {
             return Ok(());
         }
@@ -215,7 +235,7 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
                 offset,
                 source,
             })?;
-        let digest = self.params.algorithm.hash(&[&self.params.salt, &block]);
+        let digest = self.geometry.digest(&self.params.salt, &block);
         let top = level.checked_add(1) == Some(self.geometry.levels.len());
         if top {
             if digest.as_bytes() != self.root.as_slice() {
@@ -256,5 +276,38 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
             self.read_data_block(index, &mut block)?;
         }
         Ok(())
+    }
+
+    /// Reads and checks every data block no read has checked yet (the
+    /// blocks a file system check never reads: free space, padding), so
+    /// that with the reads before it every block the tree covers has been
+    /// checked once. Returns how many it checked.
+    pub fn verify_rest(&self) -> Result<u64> {
+        let mut block = vec![0u8; self.params.data_block_size as usize];
+        let mut n = 0u64;
+        for index in 0..self.params.data_blocks {
+            if !self.was_checked(index) {
+                self.read_data_block(index, &mut block)?;
+                n = n.saturating_add(1);
+            }
+        }
+        Ok(n)
+    }
+
+    /// The word and bit of data block `index` in `checked`.
+    fn bit(&self, index: u64) -> Option<(&AtomicU64, u64)> {
+        let word = usize::try_from(index / 64).ok()?;
+        Some((self.checked.get(word)?, 1u64 << (index % 64)))
+    }
+
+    fn mark(&self, index: u64) {
+        if let Some((w, b)) = self.bit(index) {
+            w.fetch_or(b, Ordering::Relaxed);
+        }
+    }
+
+    fn was_checked(&self, index: u64) -> bool {
+        self.bit(index)
+            .is_some_and(|(w, b)| w.load(Ordering::Relaxed) & b != 0)
     }
 }

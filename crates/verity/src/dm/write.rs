@@ -26,6 +26,8 @@ pub struct WriteOptions {
     /// The salt; `None`: [`Params::derived_salt`] of the image, so the same
     /// image always gets the same tree.
     pub salt: Option<Vec<u8>>,
+    /// Where the salt goes (veritysetup's `--format`; 1 by default).
+    pub hash_type: super::HashType,
 }
 
 impl Default for WriteOptions {
@@ -34,6 +36,7 @@ impl Default for WriteOptions {
             algorithm: Algorithm::Sha256,
             data_block_size: 4096,
             salt: None,
+            hash_type: super::HashType::Normal,
         }
     }
 }
@@ -55,13 +58,14 @@ pub struct Written {
 impl serde::Serialize for Written {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct as _;
-        let mut st = s.serialize_struct("Written", 6)?;
+        let mut st = s.serialize_struct("Written", 7)?;
         st.serialize_field("root_hash", &to_hex(&self.root))?;
         st.serialize_field("hash_offset", &self.hash_offset)?;
         st.serialize_field("salt", &to_hex(&self.params.salt))?;
         st.serialize_field("data_blocks", &self.params.data_blocks)?;
         st.serialize_field("data_block_size", &self.params.data_block_size)?;
         st.serialize_field("algorithm", self.params.algorithm.name())?;
+        st.serialize_field("hash_type", &self.params.hash_type.number())?;
         st.end()
     }
 }
@@ -96,6 +100,7 @@ fn params_for(data: &File, data_len: u64, opts: &WriteOptions) -> Result<Params>
     };
     let mut p = Params::new(opts.data_block_size, blocks, salt);
     p.algorithm = opts.algorithm;
+    p.hash_type = opts.hash_type;
     p.validate()?;
     Ok(p)
 }

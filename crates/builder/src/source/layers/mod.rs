@@ -37,8 +37,7 @@ use crate::tree::{Inode, InodeId, Kind, Tree};
 mod index;
 use index::{index, layout_reason};
 
-const OVL_OPAQUE: &[u8] = b"trusted.overlay.opaque";
-const OVL_ORIGIN: &[u8] = b"trusted.overlay.origin";
+use crate::tree::overlay::{add_origin, is_whiteout, OVL_OPAQUE, OVL_ORIGIN};
 /// The EROFS magic at byte 1024.
 const MAGIC: [u8; 4] = 0xE0F5_E1E2u32.to_le_bytes();
 
@@ -402,11 +401,7 @@ impl Merger<'_> {
                 .iter()
                 .any(|(_, c)| is_whiteout(&self.tree.inodes[*c]))
             {
-                let x = &mut self.tree.inodes[dir].xattrs;
-                if !x.iter().any(|(n, _)| n == OVL_ORIGIN) {
-                    x.push((OVL_ORIGIN.to_vec(), Vec::new()));
-                    x.sort();
-                }
+                add_origin(&mut self.tree.inodes[dir]);
             }
             entries.sort();
             self.tree.inodes[dir].kind = Kind::Dir { entries };
@@ -419,10 +414,6 @@ impl Merger<'_> {
         }
         self.tree
     }
-}
-
-fn is_whiteout(ino: &Inode) -> bool {
-    matches!(ino.kind, Kind::CharDevice { major: 0, minor: 0 })
 }
 
 /// Counts what the files of the final tree got.

@@ -4,7 +4,9 @@
 
 use super::header::Header;
 use super::input::Src;
-use super::{sparse, Builder, TarOptions, OVL_OPAQUE, OVL_ORIGIN};
+use std::sync::Arc;
+
+use super::{index, sparse, Builder, TarOptions, OVL_OPAQUE, OVL_ORIGIN};
 use crate::error::Result;
 use crate::tree::content::Content;
 use crate::tree::{Inode, InodeId, Kind};
@@ -122,7 +124,7 @@ impl Builder<'_> {
 
     /// A regular file, maybe sparse, its data left in the archive (or
     /// spooled).
-    fn file(&mut self, src: &mut Src, mut hd: Header, rel: &[u8]) -> Result<()> {
+    fn file(&mut self, src: &mut Src, hd: Header, rel: &[u8]) -> Result<()> {
         let member = &hd.member;
         let sparse = hd.typeflag == b'S' || hd.pax.sparse_major.is_some();
         let (map, real, stored) = if sparse {
@@ -130,18 +132,40 @@ impl Builder<'_> {
         } else {
             (Vec::new(), hd.size, hd.size)
         };
+        if src.index {
+            let base = src.data_in_place(stored, member)?;
+            let (segments, data) = sparse::segments(&map, sparse, real, stored, hd.size, base)
+                .map_err(|e| src.err(member, e))?;
+            let chunks = index::chunks(&segments, real).map_err(|e| src.err(member, e))?;
+            let content = Content::Placed(Arc::new(chunks));
+            return self.add_file(src, hd, rel, (real, data, content));
+        }
         let (file, base) = src.data(stored, member)?;
         let (segments, data) = sparse::segments(&map, sparse, real, stored, hd.size, base)
             .map_err(|e| src.err(member, e))?;
+        let content = Content::Archive {
+            archive: file,
+            segments: segments.into(),
+        };
+        self.add_file(src, hd, rel, (real, data, content))
+    }
+
+    /// Links a regular file of `size` bytes, its holes `data` and its
+    /// `content`, into the tree.
+    fn add_file(
+        &mut self,
+        src: &Src,
+        mut hd: Header,
+        rel: &[u8],
+        (real, data, content): (u64, Option<Vec<(u64, u64)>>, Content),
+    ) -> Result<()> {
+        let member = &hd.member;
         let Some((name, parents)) = hd.comps.split_last() else {
             return Err(src.err(member, "a file named like the root"));
         };
         let dir = self.dir(parents).map_err(|e| src.err(member, e))?;
         let id = self.new_inode(Kind::File { size: real, data }, rel, dir);
-        self.tree.inode_mut(id).content = Content::Archive {
-            archive: file,
-            segments: segments.into(),
-        };
+        self.tree.inode_mut(id).content = content;
         self.link(dir, name, id);
         set_meta(self.tree.inode_mut(id), hd.mode, &mut hd);
         Ok(())

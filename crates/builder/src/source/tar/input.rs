@@ -19,28 +19,58 @@ pub(super) struct Src {
     /// The archive itself when it can be read at offsets.
     pub(super) file: Option<Arc<File>>,
     /// Otherwise data is copied here.
-    pub(super) spool: Option<(Arc<File>, u64)>,
+    pub(super) spool: Option<Spool>,
     /// The directory the spool file is in (for messages).
     spool_dir: PathBuf,
     pub(super) name: String,
+    /// Tar index mode: member data is left where it is in the archive
+    /// (its offset is all that is kept), neither referenced nor spooled.
+    pub(super) index: bool,
+}
+
+/// Where the data of an archive that cannot be read at offsets goes: the
+/// file, the offset the next member's data goes to, and the multiple of
+/// bytes each member's data starts at.
+pub(super) struct Spool {
+    file: Arc<File>,
+    next: u64,
+    align: u64,
+}
+
+/// Where a build wants member data of an archive read from a pipe: its
+/// image file (staged), from byte `at` on, each file's data starting on a
+/// multiple of `align` bytes, as the data pass would put it there. The
+/// data pass then finds it in place and does not copy it.
+#[derive(Clone, Debug)]
+pub struct InPlace {
+    pub(crate) file: Arc<File>,
+    pub(crate) at: u64,
+    pub(crate) align: u64,
 }
 
 impl Src {
     /// A stream read from its start; data goes to `file` when there is
-    /// one, else to an unlinked spool file in `spool_dir`.
+    /// one, else into `in_place` when given, else to an unlinked spool
+    /// file in `spool_dir`; in tar `index` mode nowhere.
     pub(super) fn new(
         r: Box<dyn Read>,
         file: Option<Arc<File>>,
         name: String,
         spool_dir: &std::path::Path,
+        (index, in_place): (bool, Option<InPlace>),
     ) -> Result<Src> {
-        let spool = if file.is_none() {
-            Some((
-                Arc::new(crate::util::spool::unlinked_file(spool_dir, "tar")?),
-                0,
-            ))
-        } else {
-            None
+        let spool = match (&file, index, in_place) {
+            (Some(_), _, _) | (None, true, _) => None,
+            (None, false, Some(p)) => Some(Spool {
+                file: p.file,
+                next: p.at,
+                align: p.align.max(1),
+            }),
+            (None, false, None) => Some(Spool {
+                file: Arc::new(crate::util::spool::unlinked_file(spool_dir, "tar")?),
+                next: 0,
+                align: 1,
+            }),
         };
         Ok(Src {
             r,
@@ -49,6 +79,7 @@ impl Src {
             spool,
             spool_dir: spool_dir.to_path_buf(),
             name,
+            index,
         })
     }
 
@@ -155,6 +186,14 @@ impl Src {
         Ok(v)
     }
 
+    /// Skips `size` bytes of file data (plus padding) that stay in the
+    /// archive (tar index mode); returns their offset there.
+    pub(super) fn data_in_place(&mut self, size: u64, member: &str) -> Result<u64> {
+        let at = self.pos;
+        self.skip_data(size, member)?;
+        Ok(at)
+    }
+
     /// Takes `size` bytes of file data (plus padding); returns the file
     /// they can be read from and their offset there.
     pub(super) fn data(&mut self, size: u64, member: &str) -> Result<(Arc<File>, u64)> {
@@ -167,8 +206,8 @@ impl Src {
             self.skip(total, member)?;
             return Ok((f, at));
         }
-        let (spool, at) = match &self.spool {
-            Some((f, len)) => (f.clone(), *len),
+        let (spool, at, align) = match &self.spool {
+            Some(s) => (s.file.clone(), s.next, s.align),
             None => return Err(self.err(member, "no place for file data")),
         };
         let mut buf = vec![0u8; usize::try_from(size.min(1 << 20)).unwrap_or(1 << 20)];
@@ -193,8 +232,9 @@ impl Src {
             done = done.saturating_add(n as u64);
         }
         self.skip(pad, member)?;
+        let taken = size.div_ceil(align).saturating_mul(align);
         if let Some(s) = self.spool.as_mut() {
-            s.1 = s.1.saturating_add(size);
+            s.next = s.next.saturating_add(taken);
         }
         Ok((spool, at))
     }

@@ -38,7 +38,7 @@ pub fn scan_layer(
     tar_opts: &TarOptions,
     spool_dir: &Path,
 ) -> Result<Tree> {
-    let src = Src::new(r, file, name.clone(), spool_dir)?;
+    let src = Src::new(r, file, name.clone(), spool_dir, (false, None))?;
     let mut b = Builder::new(opts, name, lower, tar_opts.root_mtime);
     b.layer = Some(Layer::default());
     members(src, b, tar_opts, false).map(|(t, _)| t)
@@ -57,7 +57,7 @@ pub fn scan_stream(
     tar_opts: &TarOptions,
     spool_dir: &Path,
 ) -> Result<(Tree, Vec<InodeId>)> {
-    let src = Src::new(r, file, name.clone(), spool_dir)?;
+    let src = Src::new(r, file, name.clone(), spool_dir, (false, None))?;
     let b = Builder::new(opts, name, None, tar_opts.root_mtime);
     // The caller checks the blob it read (its digest, its end).
     members(src, b, tar_opts, true)

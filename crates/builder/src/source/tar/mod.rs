@@ -30,6 +30,7 @@ use crate::tree::{Inode, InodeId, Kind, Tree};
 mod entry;
 mod fields;
 mod header;
+mod index;
 mod input;
 mod layer;
 mod sparse;
@@ -37,6 +38,7 @@ mod sparse;
 mod tests;
 
 use fields::normalize;
+pub use input::InPlace;
 use input::{filtered, open_input, Src};
 pub use layer::{scan_layer, scan_stream};
 
@@ -68,6 +70,12 @@ pub struct TarOptions {
     /// `trusted.overlay.opaque`/`trusted.overlay.origin` xattrs (character
     /// devices 0:0 stored in the archive stay, as with mkfs.erofs).
     pub ovlfs_strip: bool,
+    /// Tar index mode (mkfs.erofs's `--tar=i`): the image holds only the
+    /// metadata; regular files' chunk indexes point at their data in the
+    /// archive, which is the image's extra device 1, mapped right after the
+    /// image's own blocks: append the archive to the image (`cat`) and it
+    /// mounts. Needs 512-byte blocks (tar's); the archive must be plain.
+    pub index: bool,
 }
 
 /// Compression of the archive stream.
@@ -82,8 +90,7 @@ pub enum Compressed {
     Xz,
 }
 
-const OVL_OPAQUE: &[u8] = b"trusted.overlay.opaque";
-const OVL_ORIGIN: &[u8] = b"trusted.overlay.origin";
+use crate::tree::overlay::{OVL_OPAQUE, OVL_ORIGIN};
 
 /// Where the archive comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -215,16 +222,16 @@ impl Builder<'_> {
     }
 }
 
-/// Reads the archive into a tree. Data from a pipe is spooled to an
-/// unlinked file in `spool_dir`.
+/// Reads the archive into a tree. Data from a pipe goes `in_place` when
+/// given (see [`InPlace`]), else to an unlinked file in `spool_dir`.
 pub fn scan(
     input: &TarInput,
     opts: &BuildOptions,
     tar_opts: TarOptions,
-    spool_dir: &Path,
+    (spool_dir, in_place): (&Path, Option<InPlace>),
 ) -> Result<Tree> {
     let (r, file, name) = filtered(open_input(input)?, &tar_opts, input)?;
-    let src = Src::new(r, file, name.clone(), spool_dir)?;
+    let src = Src::new(r, file, name.clone(), spool_dir, (tar_opts.index, in_place))?;
     let b = Builder::new(opts, name, None, tar_opts.root_mtime);
     members(src, b, &tar_opts, false).map(|(t, _)| t)
 }
@@ -311,13 +318,14 @@ fn members(
     while let Some(hd) = header::next(&mut src, &mut pending)? {
         b.add(&mut src, hd, tar_opts, &mut whiteout_dirs)?;
     }
+    if src.index {
+        // The archive as the image's device: up to its end-of-archive
+        // blocks, as mkfs.erofs counts it.
+        b.tree.devices = vec![index::device(src.pos)];
+    }
     if !tar_opts.ovlfs_strip {
         for dir in whiteout_dirs {
-            let x = &mut b.tree.inode_mut(dir).xattrs;
-            if !x.iter().any(|(n, _)| n == OVL_ORIGIN) {
-                x.push((OVL_ORIGIN.to_vec(), Vec::new()));
-                x.sort();
-            }
+            crate::tree::overlay::add_origin(b.tree.inode_mut(dir));
         }
     }
     if to_end || src.file.is_none() || tar_opts.compressed != Compressed::No || b.layer.is_some() {

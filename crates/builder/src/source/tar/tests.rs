@@ -167,7 +167,7 @@ mod hostile {
             &TarInput::Path(path.clone()),
             &opts,
             TarOptions::default(),
-            &dir,
+            (&dir, None),
         )
         .expect("the unmutated archive reads");
         assert!(tree.inodes.len() >= 5);
@@ -197,7 +197,7 @@ mod hostile {
                 &TarInput::Path(path.clone()),
                 &opts,
                 TarOptions::default(),
-                &dir,
+                (&dir, None),
             );
         }
         let _ = std::fs::remove_dir_all(&dir);

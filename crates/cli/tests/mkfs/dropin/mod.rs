@@ -18,6 +18,7 @@ use ferrofs_testkit::work_dir;
 
 use ferrofs_testkit::verify::run_ok as run;
 
+mod layers;
 mod mkfs19;
 mod ztail;
 

@@ -91,6 +91,7 @@ import_once() {
   rm -rf "$d"; mkdir -p "$d"
   cat >"$d/config.toml" <<EOF
 version = 3
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.nri.v1.nri"]
 root = "$d/root"
 state = "$d/state"
 [grpc]

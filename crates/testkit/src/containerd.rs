@@ -90,6 +90,9 @@ impl Containerd {
         let d = dir.display();
         let config = format!(
             r#"version = 3
+# CRI and NRI are not needed; NRI's socket (/var/run/nri/nri.sock) would
+# be shared by instances running side by side.
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.nri.v1.nri"]
 root = "{d}/root"
 state = "{d}/state"
 [grpc]

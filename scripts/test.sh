@@ -60,6 +60,11 @@ if [[ -z ${UPSTREAM_NEXT_BIN:-} && -x $root/../shared/tools/upstream-tools ]]; t
   UPSTREAM_NEXT_BIN=$(bash "$root/../shared/tools/upstream-tools" --next)
   export UPSTREAM_NEXT_BIN
 fi
+if [[ -z ${UPSTREAM_S3_BIN:-} && -x $root/../shared/tools/upstream-tools ]] && ((is_root)); then
+  say "building SeaweedFS's weed (S3 tests) with ../shared/tools/upstream-tools --s3"
+  UPSTREAM_S3_BIN=$(bash "$root/../shared/tools/upstream-tools" --s3)
+  export UPSTREAM_S3_BIN
+fi
 say "building and running the tests (cargo test --workspace --profile ci)"
 cargo test --workspace --profile ci "$@"
 # The benchmark runner and its end-to-end check run `python3`: the chosen one.

@@ -31,7 +31,7 @@ pub(crate) fn fsck(
     img: &ImageArgs,
     no_data: bool,
     data: &DataArgs,
-    json: bool,
+    (json, remote_stats): (bool, bool),
 ) -> Result<ExitCode> {
     let image = match open(img) {
         Ok(image) => image,
@@ -88,7 +88,7 @@ pub(crate) fn fsck(
     report.bytes_decoded = st.decoded_bytes;
     let mut out = out::stdout();
     if json {
-        match crate::source::remote_stats() {
+        match crate::source::remote_stats().filter(|_| remote_stats) {
             // What reading a URL's image cost: requests and body bytes.
             Some(st) => {
                 let mut v = serde_json::to_value(&report)?;
@@ -126,6 +126,14 @@ pub(crate) fn fsck(
         )?;
     }
     out.flush()?;
+    if let Some(st) = crate::source::remote_stats().filter(|_| remote_stats && !json) {
+        eprintln!(
+            "{}: {} requests, {} bytes received",
+            img.image.display(),
+            st.requests,
+            st.bytes
+        );
+    }
     Ok(if report.is_clean() {
         ExitCode::SUCCESS
     } else {

@@ -104,6 +104,11 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// For an image read by URL or from S3: report the requests made
+        /// and the body bytes received (a `remote` object in the JSON
+        /// report, else a line on stderr).
+        #[arg(long)]
+        remote_stats: bool,
     },
     /// Extract the image's tree into DIR (empty or absent). An xattr or
     /// owner the target refuses is reported (path, name, reason) and the
@@ -280,7 +285,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             no_data,
             data,
             json,
-        } => fsck::fsck(&img, no_data, &data, json),
+            remote_stats,
+        } => fsck::fsck(&img, no_data, &data, (json, remote_stats)),
         Command::Extract {
             img,
             dir,

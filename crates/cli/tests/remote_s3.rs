@@ -178,19 +178,28 @@ fn s3_push_then_lazy_reads_mount_and_verity() {
         let local = img.to_str().unwrap();
         for args in [vec!["fsck", "--json"], vec!["dump"], vec!["ls", "-lR"]] {
             let want = run_ok(Command::new(FERROFS).args(&args).arg(local));
-            let got = ok(&s, &[&args[..], &[url]].concat());
-            let got = got.map(|g| {
-                // fsck --json of a URL adds what the reads cost.
-                if args[0] == "fsck" {
-                    let mut v: serde_json::Value = serde_json::from_slice(&g).unwrap();
+            let extra: &[&str] = if args[0] == "fsck" {
+                &["--remote-stats"]
+            } else {
+                &[]
+            };
+            let got = ok(&s, &[&args[..], extra, &[url]].concat());
+            // fsck --json --remote-stats of a URL adds what the reads
+            // cost: compared without it.
+            let got = match (args[0], &got, &want) {
+                ("fsck", Ok(g), Ok(l)) => {
+                    let mut v: serde_json::Value = serde_json::from_slice(g).unwrap();
                     assert!(v["remote"]["requests"].as_u64().unwrap() > 0, "{v}");
                     v.as_object_mut().unwrap().remove("remote");
-                    let l: serde_json::Value =
-                        serde_json::from_slice(want.as_ref().unwrap()).unwrap();
-                    return if v == l { want.clone().unwrap() } else { g };
+                    let l: serde_json::Value = serde_json::from_slice(l).unwrap();
+                    if v == l {
+                        want.clone()
+                    } else {
+                        got
+                    }
                 }
-                g
-            });
+                _ => got,
+            };
             if want.is_err() || want != got {
                 fail(format!("{url}: {args:?}: local {want:?}, S3 {got:?}"));
             }
@@ -514,6 +523,7 @@ fn s3_sixteen_concurrent_readers() {
                 &[
                     "fsck",
                     "--json",
+                    "--remote-stats",
                     "--cache-dir",
                     cache.to_str().unwrap(),
                     url,

@@ -150,16 +150,9 @@ pub enum RemoteError {
     #[error("S3 credentials file {}: {why}", path.display())]
     S3CredentialsFile { path: PathBuf, why: String },
     /// HTTP 401/403 (or 400 for a session token): the credentials were
-    /// refused; `why` says how, from the error code.
-    #[error("{url}: access to bucket {bucket:?}, key {key:?} refused (HTTP {status}): {why}")]
-    S3Denied {
-        url: String,
-        bucket: String,
-        key: String,
-        status: u16,
-        code: Option<String>,
-        why: String,
-    },
+    /// refused.
+    #[error("{0}")]
+    S3Denied(Box<Denied>),
     /// HTTP 404: `what` says which of bucket and key is missing.
     #[error("{url}: not found: {what}{}", code.as_ref().map(|c| format!(" ({c})")).unwrap_or_default())]
     S3NotFound {
@@ -227,6 +220,19 @@ impl RemoteError {
             _ => false,
         }
     }
+}
+
+/// S3 refused a request's credentials: `why` says how, from S3's error
+/// code.
+#[derive(Debug, thiserror::Error)]
+#[error("{url}: access to bucket {bucket:?}, key {key:?} refused (HTTP {status}): {why}")]
+pub struct Denied {
+    pub url: String,
+    pub bucket: String,
+    pub key: String,
+    pub status: u16,
+    pub code: Option<String>,
+    pub why: String,
 }
 
 /// The result type of this crate.

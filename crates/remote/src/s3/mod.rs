@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 pub use sigv4::{Credentials, Signer};
 
-use crate::error::{RemoteError, Result};
+use crate::error::{Denied, RemoteError, Result};
 
 /// How the bucket is named in requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,22 +274,22 @@ impl Target {
             Some("ExpiredToken" | "InvalidToken" | "TokenRefreshRequired")
         );
         match status {
-            401 | 403 => RemoteError::S3Denied {
+            401 | 403 => RemoteError::S3Denied(Box::new(Denied {
                 url,
                 bucket: self.bucket.clone(),
                 key: self.key.clone(),
                 status,
                 why: refusal(code.as_deref(), self.signer.creds.has_session_token()),
                 code,
-            },
-            400 if token_code => RemoteError::S3Denied {
+            })),
+            400 if token_code => RemoteError::S3Denied(Box::new(Denied {
                 url,
                 bucket: self.bucket.clone(),
                 key: self.key.clone(),
                 status,
                 why: refusal(code.as_deref(), true),
                 code,
-            },
+            })),
             404 => RemoteError::S3NotFound {
                 url,
                 what: match code.as_deref() {

@@ -1209,7 +1209,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__push)
-            opts="-h --part-size --parallel --json --unchecked-part-size --part-delay-ms --s3-endpoint --s3-region --s3-profile --s3-addressing --help"
+            opts="-h --part-size --parallel --unsigned-payload --json --unchecked-part-size --part-delay-ms --s3-endpoint --s3-region --s3-profile --s3-addressing --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

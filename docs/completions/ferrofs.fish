@@ -291,6 +291,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l s3-region -d 'F
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l s3-profile -d 'For s3:// URLs: the profile of the shared credentials file ($AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials) whose keys sign (default: $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY/ $AWS_SESSION_TOKEN, else the profile $AWS_PROFILE or default)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l s3-addressing -d 'For s3:// URLs: name the bucket in the path (ENDPOINT/BUCKET/KEY, the default with an endpoint) or in the host name (BUCKET.HOST/KEY, the default on AWS)' -r -f -a "path\t''
 virtual\t''"
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l unsigned-payload -d 'Sign the image\'s bytes as UNSIGNED-PAYLOAD (as curl --aws-sigv4 does) instead of by their SHA-256: faster, but the server can no longer check every byte it stores against the signature (TLS still protects them in transit over https)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l json -d 'Print a JSON summary (bytes, parts, seconds, etag)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l unchecked-part-size -d 'Parts of any size (S3 wants 5 MiB at least; tests use small ones)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -s h -l help -d 'Print help'

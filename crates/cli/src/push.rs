@@ -28,6 +28,12 @@ pub struct PushArgs {
     /// Parts uploaded at once.
     #[arg(long, value_name = "N", default_value_t = 4)]
     parallel: usize,
+    /// Sign the image's bytes as UNSIGNED-PAYLOAD (as curl --aws-sigv4
+    /// does) instead of by their SHA-256: faster, but the server can no
+    /// longer check every byte it stores against the signature (TLS still
+    /// protects them in transit over https).
+    #[arg(long)]
+    unsigned_payload: bool,
     /// Print a JSON summary (bytes, parts, seconds, etag).
     #[arg(long)]
     json: bool,
@@ -70,6 +76,7 @@ pub fn run(a: &PushArgs) -> Result<ExitCode> {
             part_size: a.part_size,
             parallel: a.parallel,
             part_delay: Duration::from_millis(a.part_delay_ms),
+            unsigned_payload: a.unsigned_payload,
             ..PushOptions::default()
         },
     );

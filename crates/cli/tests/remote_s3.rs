@@ -348,10 +348,15 @@ fn s3_interrupted_and_refused_pushes_leave_nothing() {
     assert!(err.contains("interrupted and aborted"), "{err}");
     assert_eq!(s.uploads(BUCKET), vec![], "parts left behind");
     assert!(!s.exists(url));
-    // The same push, not interrupted, is whole.
+    // The same push, not interrupted, is whole (and again with the parts
+    // unsigned).
     let done = push_json(&s, &["--part-size", "5M"], &img, url);
     assert_eq!(done["parts"], 9, "{done}");
     assert!(s.exists(url));
+    let again = push_json(&s, &["--part-size", "5M", "--unsigned-payload"], &img, url);
+    assert_eq!(again["parts"], 9, "{again}");
+    let want = run_ok(Command::new(FERROFS).args(["fsck", "--json"]).arg(&img)).unwrap();
+    assert_eq!(ok(&s, &["fsck", "--json", url]).unwrap(), want);
     assert!(s.uploads(BUCKET).is_empty());
     // A read-only identity may not push: 403 named, nothing left.
     for part in ["5M", "64M"] {
@@ -388,6 +393,11 @@ fn s3_errors_are_typed() {
     mkfs(&["-zlz4"], &img, &src);
     let url = "s3://images/e.img";
     push_json(&s, &[], &img, url);
+    // Pushed with the bytes unsigned (as curl does): the same image.
+    let u = "s3://images/unsigned.img";
+    push_json(&s, &["--unsigned-payload"], &img, u);
+    let want = run_ok(Command::new(FERROFS).args(["ls", "-lR"]).arg(&img)).unwrap();
+    assert_eq!(ok(&s, &["ls", "-lR", u]).unwrap(), want);
     let expect = |mut c: Command, want: &[&str]| {
         let (code, err) = fails({
             c.stdin(Stdio::null());

@@ -31,6 +31,10 @@ pub struct PushOptions {
     pub http: HttpOptions,
     /// A pause before each part (tests interrupt uploads in flight).
     pub part_delay: Duration,
+    /// Sign the image's bytes as `UNSIGNED-PAYLOAD` instead of their
+    /// SHA-256 (as curl does): no hashing here, and none by the server,
+    /// which then cannot check the bytes it got against the signature.
+    pub unsigned_payload: bool,
 }
 
 impl Default for PushOptions {
@@ -41,6 +45,7 @@ impl Default for PushOptions {
             parallel: 4,
             http: HttpOptions::default(),
             part_delay: Duration::ZERO,
+            unsigned_payload: false,
         }
     }
 }
@@ -95,7 +100,24 @@ impl Uploader {
         query: &[(&str, &str)],
         body: Body,
     ) -> Result<Answer> {
-        let hash = sigv4::sha256_hex(body.unwrap_or(&[]));
+        self.request_as(method, path, query, body, false)
+    }
+
+    /// [`Uploader::request`]; with `data`, a body of image bytes (signed
+    /// unhashed if the options say so).
+    fn request_as(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Body,
+        data: bool,
+    ) -> Result<Answer> {
+        let hash = if data && self.opts.unsigned_payload {
+            "UNSIGNED-PAYLOAD".to_owned()
+        } else {
+            sigv4::sha256_hex(body.unwrap_or(&[]))
+        };
         let url = self.t.url(path, query);
         let attempts = self.opts.http.attempts.max(1);
         let mut wait = self.opts.http.backoff;
@@ -182,7 +204,7 @@ impl Uploader {
         let part = self.opts.part_size.max(1).max(len.div_ceil(MAX_PARTS));
         if len <= part {
             let data = self.read(src, 0, len)?;
-            let a = self.request("PUT", &self.t.object_path(), &[], Some(&data))?;
+            let a = self.request_as("PUT", &self.t.object_path(), &[], Some(&data), true)?;
             let a = self.ok("PUT object", a)?;
             progress(len);
             return Ok(Pushed {
@@ -286,11 +308,12 @@ impl Uploader {
             let n = part.min(len - start);
             let number = (i + 1).to_string();
             let res = self.read(src, start, n).and_then(|data| {
-                let a = self.request(
+                let a = self.request_as(
                     "PUT",
                     &self.t.object_path(),
                     &[("partNumber", &number), ("uploadId", id)],
                     Some(&data),
+                    true,
                 )?;
                 let a = self.ok("UploadPart", a)?;
                 a.etag.ok_or_else(|| RemoteError::BadResponse {

@@ -173,6 +173,15 @@ pub enum RemoteError {
         code: Option<String>,
         message: Option<String>,
     },
+    /// The image to upload could not be read.
+    #[error("{url}: reading bytes {start}..{end} of the image to upload: {source}")]
+    ImageRead {
+        url: String,
+        start: u64,
+        end: u64,
+        #[source]
+        source: io::Error,
+    },
     /// An upload stopped by a signal (after it was aborted).
     #[error("{url}: upload interrupted")]
     Interrupted { url: String },

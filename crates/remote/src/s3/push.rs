@@ -77,6 +77,42 @@ pub struct Uploader {
 /// A request's body: none, or bytes.
 type Body<'a> = Option<&'a [u8]>;
 
+/// What a request sends: small bytes of ours, or a span of the image,
+/// read as it is sent (after a first pass that hashes it, unless the
+/// payload goes unsigned).
+#[derive(Clone, Copy)]
+enum Payload<'a> {
+    Bytes(&'a [u8]),
+    Image {
+        src: &'a (dyn ReadAt + Sync),
+        start: u64,
+        len: u64,
+    },
+}
+
+/// Bytes `pos..end` of an image as a reader.
+struct Span<'a> {
+    src: &'a (dyn ReadAt + Sync),
+    pos: u64,
+    end: u64,
+}
+
+impl std::io::Read for Span<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.end.saturating_sub(self.pos);
+        let n = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        if n == 0 {
+            return Ok(0);
+        }
+        self.src.read_exact_at(&mut buf[..n], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// Read size of the image: hashing and sending.
+const BLOCK: usize = 1 << 20;
+
 impl Uploader {
     pub fn new(t: Target, opts: PushOptions) -> Uploader {
         Uploader {
@@ -100,34 +136,50 @@ impl Uploader {
         query: &[(&str, &str)],
         body: Body,
     ) -> Result<Answer> {
-        self.request_as(method, path, query, body, false)
+        self.send(method, path, query, Payload::Bytes(body.unwrap_or(&[])))
     }
 
-    /// [`Uploader::request`]; with `data`, a body of image bytes (signed
-    /// unhashed if the options say so).
-    fn request_as(
+    /// [`Uploader::request`] sending `body`: the image's bytes are hashed
+    /// in a first pass (unless the payload goes unsigned), then read as
+    /// they are sent.
+    fn send(
         &self,
         method: &str,
         path: &str,
         query: &[(&str, &str)],
-        body: Body,
-        data: bool,
+        body: Payload,
     ) -> Result<Answer> {
-        let hash = if data && self.opts.unsigned_payload {
-            "UNSIGNED-PAYLOAD".to_owned()
-        } else {
-            sigv4::sha256_hex(body.unwrap_or(&[]))
+        let (hash, len) = match body {
+            Payload::Bytes(b) => (sigv4::sha256_hex(b), b.len() as u64),
+            Payload::Image { len, .. } if self.opts.unsigned_payload => {
+                ("UNSIGNED-PAYLOAD".to_owned(), len)
+            }
+            Payload::Image { src, start, len } => (self.hash(src, start, len)?, len),
         };
         let url = self.t.url(path, query);
         let attempts = self.opts.http.attempts.max(1);
         let mut wait = self.opts.http.backoff;
         let mut n = 1;
         loop {
-            let mut b = ureq::http::Request::builder().method(method).uri(&url);
+            let mut b = ureq::http::Request::builder()
+                .method(method)
+                .uri(&url)
+                .header("content-length", len);
             for (name, value) in self.t.sign(method, path, query, &hash) {
                 b = b.header(name, value);
             }
-            let sent = match b.body(body.unwrap_or(&[])) {
+            let mut reader: Box<dyn std::io::Read + '_> = match body {
+                Payload::Bytes(b) => Box::new(b),
+                Payload::Image { src, start, len } => Box::new(std::io::BufReader::with_capacity(
+                    BLOCK,
+                    Span {
+                        src,
+                        pos: start,
+                        end: start.saturating_add(len),
+                    },
+                )),
+            };
+            let sent = match b.body(ureq::SendBody::from_reader(&mut reader)) {
                 Ok(req) => self.agent.run(req),
                 Err(e) => {
                     return Err(RemoteError::BadResponse {
@@ -203,8 +255,8 @@ impl Uploader {
     ) -> Result<Pushed> {
         let part = self.opts.part_size.max(1).max(len.div_ceil(MAX_PARTS));
         if len <= part {
-            let data = self.read(src, 0, len)?;
-            let a = self.request_as("PUT", &self.t.object_path(), &[], Some(&data), true)?;
+            let data = Payload::Image { src, start: 0, len };
+            let a = self.send("PUT", &self.t.object_path(), &[], data)?;
             let a = self.ok("PUT object", a)?;
             progress(len);
             return Ok(Pushed {
@@ -260,19 +312,26 @@ impl Uploader {
         }
     }
 
-    /// Bytes `start..start+n` of `src`.
-    fn read(&self, src: &(dyn ReadAt + Sync), start: u64, n: u64) -> Result<Vec<u8>> {
-        let size = usize::try_from(n).map_err(|_| RemoteError::BadResponse {
-            url: self.t.display().to_owned(),
-            what: format!("a part of {n} bytes does not fit in memory"),
-        })?;
-        let mut buf = vec![0u8; size];
-        src.read_exact_at(&mut buf, start)
-            .map_err(|e| RemoteError::Cache {
-                path: format!("the image (bytes {start}..{})", start.saturating_add(n)).into(),
-                source: e,
-            })?;
-        Ok(buf)
+    /// SHA-256 (hex) of bytes `start..start+len` of `src`.
+    fn hash(&self, src: &(dyn ReadAt + Sync), start: u64, len: u64) -> Result<String> {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; BLOCK];
+        let mut pos = start;
+        let end = start.saturating_add(len);
+        while pos < end {
+            let n = usize::try_from(end - pos).unwrap_or(BLOCK).min(BLOCK);
+            src.read_exact_at(&mut buf[..n], pos)
+                .map_err(|e| RemoteError::ImageRead {
+                    url: self.t.display().to_owned(),
+                    start: pos,
+                    end: pos + n as u64,
+                    source: e,
+                })?;
+            h.update(&buf[..n]);
+            pos += n as u64;
+        }
+        Ok(sigv4::hex(&h.finalize()))
     }
 
     /// Uploads every part, `parallel` at once; their ETags in order.
@@ -307,20 +366,20 @@ impl Uploader {
             let start = i * part;
             let n = part.min(len - start);
             let number = (i + 1).to_string();
-            let res = self.read(src, start, n).and_then(|data| {
-                let a = self.request_as(
+            let data = Payload::Image { src, start, len: n };
+            let res = (|| {
+                let a = self.send(
                     "PUT",
                     &self.t.object_path(),
                     &[("partNumber", &number), ("uploadId", id)],
-                    Some(&data),
-                    true,
+                    data,
                 )?;
                 let a = self.ok("UploadPart", a)?;
                 a.etag.ok_or_else(|| RemoteError::BadResponse {
                     url: self.t.display().to_owned(),
                     what: format!("UploadPart {number} answered without an ETag"),
                 })
-            });
+            })();
             match res {
                 Ok(etag) => {
                     if let Some(slot) = etags

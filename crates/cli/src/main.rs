@@ -194,8 +194,8 @@ enum Command {
     },
     /// Upload a finished image to S3 (s3://BUCKET/KEY), atomically: the
     /// object appears only once it is whole; a failed or interrupted
-    /// upload is aborted and leaves nothing behind. Exit status 130 when
-    /// interrupted.
+    /// upload is aborted and leaves nothing behind. Exit status 130 (SIGINT)
+    /// or 143 (SIGTERM) when interrupted.
     Push(push::PushArgs),
     /// Add a dm-verity hash tree to an image (appended, or in a separate
     /// hash file) and print its root hash: what `--verity` of the reading

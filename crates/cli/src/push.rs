@@ -80,15 +80,25 @@ pub fn run(a: &PushArgs) -> Result<ExitCode> {
             ..PushOptions::default()
         },
     );
-    // SIGINT and SIGTERM stop the upload, which is then aborted; a second
-    // one ends the process at once.
+    // SIGINT and SIGTERM stop the upload, which is then aborted (exit
+    // status 130 or 143); a second one ends the process at once.
     let stop = Arc::new(AtomicBool::new(false));
+    let term = Arc::new(AtomicBool::new(false));
     let mut signals = Vec::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
-            .context("cannot handle signals")?;
-        signals
-            .push(signal_hook::flag::register(sig, stop.clone()).context("cannot handle signals")?);
+    for (sig, status) in [
+        (signal_hook::consts::SIGINT, 130),
+        (signal_hook::consts::SIGTERM, 143),
+    ] {
+        let handle = |r: std::io::Result<signal_hook::SigId>| r.context("cannot handle signals");
+        signals.push(handle(signal_hook::flag::register_conditional_shutdown(
+            sig,
+            status,
+            stop.clone(),
+        ))?);
+        if sig == signal_hook::consts::SIGTERM {
+            signals.push(handle(signal_hook::flag::register(sig, term.clone()))?);
+        }
+        signals.push(handle(signal_hook::flag::register(sig, stop.clone()))?);
     }
     let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     if !std::io::stderr().is_terminal() {
@@ -109,7 +119,9 @@ pub fn run(a: &PushArgs) -> Result<ExitCode> {
         Ok(p) => p,
         Err(RemoteError::Interrupted { url }) => {
             eprintln!("ferrofs: {url}: upload interrupted and aborted: nothing was published");
-            return Ok(ExitCode::from(130));
+            // 128 + the signal, as a shell reports a process it ended.
+            let term = term.load(std::sync::atomic::Ordering::Relaxed);
+            return Ok(ExitCode::from(if term { 143 } else { 130 }));
         }
         Err(e) => {
             return Err(anyhow::Error::new(e).context(format!(

@@ -303,51 +303,66 @@ fn s3_interrupted_and_refused_pushes_leave_nothing() {
     small_tree(&src, 40 << 20);
     let img = w.join("img");
     mkfs(&[], &img, &src);
-    // SIGINT in the middle of a multipart upload: aborted, exit 130.
+    // SIGINT or SIGTERM in the middle of a multipart upload: aborted, exit
+    // 130 or 143; an upload aborted under it (its next part fails with
+    // NoSuchUpload): exit 2. Nothing is left either way.
     let url = "s3://images/interrupted.img";
-    let mut c = cmd(
-        &s,
-        &[
-            "push",
-            "--part-size",
-            "5M",
-            "--parallel",
-            "2",
-            "--part-delay-ms",
-            "400",
-            img.to_str().unwrap(),
-            url,
-        ],
-    );
-    let mut child = c.stderr(Stdio::piped()).spawn().unwrap();
-    // Until the upload exists (its parts are going up).
-    let start = Instant::now();
-    while s.uploads(BUCKET).is_empty() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no upload started"
+    for (how, status, says) in [
+        ("-INT", 130, "interrupted and aborted"),
+        ("-TERM", 143, "interrupted and aborted"),
+        ("abort", 2, "nothing was published"),
+    ] {
+        let mut c = cmd(
+            &s,
+            &[
+                "push",
+                "--part-size",
+                "5M",
+                "--parallel",
+                "2",
+                "--part-delay-ms",
+                "400",
+                img.to_str().unwrap(),
+                url,
+            ],
         );
-        std::thread::sleep(Duration::from_millis(50));
+        let mut child = c.stderr(Stdio::piped()).spawn().unwrap();
+        // Until the upload exists (its parts are going up).
+        let start = Instant::now();
+        let upload = loop {
+            if let Some(u) = s.uploads(BUCKET).pop() {
+                break u;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no upload started"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        std::thread::sleep(Duration::from_millis(600));
+        if how == "abort" {
+            s.uploader(url, READ_WRITE).abort(&upload.upload_id);
+        } else {
+            let pid = child.id().to_string();
+            assert!(Command::new("kill")
+                .args([how, &pid])
+                .status()
+                .unwrap()
+                .success());
+        }
+        let st = child.wait().unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(st.code(), Some(status), "{how}: {err}");
+        assert!(err.contains(says), "{how}: {err}");
+        assert_eq!(s.uploads(BUCKET), vec![], "{how}: parts left behind");
+        assert!(!s.exists(url), "{how}");
     }
-    std::thread::sleep(Duration::from_millis(600));
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let st = child.wait().unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(st.code(), Some(130), "{err}");
-    assert!(err.contains("interrupted and aborted"), "{err}");
-    assert_eq!(s.uploads(BUCKET), vec![], "parts left behind");
-    assert!(!s.exists(url));
     // The same push, not interrupted, is whole (and again with the parts
     // unsigned).
     let done = push_json(&s, &["--part-size", "5M"], &img, url);

@@ -8,7 +8,8 @@
 #     target/pyenv (no system-wide pip, which Debian refuses: PEP 668);
 #   - erofs-utils 1.8.6 and 1.9.4 through ../shared/tools/upstream-tools,
 #     and (as root) containerd 2.1, ctr, runc and umoci for the containerd
-#     test through its --containers.
+#     test through its --containers, and SeaweedFS's weed for the S3 tests
+#     through its --s3 (built from the Go module proxy once, minutes).
 # The build is the `ci` profile, the one ./scripts/demo.sh builds, so a
 # test run after the demo only compiles the tests themselves.
 set -euo pipefail
@@ -66,6 +67,11 @@ if ((is_root)) && [[ -z ${UPSTREAM_CONTAINERS_BIN:-} && -x $root/../shared/tools
   say "installing the containers tools (containerd 2.1, ctr, runc, umoci) with ../shared/tools/upstream-tools --containers"
   UPSTREAM_CONTAINERS_BIN=$(bash "$root/../shared/tools/upstream-tools" --containers)
   export UPSTREAM_CONTAINERS_BIN
+fi
+if [[ -z ${UPSTREAM_S3_BIN:-} && -x $root/../shared/tools/upstream-tools ]] && ((is_root)); then
+  say "building SeaweedFS's weed (S3 tests) with ../shared/tools/upstream-tools --s3"
+  UPSTREAM_S3_BIN=$(bash "$root/../shared/tools/upstream-tools" --s3)
+  export UPSTREAM_S3_BIN
 fi
 say "building and running the tests (cargo test --workspace --profile ci)"
 cargo test --workspace --profile ci "$@"

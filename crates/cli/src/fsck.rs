@@ -31,7 +31,7 @@ pub(crate) fn fsck(
     img: &ImageArgs,
     no_data: bool,
     data: &DataArgs,
-    json: bool,
+    (json, remote_stats): (bool, bool),
 ) -> Result<ExitCode> {
     let image = match open(img) {
         Ok(image) => image,
@@ -91,7 +91,18 @@ pub(crate) fn fsck(
     report.bytes_decoded = st.decoded_bytes;
     let mut out = out::stdout();
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+        match crate::source::remote_stats().filter(|_| remote_stats) {
+            // What reading a URL's image cost: requests and body bytes.
+            Some(st) => {
+                let mut v = serde_json::to_value(&report)?;
+                if let Some(obj) = v.as_object_mut() {
+                    let remote = serde_json::json!({ "requests": st.requests, "bytes": st.bytes });
+                    obj.insert("remote".into(), remote);
+                }
+                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+            }
+            None => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        }
     } else {
         let warnings = report.warnings.iter().map(|p| ("warning: ", p));
         for (kind, p) in report.problems.iter().map(|p| ("", p)).chain(warnings) {
@@ -124,6 +135,14 @@ pub(crate) fn fsck(
         )?;
     }
     out.flush()?;
+    if let Some(st) = crate::source::remote_stats().filter(|_| remote_stats && !json) {
+        eprintln!(
+            "{}: {} requests, {} bytes received",
+            img.image.display(),
+            st.requests,
+            st.bytes
+        );
+    }
     Ok(if report.is_clean() {
         ExitCode::SUCCESS
     } else {

@@ -18,6 +18,7 @@ mod manual;
 mod mkfs;
 mod mount;
 mod out;
+mod push;
 mod rebuild;
 mod size;
 mod source;
@@ -43,8 +44,9 @@ struct Cli {
 
 #[derive(clap::Args)]
 struct ImageArgs {
-    /// The EROFS image: a file, or an http:// or https:// URL (read with
-    /// range requests, fetching only what is needed).
+    /// The EROFS image: a file, an http:// or https:// URL, or an
+    /// s3://BUCKET/KEY object (read with range requests, fetching only
+    /// what is needed).
     image: PathBuf,
     /// Extra device (blob) files or URLs, in device-table order; without
     /// them, extra devices are expected concatenated to the image.
@@ -102,6 +104,11 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// For an image read by URL or from S3: report the requests made
+        /// and the body bytes received (a `remote` object in the JSON
+        /// report, else a line on stderr).
+        #[arg(long)]
+        remote_stats: bool,
     },
     /// Extract the image's tree into DIR (empty or absent). An xattr or
     /// owner the target refuses is reported (path, name, reason) and the
@@ -185,6 +192,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Upload a finished image to S3 (s3://BUCKET/KEY), atomically: the
+    /// object appears only once it is whole; a failed or interrupted
+    /// upload is aborted and leaves nothing behind. Exit status 130 (SIGINT)
+    /// or 143 (SIGTERM) when interrupted.
+    Push(push::PushArgs),
     /// Add a dm-verity hash tree to an image (appended, or in a separate
     /// hash file) and print its root hash: what `--verity` of the reading
     /// commands and `veritysetup verify` check it with.
@@ -273,7 +285,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             no_data,
             data,
             json,
-        } => fsck::fsck(&img, no_data, &data, json),
+            remote_stats,
+        } => fsck::fsck(&img, no_data, &data, (json, remote_stats)),
         Command::Extract {
             img,
             dir,
@@ -294,6 +307,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             readahead,
             json,
         } => dump::dump(&img, (path, nid, profile), readahead, json),
+        Command::Push(a) => push::run(&a),
         Command::Verity(a) => verity::run(&a),
         Command::Digest(a) => digest::run(&a),
         Command::Completions { shell } => {

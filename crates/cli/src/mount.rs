@@ -8,7 +8,8 @@ use anyhow::{bail, Context, Result};
 
 #[derive(clap::Args)]
 pub struct MountArgs {
-    /// The EROFS image: a file, or an http:// or https:// URL.
+    /// The EROFS image: a file, an http:// or https:// URL, or an
+    /// s3://BUCKET/KEY object.
     image: PathBuf,
     /// Where to mount it (an existing directory).
     mountpoint: PathBuf,

@@ -1,6 +1,7 @@
 //! Where an image's bytes come from: the one place that turns an image or
 //! device argument into a reader source, a local file or, for an
-//! `http://`/`https://` URL, a lazily fetched remote object.
+//! `http://`/`https://` URL or an `s3://BUCKET/KEY` object, a lazily
+//! fetched remote object.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,10 +46,59 @@ pub struct RemoteArgs {
     /// (after such a failure the server is not asked for that long).
     #[arg(long, value_name = "SECS", default_value = "120", value_parser = parse_secs)]
     http_deadline: Duration,
+    #[command(flatten)]
+    pub s3: S3Args,
     /// Whether this process fetches the hot ranges (not the mount command
     /// that only checks the image before its daemon serves it).
     #[arg(skip = true)]
     pub prefetch_here: bool,
+}
+
+/// Where an s3://BUCKET/KEY object is and whose keys sign its requests.
+#[derive(clap::Args, Clone)]
+pub struct S3Args {
+    /// For s3:// URLs: the S3-compatible endpoint, http(s)://HOST[:PORT]
+    /// (default: $AWS_ENDPOINT_URL, else AWS in --s3-region).
+    #[arg(long, value_name = "URL")]
+    s3_endpoint: Option<String>,
+    /// For s3:// URLs: the region (default: $AWS_REGION, else
+    /// $AWS_DEFAULT_REGION; us-east-1 with an endpoint).
+    #[arg(long, value_name = "REGION")]
+    s3_region: Option<String>,
+    /// For s3:// URLs: the profile of the shared credentials file
+    /// ($AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials) whose keys
+    /// sign (default: $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY/
+    /// $AWS_SESSION_TOKEN, else the profile $AWS_PROFILE or default).
+    #[arg(long, value_name = "NAME")]
+    s3_profile: Option<String>,
+    /// For s3:// URLs: name the bucket in the path (ENDPOINT/BUCKET/KEY,
+    /// the default with an endpoint) or in the host name
+    /// (BUCKET.HOST/KEY, the default on AWS).
+    #[arg(long, value_name = "HOW")]
+    s3_addressing: Option<S3Addressing>,
+}
+
+/// `--s3-addressing`.
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum S3Addressing {
+    Path,
+    Virtual,
+}
+
+impl S3Args {
+    /// The S3 options these arguments ask for.
+    pub fn options(&self) -> ferrofs_remote::s3::S3Options {
+        use ferrofs_remote::s3::Addressing;
+        ferrofs_remote::s3::S3Options {
+            endpoint: self.s3_endpoint.clone(),
+            region: self.s3_region.clone(),
+            profile: self.s3_profile.clone(),
+            addressing: self.s3_addressing.map(|a| match a {
+                S3Addressing::Path => Addressing::Path,
+                S3Addressing::Virtual => Addressing::Virtual,
+            }),
+        }
+    }
 }
 
 impl RemoteArgs {
@@ -107,6 +157,22 @@ pub fn remote_failure() -> Option<String> {
         .iter()
         .filter_map(Weak::upgrade)
         .find_map(|src| src.failed())
+}
+
+/// Requests made and bytes received by every remote source of this
+/// process still open; `None` when none was opened.
+pub fn remote_stats() -> Option<ferrofs_remote::Stats> {
+    let remotes = REMOTES.lock().unwrap_or_else(PoisonError::into_inner);
+    let live: Vec<_> = remotes.iter().filter_map(Weak::upgrade).collect();
+    (!live.is_empty()).then(|| {
+        live.iter().fold(ferrofs_remote::Stats::default(), |a, s| {
+            let b = s.stats();
+            ferrofs_remote::Stats {
+                requests: a.requests + b.requests,
+                bytes: a.bytes + b.bytes,
+            }
+        })
+    })
 }
 
 /// The prefetching threads and their stop flags.
@@ -181,8 +247,9 @@ impl<'a> Sources<'a> {
                          whole image ({len} bytes) into the cache"
                     )
                 };
-                let src = Arc::new(HttpSource::open_noting(
+                let src = Arc::new(ferrofs_remote::open(
                     url,
+                    &self.args.s3.options(),
                     cache,
                     &self.args.options(),
                     &mut say,

@@ -1,4 +1,5 @@
-//! What can go wrong reading an image over HTTP, each case naming the URL.
+//! What can go wrong reading an image over HTTP or S3 (or pushing one to
+//! S3), each case naming the URL.
 
 use std::io;
 use std::path::PathBuf;
@@ -131,6 +132,59 @@ pub enum RemoteError {
         /// Until the server is asked again.
         left: Duration,
     },
+    /// A malformed `s3://BUCKET/KEY`, endpoint or region.
+    #[error("{url}: {why}")]
+    S3Url { url: String, why: String },
+    /// No region given (`--s3-region`, `AWS_REGION`, `AWS_DEFAULT_REGION`)
+    /// and no endpoint to default one for.
+    #[error(
+        "{url}: no S3 region: give --s3-region or set AWS_REGION (or an endpoint with \
+         --s3-endpoint / AWS_ENDPOINT_URL)"
+    )]
+    S3NoRegion { url: String },
+    /// No credentials found; `looked` says where.
+    #[error("{url}: no S3 credentials: {looked}")]
+    S3NoCredentials { url: String, looked: String },
+    /// The shared credentials file could not be read or parsed (`why`
+    /// never quotes a value).
+    #[error("S3 credentials file {}: {why}", path.display())]
+    S3CredentialsFile { path: PathBuf, why: String },
+    /// HTTP 401/403 (or 400 for a session token): the credentials were
+    /// refused.
+    #[error("{0}")]
+    S3Denied(Box<Denied>),
+    /// HTTP 404: `what` says which of bucket and key is missing.
+    #[error("{url}: not found: {what}{}", code.as_ref().map(|c| format!(" ({c})")).unwrap_or_default())]
+    S3NotFound {
+        url: String,
+        what: String,
+        code: Option<String>,
+    },
+    /// Another error answer of S3 to the operation `what`.
+    #[error(
+        "{url}: {what}: HTTP {status}{}{}",
+        code.as_ref().map(|c| format!(" {c}")).unwrap_or_default(),
+        message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()
+    )]
+    S3Status {
+        url: String,
+        what: String,
+        status: u16,
+        code: Option<String>,
+        message: Option<String>,
+    },
+    /// The image to upload could not be read.
+    #[error("{url}: reading bytes {start}..{end} of the image to upload: {source}")]
+    ImageRead {
+        url: String,
+        start: u64,
+        end: u64,
+        #[source]
+        source: io::Error,
+    },
+    /// An upload stopped by a signal (after it was aborted).
+    #[error("{url}: upload interrupted")]
+    Interrupted { url: String },
     /// The on-disk cache could not be set up.
     #[error("cache directory {}: {source}", path.display())]
     Cache {
@@ -143,7 +197,10 @@ pub enum RemoteError {
 impl From<RemoteError> for io::Error {
     fn from(e: RemoteError) -> Self {
         let kind = match &e {
-            RemoteError::NotFound { .. } => io::ErrorKind::NotFound,
+            RemoteError::NotFound { .. } | RemoteError::S3NotFound { .. } => {
+                io::ErrorKind::NotFound
+            }
+            RemoteError::S3Denied { .. } => io::ErrorKind::PermissionDenied,
             RemoteError::UnsupportedScheme { .. } => io::ErrorKind::Unsupported,
             RemoteError::TimedOut { .. }
             | RemoteError::TooSlow { .. }
@@ -172,6 +229,19 @@ impl RemoteError {
             _ => false,
         }
     }
+}
+
+/// S3 refused a request's credentials: `why` says how, from S3's error
+/// code.
+#[derive(Debug, thiserror::Error)]
+#[error("{url}: access to bucket {bucket:?}, key {key:?} refused (HTTP {status}): {why}")]
+pub struct Denied {
+    pub url: String,
+    pub bucket: String,
+    pub key: String,
+    pub status: u16,
+    pub code: Option<String>,
+    pub why: String,
 }
 
 /// The result type of this crate.

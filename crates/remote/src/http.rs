@@ -12,7 +12,10 @@ use ureq::http::{HeaderMap, Response, StatusCode};
 use ureq::tls::TlsConfig;
 use ureq::{Agent, Body};
 
+use std::sync::Arc;
+
 use crate::error::{RemoteError, Result};
+use crate::s3::{self, sigv4};
 use crate::tls;
 
 /// What identifies the object opened: later responses must match it.
@@ -166,11 +169,30 @@ struct Wait {
     option: &'static str,
 }
 
-/// Range requests to one URL.
+/// Range requests to one URL (or S3 object, each request signed).
 pub struct Client {
     agent: Agent,
+    /// The URL as messages name it (`s3://BUCKET/KEY` for S3).
     url: String,
+    /// The URL requested.
+    target: String,
+    /// The S3 object, whose credentials sign every request.
+    s3: Option<Arc<s3::Target>>,
     opts: HttpOptions,
+}
+
+/// The agent of a [`Client`] (and of S3 uploads): statuses are answers,
+/// not errors; every wait bounded by `opts.timeout`.
+pub(crate) fn agent(opts: &HttpOptions) -> Agent {
+    Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(opts.timeout))
+        .timeout_recv_response(Some(opts.timeout))
+        .timeout_per_read(Some(opts.timeout))
+        .user_agent(concat!("ferrofs/", env!("CARGO_PKG_VERSION")))
+        .tls_config(TlsConfig::builder().root_certs(tls::roots()).build())
+        .build()
+        .into()
 }
 
 fn header(h: &HeaderMap, name: &str) -> Option<String> {
@@ -216,20 +238,25 @@ impl Client {
                 })
             }
         }
-        let agent: Agent = Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_connect(Some(opts.timeout))
-            .timeout_recv_response(Some(opts.timeout))
-            .timeout_per_read(Some(opts.timeout))
-            .user_agent(concat!("ferrofs/", env!("CARGO_PKG_VERSION")))
-            .tls_config(TlsConfig::builder().root_certs(tls::roots()).build())
-            .build()
-            .into();
         Ok(Client {
-            agent,
+            agent: agent(&opts),
             url: url.to_owned(),
+            target: url.to_owned(),
+            s3: None,
             opts,
         })
+    }
+
+    /// A client for the S3 object `t`: its requests signed, its errors
+    /// read from S3's error answers.
+    pub fn s3(t: Arc<s3::Target>, opts: HttpOptions) -> Client {
+        Client {
+            agent: agent(&opts),
+            url: t.display().to_owned(),
+            target: t.object_url(),
+            s3: Some(t),
+            opts,
+        }
     }
 
     /// The URL requested.
@@ -307,7 +334,7 @@ impl Client {
                     )),
                     None => Err(self.status_failure(StatusCode::OK, &resp, None)),
                 },
-                s => Err(self.status_failure(s, &resp, None)),
+                _ => Err(self.failure(resp, None)),
             }
         })
     }
@@ -341,7 +368,7 @@ impl Client {
         self.retrying(|left| {
             let (resp, wait) = self.send(start, end, v.if_range(), left, true)?;
             if resp.status() != StatusCode::PARTIAL_CONTENT {
-                return Err(self.status_failure(resp.status(), &resp, Some(v)));
+                return Err(self.failure(resp, Some(v)));
             }
             self.check_same(v, resp.headers()).map_err(Failure::Fatal)?;
             let cr = header(resp.headers(), "content-range");
@@ -389,8 +416,13 @@ impl Client {
         };
         let mut req = self
             .agent
-            .get(&self.url)
+            .get(&self.target)
             .header("Range", format!("bytes={start}-{}", end - 1));
+        if let Some(t) = &self.s3 {
+            for (name, value) in t.sign("GET", &t.object_path(), &[], sigv4::EMPTY_SHA256) {
+                req = req.header(name, value);
+            }
+        }
         if let Some(v) = if_range {
             req = req.header("If-Range", v);
         }
@@ -492,6 +524,19 @@ impl Client {
             }
         }
         Ok(())
+    }
+
+    /// The failure a response other than 206 means: for S3, a refusal or a
+    /// missing object or bucket is read from the error answer's body.
+    fn failure(&self, resp: Response<Body>, v: Option<&Validators>) -> Failure {
+        let code = resp.status().as_u16();
+        match &self.s3 {
+            Some(t) if matches!(code, 400 | 401 | 403 | 404) => {
+                let body = s3::read_small(resp.into_body().into_reader());
+                Failure::Fatal(t.failure("GET", code, &body))
+            }
+            _ => self.status_failure(resp.status(), &resp, v),
+        }
     }
 
     /// The failure a response other than 206 means. `v` is set when the

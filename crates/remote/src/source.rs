@@ -1,4 +1,5 @@
-//! [`HttpSource`]: the reader's [`ReadAt`] over an HTTP(S) URL. A read is
+//! [`HttpSource`]: the reader's [`ReadAt`] over an HTTP(S) URL or an S3
+//! object. A read is
 //! served chunk by chunk from the cache; the missing chunks are fetched in
 //! coalesced range requests, several at once for large reads, once however
 //! many threads want them, and kept.
@@ -118,11 +119,34 @@ impl HttpSource {
         before_whole: &mut dyn FnMut(u64),
     ) -> Result<HttpSource> {
         let client = Client::new(url, opts.http.clone())?;
+        Self::open_client(client, url, cache, opts, before_whole)
+    }
+
+    /// Opens the S3 object `target` as [`HttpSource::open`] opens a URL,
+    /// every request signed with its credentials.
+    pub fn open_s3(
+        target: crate::s3::Target,
+        cache: Arc<Cache>,
+        opts: &RemoteOptions,
+    ) -> Result<HttpSource> {
+        // The cache tells objects apart by the URL requested.
+        let url = target.object_url();
+        let client = Client::s3(Arc::new(target), opts.http.clone());
+        Self::open_client(client, &url, cache, opts, &mut |_| {})
+    }
+
+    fn open_client(
+        client: Client,
+        url: &str,
+        cache: Arc<Cache>,
+        opts: &RemoteOptions,
+        before_whole: &mut dyn FnMut(u64),
+    ) -> Result<HttpSource> {
         let (object, body) = match client.probe_or_whole()? {
             Probe::Ranges(v) => (v, None),
             Probe::Whole(v, _) if !opts.whole_download => {
                 return Err(RemoteError::NoRangeSupport {
-                    url: url.to_owned(),
+                    url: client.url().to_owned(),
                     status: 200,
                     len: Some(v.len),
                 })

@@ -28,6 +28,7 @@ pub mod mount;
 pub mod nginx;
 pub mod process;
 pub mod proxy;
+pub mod s3;
 pub mod tmp;
 pub mod tools;
 pub mod verify;

@@ -587,3 +587,36 @@ fn s3_sixteen_concurrent_readers() {
     }
     println!("total {requests} requests, {bytes} bytes");
 }
+
+/// An object replaced under its key (a new image pushed over the old one)
+/// is read as the new one through a cache directory that holds the old
+/// one's chunks: the ETag differs, so the old chunks are not served.
+#[test]
+fn s3_replaced_object_is_not_read_from_a_stale_cache() {
+    let w = work("remote_s3_replaced");
+    let Some(s) = weed(&w) else { return };
+    let (a_src, b_src) = (w.join("a"), w.join("b"));
+    for (dir, seed) in [(&a_src, 1u64), (&b_src, 2)] {
+        fs::create_dir_all(dir).unwrap();
+        fs::write(dir.join("big"), noise(3 << 20, seed)).unwrap();
+    }
+    let (a, b) = (w.join("a.img"), w.join("b.img"));
+    mkfs(&[], &a, &a_src);
+    mkfs(&[], &b, &b_src);
+    let url = "s3://images/replaced.img";
+    let cache = w.join("cache");
+    let cache_arg = cache.to_str().unwrap();
+    push_json(&s, &[], &a, url);
+    let first = ok(&s, &["cat", "--cache-dir", cache_arg, url, "/big"]).unwrap();
+    assert!(
+        first == fs::read(a_src.join("big")).unwrap(),
+        "the first image's file"
+    );
+    push_json(&s, &[], &b, url);
+    let second = ok(&s, &["cat", "--cache-dir", cache_arg, url, "/big"]).unwrap();
+    assert!(
+        second == fs::read(b_src.join("big")).unwrap(),
+        "the replaced image read through the old cache is not the new one"
+    );
+    let _ = ferrofs_testkit::tmp::remove_tree(&w);
+}

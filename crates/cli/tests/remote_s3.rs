@@ -620,3 +620,59 @@ fn s3_replaced_object_is_not_read_from_a_stale_cache() {
     );
     let _ = ferrofs_testkit::tmp::remove_tree(&w);
 }
+
+/// Virtual-hosted addressing (`--s3-addressing virtual`: the bucket in
+/// the host name, `images.localhost`) reads an image as path-style
+/// addressing does. Root only: the name is made to resolve through
+/// /etc/hosts for the test.
+#[test]
+fn s3_virtual_hosted_addressing_reads_the_same() {
+    if !ferrofs_testkit::is_root() {
+        println!("skipped: not root (images.localhost is made to resolve through /etc/hosts)");
+        return;
+    }
+    let w = work("remote_s3_virtual");
+    let Some(s) = weed(&w) else { return };
+    let Some(_name) = ferrofs_testkit::s3::HostsEntry::add("images.localhost") else {
+        println!("skipped: images.localhost cannot be made to resolve");
+        return;
+    };
+    let src = w.join("tree");
+    small_tree(&src, 1 << 20);
+    let img = w.join("v.img");
+    mkfs(&["-zlz4"], &img, &src);
+    let url = "s3://images/virtual/v.img";
+    push_json(&s, &[], &img, url);
+    let want = run_ok(Command::new(FERROFS).args(["ls", "-lR"]).arg(&img)).unwrap();
+    let path_style = ok(&s, &["ls", "-lR", url]).unwrap();
+    let virtual_hosted = run_ok(
+        Command::new(FERROFS)
+            .args(["ls", "--s3-endpoint", &s.named_endpoint()])
+            .args(["--s3-addressing", "virtual", "-lR", url]),
+    )
+    .unwrap();
+    assert!(path_style == want && virtual_hosted == want);
+    let big = run_ok(
+        Command::new(FERROFS)
+            .args(["cat", "--s3-endpoint", &s.named_endpoint()])
+            .args(["--s3-addressing", "virtual", url, "big"]),
+    )
+    .unwrap();
+    assert!(big == fs::read(src.join("big")).unwrap());
+    // The bucket really is in the host name: one that does not resolve
+    // fails naming it.
+    let (code, err) = fails({
+        let mut c = Command::new(FERROFS);
+        c.args(["ls", "--s3-endpoint", &s.named_endpoint()]).args([
+            "--s3-addressing",
+            "virtual",
+            "s3://unresolved-bucket/v.img",
+        ]);
+        c
+    });
+    assert!(
+        code != Some(0) && err.contains("unresolved-bucket.localhost"),
+        "{code:?} {err}"
+    );
+    let _ = ferrofs_testkit::tmp::remove_tree(&w);
+}

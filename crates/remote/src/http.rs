@@ -264,6 +264,20 @@ impl Client {
         &self.url
     }
 
+    /// The URL as messages name it, with the host an S3 object is
+    /// requested from (`s3://BUCKET/KEY (at HOST)`): what a connection
+    /// error is about.
+    fn url_and_host(&self) -> String {
+        let host = self
+            .target
+            .split_once("://")
+            .and_then(|(_, rest)| rest.split('/').next());
+        match (&self.s3, host) {
+            (Some(_), Some(h)) => format!("{} (at {h})", self.url),
+            _ => self.url.clone(),
+        }
+    }
+
     /// The settings it runs with.
     pub fn options(&self) -> &HttpOptions {
         &self.opts
@@ -478,7 +492,7 @@ impl Client {
             _ => false,
         };
         let e = RemoteError::Transport {
-            url: self.url.clone(),
+            url: self.url_and_host(),
             attempts: 1,
             source: e,
         };

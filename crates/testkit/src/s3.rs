@@ -131,6 +131,8 @@ impl Weed {
                 .arg("-s3.port.iceberg=0")
                 .arg("-s3.port.lance=0")
                 .arg(format!("-s3.config={}", ids.display()))
+                // Virtual-hosted requests: BUCKET.localhost.
+                .arg("-s3.domainName=localhost")
                 .arg("-master.volumeSizeLimitMB=1024")
                 .stdin(Stdio::null())
                 .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
@@ -174,6 +176,12 @@ impl Weed {
     /// `http://127.0.0.1:PORT`.
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// `http://localhost:PORT`: the endpoint of virtual-hosted requests,
+    /// whose host is `BUCKET.localhost` (see [`HostsEntry`]).
+    pub fn named_endpoint(&self) -> String {
+        format!("http://localhost:{}", self.port)
     }
 
     /// Sets `cmd`'s environment to reach this server as `who` (and
@@ -236,5 +244,49 @@ impl Drop for Weed {
         }
         let _ = Command::new("kill").args(["-KILL", "--", &pgid]).status();
         let _ = self.child.wait();
+    }
+}
+
+/// A name made to resolve to 127.0.0.1 for a test (virtual-hosted S3
+/// requests go to `BUCKET.localhost`, which glibc does not resolve by
+/// itself): a line added to /etc/hosts when the name does not resolve
+/// yet, removed again on drop. Needs root.
+pub struct HostsEntry {
+    line: Option<String>,
+}
+
+impl HostsEntry {
+    /// Makes `name` resolve to 127.0.0.1; `None` when it cannot.
+    pub fn add(name: &str) -> Option<HostsEntry> {
+        use std::net::ToSocketAddrs;
+        if (name, 80)
+            .to_socket_addrs()
+            .is_ok_and(|mut a| a.next().is_some())
+        {
+            return Some(HostsEntry { line: None });
+        }
+        let line = format!("127.0.0.1 {name} # ferrofs test {}", std::process::id());
+        let mut hosts = std::fs::read_to_string("/etc/hosts").ok()?;
+        if !hosts.ends_with('\n') && !hosts.is_empty() {
+            hosts.push('\n');
+        }
+        hosts.push_str(&line);
+        hosts.push('\n');
+        std::fs::write("/etc/hosts", hosts).ok()?;
+        Some(HostsEntry { line: Some(line) })
+    }
+}
+
+impl Drop for HostsEntry {
+    fn drop(&mut self) {
+        let Some(line) = &self.line else { return };
+        if let Ok(hosts) = std::fs::read_to_string("/etc/hosts") {
+            let kept: String = hosts
+                .lines()
+                .filter(|l| l != line)
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let _ = std::fs::write("/etc/hosts", kept);
+        }
     }
 }

@@ -3,15 +3,18 @@
 #   bench_setup   sets here (the checkout), bin (the erofs-utils 1.9.4 /
 #                 squashfs-tools 4.7.5 folder: UPSTREAM_NEXT_BIN, else
 #                 ../shared/tools/upstream-tools --next) and ferrofs (FERROFS,
-#                 else target/release/ferrofs, built if missing)
+#                 else target/release/ferrofs, built or brought up to date
+#                 first: a stale binary would measure old code)
 #   median        the median of the numbers on standard input, one a line
 #                 (the mean of the middle two for an even count)
 
 bench_setup() {
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   bin=${UPSTREAM_NEXT_BIN:-$(bash "$here/../shared/tools/upstream-tools" --next | tail -1)}
+  if [[ -z ${FERROFS:-} ]]; then
+    (cd "$here" && cargo build --release -q -p ferrofs-cli)
+  fi
   ferrofs=${FERROFS:-$here/target/release/ferrofs}
-  [[ -x $ferrofs ]] || (cd "$here" && cargo build --release -q -p ferrofs-cli)
 }
 
 median() {

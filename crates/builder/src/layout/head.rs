@@ -33,15 +33,10 @@ impl Head {
     pub(crate) fn new(tree: &Tree, plan: &mut Plan, opts: &BuildOptions, blob: bool) -> Head {
         let bs = opts.block_size();
         let records = compression_records(opts, bs);
-        let mut sb_end = 1024 + sb_size(opts) as u64 + records.0.len() as u64;
         // The device table (one slot for the blob, or rebuild mode's
         // layers) follows, slot-aligned.
         let slots = if blob { 1 } else { tree.devices.len() };
-        let devt_at = (slots > 0).then(|| {
-            let at = sb_end.next_multiple_of(DEVICE_SLOT_SIZE as u64);
-            sb_end = at + (slots * DEVICE_SLOT_SIZE) as u64;
-            at
-        });
+        let (sb_end, devt_at) = sb_end(opts, records.0.len() as u64, slots);
         let root_at = root_home(tree, plan, opts, sb_end, bs);
         let head_end = root_at.map_or(sb_end, |(at, len)| at + len);
         let data_start = head_end.div_ceil(bs).max(1);
@@ -61,13 +56,19 @@ impl Head {
     pub(crate) fn data_start_of(opts: &BuildOptions, slots: usize) -> u64 {
         let bs = opts.block_size();
         let records = compression_records(opts, bs).0.len() as u64;
-        let mut sb_end = 1024 + sb_size(opts) as u64 + records;
-        if slots > 0 {
-            sb_end = sb_end.next_multiple_of(DEVICE_SLOT_SIZE as u64)
-                + (slots * DEVICE_SLOT_SIZE) as u64;
-        }
-        sb_end.div_ceil(bs).max(1)
+        sb_end(opts, records, slots).0.div_ceil(bs).max(1)
     }
+}
+
+/// Where the superblock, its `records` bytes of compression records and a
+/// device table of `slots` slots end, and where that table starts.
+fn sb_end(opts: &BuildOptions, records: u64, slots: usize) -> (u64, Option<u64>) {
+    let end = 1024 + sb_size(opts) as u64 + records;
+    if slots == 0 {
+        return (end, None);
+    }
+    let at = end.next_multiple_of(DEVICE_SLOT_SIZE as u64);
+    (at + (slots * DEVICE_SLOT_SIZE) as u64, Some(at))
 }
 
 /// Compression records that follow the superblock, and the SB fields they

@@ -1123,7 +1123,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__mount)
-            opts="-f -o -h --offset --device --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --s3-endpoint --s3-region --s3-profile --s3-addressing --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --verity-format --foreground --threads --cache-size --no-prefetch --prefetch-size --trace --help"
+            opts="-f -o -h --offset --device --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --s3-endpoint --s3-region --s3-profile --s3-addressing --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --verity-format --foreground --threads --cache-size --no-prefetch --prefetch-size --trace --basedir --verify-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1222,6 +1222,10 @@ _ferrofs() {
                     return 0
                     ;;
                 --trace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --basedir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

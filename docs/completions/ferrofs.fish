@@ -128,10 +128,12 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l cache-size -d 
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -s o -d 'Mount options: allow_other' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l prefetch-size -d 'Most file bytes prefetched per directory' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l trace -d 'Append every read (path, offset, length, in arrival order) to this file, for `mkfs --profile` and `dump --profile`' -r -F
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l basedir -d 'Serve a composefs image as its overlay mount shows it, over this object store: file contents come from the objects the redirect xattrs name; whiteouts and overlayfs\'s own xattrs are hidden' -r -F
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verity-no-superblock -d 'The tree has no verity superblock (`veritysetup format --no-superblock`): its parameters are the --verity-salt, --verity-data-block-size and --verity-hash-algorithm given (4096-byte hash blocks), covering the whole image (up to the hash offset when appended)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -s f -l foreground -d 'Stay in the foreground (default: detach once mounted)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l no-prefetch -d 'Do not prefetch. By default decoded data goes into the kernel\'s page cache in the background: the small files after the one being read in a listed directory, and the whole pcluster a small read decoded'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -l verify-objects -d 'With --basedir: check each object\'s fs-verity digest against the image\'s metacopy xattr before serving a byte of it (a mismatch, or a missing digest, is EIO and logged)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mount" -s h -l help -d 'Print help'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l device -d 'Extra device (blob) files or URLs, in device-table order; without them, extra devices are expected concatenated to the image' -r -F
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand fsck" -l offset -d 'The image starts this many bytes into the file (`mkfs --offset`)' -r

@@ -48,6 +48,16 @@ pub struct MountArgs {
     /// file, for `mkfs --profile` and `dump --profile`.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Serve a composefs image as its overlay mount shows it, over this
+    /// object store: file contents come from the objects the redirect
+    /// xattrs name; whiteouts and overlayfs's own xattrs are hidden.
+    #[arg(long, value_name = "DIR")]
+    basedir: Option<PathBuf>,
+    /// With --basedir: check each object's fs-verity digest against the
+    /// image's metacopy xattr before serving a byte of it (a mismatch, or
+    /// a missing digest, is EIO and logged).
+    #[arg(long, requires = "basedir")]
+    verify_objects: bool,
 }
 
 pub fn run(a: &MountArgs) -> Result<ExitCode> {
@@ -59,6 +69,19 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
             other => bail!("-o {other}: unsupported mount option"),
         }
     }
+    // The detached daemon may run elsewhere: the store by absolute path,
+    // checked before anything is mounted.
+    let objects = match &a.basedir {
+        Some(d) => {
+            let abs =
+                std::fs::canonicalize(d).with_context(|| format!("--basedir {}", d.display()))?;
+            if !abs.is_dir() {
+                bail!("--basedir {}: not a directory", d.display());
+            }
+            Some(abs)
+        }
+        None => None,
+    };
     let mopts = ferrofs_fuse::MountOptions {
         foreground: a.foreground,
         threads: a.threads,
@@ -73,6 +96,8 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
                 .display()
                 .to_string(),
         ),
+        objects,
+        verify_objects: a.verify_objects,
     };
     // A bad mount point is reported before the image is opened.
     ferrofs_fuse::prepare(&a.mountpoint, &mopts)?;

@@ -33,6 +33,7 @@ mod convert;
 mod ids;
 mod mount;
 mod mountinfo;
+mod objects;
 mod prefetch;
 mod trace;
 
@@ -52,6 +53,7 @@ use fuser::{
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyXattr, Request,
 };
 use ids::NodeIds;
+use objects::Objects;
 use prefetch::{Prefetch, STORE_READS_UNDER};
 use trace::Tracer;
 
@@ -94,6 +96,10 @@ pub(crate) struct ErofsFuse {
     /// Open files by ino for reads that come without a handle (the kernel
     /// sends no `open` once we answer it with ENOSYS).
     files: Mutex<HashMap<u64, File>>,
+    /// A composefs image's object store: set, the mount shows the
+    /// overlay view (whiteouts hidden, private xattrs hidden or
+    /// unescaped, contents of metacopy files from their objects).
+    objects: Option<Objects>,
 }
 
 /// Most files kept mapped for handle-less reads.
@@ -108,7 +114,20 @@ impl ErofsFuse {
             trace: None,
             prefetch: None,
             files: Mutex::new(HashMap::new()),
+            objects: None,
         }
+    }
+
+    /// Serves the image as overlayfs serves a composefs image over the
+    /// object store `dir` (see [`Objects`]).
+    pub(crate) fn with_objects(mut self, dir: std::path::PathBuf, verify: bool) -> Self {
+        self.objects = Some(Objects::new(dir, verify));
+        self
+    }
+
+    /// Whether the overlay view hides this entry (a whiteout).
+    fn hidden(&self, i: &Inode) -> bool {
+        self.objects.is_some() && ferrofs::composefs::is_whiteout(i)
     }
 
     /// Turns on prefetch into the page cache (the tree walk and small reads) with
@@ -202,6 +221,9 @@ impl ErofsFuse {
             return Err(Errno::ENOTDIR);
         }
         let mut entries = self.image.raw().read_dir(&dir).map_err(errno)?;
+        if self.objects.is_some() {
+            self.drop_whiteouts(&mut entries)?;
+        }
         if dir.dot_omitted() {
             // The image leaves "." out; list it last, as the kernel does.
             entries.push(DirEntry {
@@ -213,13 +235,46 @@ impl ErofsFuse {
         Ok(entries.into())
     }
 
-    /// The attributes the kernel's EROFS driver would report.
+    /// File bytes at `offset`: from the image, or from the object of a
+    /// composefs metacopy file.
+    fn read_contents(&self, f: &File, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+        if let Some(objects) = &self.objects {
+            if let Some(o) = objects.of(&self.image, f.inode())? {
+                return objects.read(&o, f.inode().nid(), buf, offset);
+            }
+        }
+        f.read_at(buf, offset).map_err(errno)
+    }
+
+    /// Removes the entries the overlay view hides.
+    fn drop_whiteouts(&self, entries: &mut Vec<DirEntry>) -> Result<(), Errno> {
+        let chr = ferrofs::format::inode::FileType::CharDevice.dirent_code();
+        let mut keep = Vec::with_capacity(entries.len());
+        for e in entries.drain(..) {
+            if e.type_code == chr && self.hidden(&self.image.raw().inode(e.nid).map_err(errno)?) {
+                continue;
+            }
+            keep.push(e);
+        }
+        *entries = keep;
+        Ok(())
+    }
+
+    /// The attributes the kernel's EROFS driver would report (with an
+    /// object store: a metacopy file's blocks are its object's, as
+    /// overlayfs reports them).
     pub(crate) fn attr(&self, i: &Inode) -> FileAttr {
-        convert::attr(
+        let mut a = convert::attr(
             i,
             INodeNo(self.ids.st_ino(i.nid())),
             self.image.block_size().bits(),
-        )
+        );
+        if let Some(objects) = &self.objects {
+            if let Ok(Some(o)) = objects.of(&self.image, i) {
+                a.blocks = o.blocks.unwrap_or(a.blocks);
+            }
+        }
+        a
     }
 }
 
@@ -272,7 +327,11 @@ impl Filesystem for ErofsFuse {
             if let Some(mut t) = self.tracer() {
                 t.name(dir.nid(), e.nid, name.as_bytes());
             }
-            self.image.raw().inode(e.nid).map_err(errno)
+            let i = self.image.raw().inode(e.nid).map_err(errno)?;
+            if self.hidden(&i) {
+                return Err(Errno::ENOENT);
+            }
+            Ok(i)
         })();
         match r {
             Ok(i) => reply.entry(&TTL, &self.attr(&i), Generation(0)),
@@ -342,7 +401,8 @@ impl Filesystem for ErofsFuse {
             if buf.len() < want {
                 buf.resize(want, 0);
             }
-            match f.read_at(&mut buf[..want], offset) {
+            let got = self.read_contents(&f, &mut buf[..want], offset);
+            match got {
                 Ok(n) => {
                     if let Some(mut t) = self.tracer() {
                         let path = t.path(self.ids.root(), f.inode().nid());
@@ -350,7 +410,7 @@ impl Filesystem for ErofsFuse {
                     }
                     reply.data(&buf[..n])
                 }
-                Err(e) => reply.error(errno(e)),
+                Err(e) => reply.error(e),
             }
             if buf.len() > MAX_READ {
                 *buf = Vec::new();
@@ -483,9 +543,13 @@ impl Filesystem for ErofsFuse {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let stored = match &self.objects {
+            None => std::borrow::Cow::Borrowed(name.as_bytes()),
+            Some(_) => ferrofs::composefs::stored_name(name.as_bytes()),
+        };
         let r = self
             .inode(ino)
-            .and_then(|i| self.image.raw().xattr(&i, name.as_bytes()).map_err(errno));
+            .and_then(|i| self.image.raw().xattr(&i, &stored).map_err(errno));
         match r {
             Ok(Some(v)) => reply_xattr(&v, size, reply),
             Ok(None) => reply.error(Errno::ENODATA),
@@ -500,9 +564,15 @@ impl Filesystem for ErofsFuse {
         match r {
             Ok(xs) => {
                 let mut names = Vec::new();
-                for x in xs {
-                    names.extend_from_slice(&x.name);
-                    names.push(0);
+                for x in &xs {
+                    let shown = match &self.objects {
+                        None => Some(std::borrow::Cow::Borrowed(&x.name[..])),
+                        Some(_) => ferrofs::composefs::visible_name(&x.name),
+                    };
+                    if let Some(n) = shown {
+                        names.extend_from_slice(&n);
+                        names.push(0);
+                    }
                 }
                 reply_xattr(&names, size, reply);
             }

@@ -58,6 +58,14 @@ pub struct MountOptions {
     /// image's path or URL); `None`, or a name with a comma or backslash
     /// (which FUSE option strings cannot carry), shows `ferrofs`.
     pub source: Option<String>,
+    /// Serve a composefs image as overlayfs does over this object store
+    /// (`--basedir`): metacopy files read their redirect's object,
+    /// whiteouts and overlayfs's private xattrs are hidden, escaped ones
+    /// shown unescaped. Prefetch is off then (the image holds no data).
+    pub objects: Option<PathBuf>,
+    /// With [`MountOptions::objects`]: check each object's fs-verity
+    /// digest against its metacopy xattr before serving a byte of it.
+    pub verify_objects: bool,
 }
 
 impl Default for MountOptions {
@@ -71,6 +79,8 @@ impl Default for MountOptions {
             prefetch: Some(16 << 20),
             trace: None,
             source: None,
+            objects: None,
+            verify_objects: false,
         }
     }
 }
@@ -316,8 +326,11 @@ pub fn spawn(image: Image, dir: &Path, options: &MountOptions) -> Result<Mounted
                 source,
             })?;
         fs = fs.with_trace(f);
-    } else if let Some(budget) = options.prefetch {
+    } else if let (Some(budget), None) = (options.prefetch, &options.objects) {
         fs = fs.with_prefetch(budget);
+    }
+    if let Some(dir) = &options.objects {
+        fs = fs.with_objects(dir.clone(), options.verify_objects);
     }
     let cfg = crate::config(options);
     let notifier = fs.notifier_cell();

@@ -51,6 +51,7 @@ mod addr;
 mod bounds;
 pub mod bulk;
 mod cache;
+pub mod composefs;
 mod decompress;
 mod dir;
 pub mod error;

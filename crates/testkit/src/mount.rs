@@ -36,6 +36,18 @@ impl LoopMount {
         Self::mount("overlay", Path::new("overlay"), &opts)
     }
 
+    /// A composefs image's overlay mount, as `mount.composefs` makes it
+    /// without fs-verity: the mounted EROFS image `metadata` as the one
+    /// layer over the data-only layer `objects` (kernel 6.5 and later).
+    pub fn composefs(metadata: &Path, objects: &Path) -> io::Result<LoopMount> {
+        let opts = format!(
+            "ro,metacopy=on,redirect_dir=on,lowerdir={}::{}",
+            metadata.display(),
+            objects.display()
+        );
+        Self::mount("overlay", Path::new("composefs"), &opts)
+    }
+
     fn mount(fstype: &str, image: &Path, opts: &str) -> io::Result<LoopMount> {
         let tmp = crate::TempDir::new("ferrofs-mnt")?;
         let mut keep = tmp;

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use ferrofs::composefs;
 use ferrofs::format::compress::algorithm_name;
 use ferrofs::format::inode::DataLayout;
 use ferrofs::format::superblock::{compat, compat_names, incompat};
@@ -81,7 +82,36 @@ pub fn superblock(image: &Image) -> Value {
         "xattr_prefixes": image.xattr_prefixes().iter().map(|(b, i)| json!({"base": b, "infix": String::from_utf8_lossy(i)})).collect::<Vec<_>>(),
         "devices": devices,
         "image_bytes": image.source_len(),
+        "composefs": composefs_header(image),
     })
+}
+
+/// The composefs header (format version, flags), or null for an image
+/// libcomposefs did not write.
+fn composefs_header(image: &Image) -> Value {
+    match composefs::Header::of(image) {
+        Ok(Some(h)) => json!({
+            "format_version": h.format_version,
+            "header_version": h.header_version,
+            "flags": h.flags,
+            "has_acl": h.flags & composefs::FLAG_HAS_ACL != 0,
+        }),
+        Ok(None) => Value::Null,
+        Err(e) => json!({"error": e.to_string()}),
+    }
+}
+
+/// Where a composefs metacopy file's contents live: the object (its
+/// redirect) and the fs-verity digest it must have.
+fn composefs_object(image: &Image, inode: &Inode) -> Option<Value> {
+    match composefs::backing(&image.raw(), inode) {
+        Ok(Some(b)) => Some(json!({
+            "object": b.object.as_deref().map(String::from_utf8_lossy),
+            "digest": b.digest_hex().map(|h| format!("sha256:{h}")),
+        })),
+        Ok(None) => None,
+        Err(e) => Some(json!({"error": e.to_string()})),
+    }
 }
 
 /// The metabox inode (nid, size, layout), or null without one.
@@ -263,6 +293,9 @@ pub fn inode(image: &Image, inode: &Inode) -> Value {
         "position": inode.pos().offset(),
         "xattrs": xattrs,
     });
+    if let Some(o) = composefs_object(image, inode) {
+        v["composefs"] = o;
+    }
     match image.raw().fingerprint(inode) {
         Ok(Some(fp)) => v["fingerprint"] = json!(fingerprint_text(&fp)),
         Ok(None) => {}

@@ -8,6 +8,7 @@
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
 
 mod closed_pipe;
+mod composefs;
 mod decode_once;
 mod dump_v19;
 mod extract_xattrs;

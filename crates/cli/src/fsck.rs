@@ -33,28 +33,9 @@ pub(crate) fn fsck(
     data: &DataArgs,
     (json, remote_stats): (bool, bool),
 ) -> Result<ExitCode> {
-    let image = match open(img) {
+    let image = match open_for_check(img)? {
         Ok(image) => image,
-        Err(e) => {
-            if let Some(change) = crate::source::remote_change() {
-                return Ok(changed_while_read(&change));
-            }
-            // Damage found at open (what Linux refuses to mount) is damage:
-            // exit 1. A file that is no image, or a short copy, stays 2.
-            let damaged = e.downcast_ref::<ferrofs::Error>().is_some_and(|r| {
-                matches!(
-                    r,
-                    ferrofs::Error::Corrupt { .. }
-                        | ferrofs::Error::Format { .. }
-                        | ferrofs::Error::Codec { .. }
-                ) || matches!(r, ferrofs::Error::Verity(v) if v.is_integrity())
-            });
-            if damaged {
-                eprintln!("ferrofs: {}", crate::report(&e));
-                return Ok(ExitCode::from(1));
-            }
-            return Err(e);
-        }
+        Err(code) => return Ok(code),
     };
     let pb = progress(None);
     let tick = |inodes: u64, bytes: u64| {
@@ -89,19 +70,61 @@ pub(crate) fn fsck(
     let st = image.cache_stats();
     report.pclusters_decoded = st.decodes;
     report.bytes_decoded = st.decoded_bytes;
+    print_report(img, &report, json, remote_stats)?;
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Opens the image, or the exit code of an open that found the image
+/// damaged (1, what Linux refuses to mount) or changed on its server (3).
+/// A file that is no image, or a short copy, stays an error (2).
+fn open_for_check(img: &ImageArgs) -> Result<std::result::Result<ferrofs::Image, ExitCode>> {
+    let e = match open(img) {
+        Ok(image) => return Ok(Ok(image)),
+        Err(e) => e,
+    };
+    if let Some(change) = crate::source::remote_change() {
+        return Ok(Err(changed_while_read(&change)));
+    }
+    let damaged = e.downcast_ref::<ferrofs::Error>().is_some_and(|r| {
+        matches!(
+            r,
+            ferrofs::Error::Corrupt { .. }
+                | ferrofs::Error::Format { .. }
+                | ferrofs::Error::Codec { .. }
+        ) || matches!(r, ferrofs::Error::Verity(v) if v.is_integrity())
+    });
+    if damaged {
+        eprintln!("ferrofs: {}", crate::report(&e));
+        return Ok(Err(ExitCode::from(1)));
+    }
+    Err(e)
+}
+
+/// The report on stdout (problems, warnings, the summary line; or JSON
+/// with `remote` figures when asked), and a URL's request count on stderr.
+fn print_report(
+    img: &ImageArgs,
+    report: &ferrofs_check::fsck::Report,
+    json: bool,
+    remote_stats: bool,
+) -> Result<()> {
     let mut out = out::stdout();
     if json {
         match crate::source::remote_stats().filter(|_| remote_stats) {
             // What reading a URL's image cost: requests and body bytes.
             Some(st) => {
-                let mut v = serde_json::to_value(&report)?;
+                let mut v = serde_json::to_value(report)?;
                 if let Some(obj) = v.as_object_mut() {
                     let remote = serde_json::json!({ "requests": st.requests, "bytes": st.bytes });
                     obj.insert("remote".into(), remote);
                 }
                 writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             }
-            None => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+            None => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,
         }
     } else {
         let warnings = report.warnings.iter().map(|p| ("warning: ", p));
@@ -143,11 +166,7 @@ pub(crate) fn fsck(
             st.bytes
         );
     }
-    Ok(if report.is_clean() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(())
 }
 
 /// With `--verity`: checks the blocks the tree covers that the walk did

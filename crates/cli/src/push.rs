@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use ferrofs_remote::s3::push::{PushOptions, Uploader};
+use ferrofs_remote::s3::push::{PushOptions, Pushed, Uploader};
 use ferrofs_remote::RemoteError;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -80,8 +80,52 @@ pub fn run(a: &PushArgs) -> Result<ExitCode> {
             ..PushOptions::default()
         },
     );
-    // SIGINT and SIGTERM stop the upload, which is then aborted (exit
-    // status 130 or 143); a second one ends the process at once.
+    let signals = stop_on_signals()?;
+    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if !std::io::stderr().is_terminal() {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {wide_bar}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let started = Instant::now();
+    let res = up.push(&file, len, &|n| pb.inc(n), &signals.stop);
+    pb.finish_and_clear();
+    for id in signals.ids {
+        signal_hook::low_level::unregister(id);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let pushed = match res {
+        Ok(p) => p,
+        Err(RemoteError::Interrupted { url }) => {
+            eprintln!("ferrofs: {url}: upload interrupted and aborted: nothing was published");
+            // 128 + the signal, as a shell reports a process it ended.
+            let term = signals.term.load(std::sync::atomic::Ordering::Relaxed);
+            return Ok(ExitCode::from(if term { 143 } else { 130 }));
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "pushing {} (nothing was published)",
+                a.image.display()
+            )))
+        }
+    };
+    print_pushed(a, &pushed, secs)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGINT and SIGTERM while an upload runs: they raise `stop` (the
+/// upload is then aborted, exit status 130 or 143); a second signal ends
+/// the process at once.
+struct Signals {
+    stop: Arc<AtomicBool>,
+    /// The signal was SIGTERM.
+    term: Arc<AtomicBool>,
+    ids: Vec<signal_hook::SigId>,
+}
+
+fn stop_on_signals() -> Result<Signals> {
     let stop = Arc::new(AtomicBool::new(false));
     let term = Arc::new(AtomicBool::new(false));
     let mut signals = Vec::new();
@@ -100,36 +144,15 @@ pub fn run(a: &PushArgs) -> Result<ExitCode> {
         }
         signals.push(handle(signal_hook::flag::register(sig, stop.clone()))?);
     }
-    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    if !std::io::stderr().is_terminal() {
-        pb.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    pb.set_style(
-        ProgressStyle::with_template("{spinner} {elapsed} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {wide_bar}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let started = Instant::now();
-    let res = up.push(&file, len, &|n| pb.inc(n), &stop);
-    pb.finish_and_clear();
-    for id in signals {
-        signal_hook::low_level::unregister(id);
-    }
-    let secs = started.elapsed().as_secs_f64();
-    let pushed = match res {
-        Ok(p) => p,
-        Err(RemoteError::Interrupted { url }) => {
-            eprintln!("ferrofs: {url}: upload interrupted and aborted: nothing was published");
-            // 128 + the signal, as a shell reports a process it ended.
-            let term = term.load(std::sync::atomic::Ordering::Relaxed);
-            return Ok(ExitCode::from(if term { 143 } else { 130 }));
-        }
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!(
-                "pushing {} (nothing was published)",
-                a.image.display()
-            )))
-        }
-    };
+    Ok(Signals {
+        stop,
+        term,
+        ids: signals,
+    })
+}
+
+/// What was published: JSON with `--json`, else one line.
+fn print_pushed(a: &PushArgs, pushed: &Pushed, secs: f64) -> Result<()> {
     let mut out = crate::out::stdout();
     if a.json {
         let v = serde_json::json!({
@@ -159,5 +182,5 @@ pub fn run(a: &PushArgs) -> Result<ExitCode> {
         )?;
     }
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

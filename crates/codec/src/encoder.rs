@@ -80,12 +80,15 @@ impl Encoder {
         })
     }
 
-    /// Forgets what earlier calls learned (the DEFLATE/zstd search's ratio
-    /// hint), so the next calls give the same output whatever this encoder
+    /// Forgets what earlier calls learned (the ratio DEFLATE's search and
+    /// zstd's fill start from), so the next calls give the same output whatever this encoder
     /// compressed before. Call it at the start of independent inputs when
     /// output must not depend on how work was spread over encoders.
     pub fn reset(&mut self) {
         self.search.forget();
+        if let Engine::Zstd(e) = &mut self.engine {
+            e.forget();
+        }
     }
 
     /// Says whether the next inputs are machine code (from an ELF file).
@@ -114,11 +117,14 @@ impl Encoder {
     /// [`Exact`](crate::DecodeMode::Exact) mode decodes it to exactly
     /// `src[..consumed]`.
     ///
-    /// DEFLATE and zstd have no fixed-output mode: they search for a long
-    /// prefix that fits (within 1 % of the longest), so `consumed` may be
-    /// slightly below the true maximum. The caller bounds `src` (the
-    /// search's first trial takes at most 4 × `dst.len()` bytes, but zero
-    /// runs can extend it to all of `src`).
+    /// DEFLATE and zstd have no fixed-output mode. DEFLATE (and zstd into
+    /// less than 16 KiB) searches for a long prefix that fits (within 1 %
+    /// of the longest); zstd feeds one frame piece by piece, flushing
+    /// each, and cuts it at the last piece that fits (about one
+    /// compression of the input instead of the search's two to five), so
+    /// `consumed` may be slightly below the true maximum. The caller bounds `src` (DEFLATE's first trial takes at
+    /// most 4 × `dst.len()` bytes, but zero runs can extend it to all of
+    /// `src`).
     pub fn compress_fixed_output(
         &mut self,
         src: &[u8],
@@ -151,7 +157,8 @@ impl Encoder {
 
     /// How many trial compressions the last
     /// [`compress_fixed_output`](Self::compress_fixed_output) ran (always 1
-    /// for LZ4 and MicroLZMA, which have a native fixed-output mode).
+    /// for LZ4 and MicroLZMA, which have a native fixed-output mode; for
+    /// zstd, the frames started).
     pub fn last_trials(&self) -> u32 {
         self.last_trials
     }

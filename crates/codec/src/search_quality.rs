@@ -1,5 +1,5 @@
-//! How well and how fast the prefix search works with the real DEFLATE and
-//! zstd compressors, compared with exhaustive bisection.
+//! How well and how fast DEFLATE's prefix search and zstd's one-pass fill
+//! work, compared with exhaustive bisection.
 
 use crate::deflate::DeflateEncoder;
 use crate::fit::{Search, WholeCompressor};
@@ -114,7 +114,43 @@ fn search_is_close_to_bisection_with_few_trials() {
             cap,
         );
         assert!(avg <= 4.0, "deflate cap {cap}: {avg}");
-        let avg = measure("zstd", &mut ZstdEncoder::new(None).unwrap(), &data, cap);
-        assert!(avg <= 4.0, "zstd cap {cap}: {avg}");
+    }
+    // zstd into less than 16 KiB (the fill takes larger outputs).
+    let avg = measure("zstd", &mut ZstdEncoder::new(None).unwrap(), &data, 4096);
+    assert!(avg <= 4.0, "zstd cap 4096: {avg}");
+}
+
+/// zstd's one-pass fill takes within 2 % of the longest prefix whose
+/// one-shot frame fits (as much as the search above gives up), with
+/// about one frame per pcluster.
+#[test]
+fn zstd_fill_is_close_to_bisection_in_one_pass() {
+    let data = text(24 << 20, 0x1234_5678);
+    for cap in [16384, 65536, 131072] {
+        let mut enc = ZstdEncoder::new(Some(15)).unwrap();
+        let mut search = Search::default();
+        let mut dst = vec![0u8; cap];
+        let (mut frames, mut runs, mut pos, mut gaps) = (0u32, 0u32, 0, 0.0f64);
+        while pos + 32 * cap <= data.len() && runs < 10 {
+            let src = &data[pos..pos + 32 * cap];
+            let fit = enc
+                .compress_fixed_output(&mut search, src, &mut dst)
+                .unwrap();
+            let best = bisect(&mut enc, src, cap);
+            assert!(fit.written <= cap && fit.consumed > 0);
+            let gap = 1.0 - fit.consumed as f64 / best as f64;
+            assert!(gap <= 0.05, "cap {cap}: {} vs best {best}", fit.consumed);
+            gaps += gap;
+            frames += fit.trials;
+            runs += 1;
+            pos += fit.consumed;
+        }
+        let (gap, avg) = (gaps / f64::from(runs), f64::from(frames) / f64::from(runs));
+        println!(
+            "zstd fill cap {cap}: mean gap {:.2} %, {avg:.2} frames",
+            gap * 100.0
+        );
+        assert!(gap <= 0.01, "cap {cap}: mean gap {gap}");
+        assert!(avg <= 1.5, "cap {cap}: {avg} frames per pcluster");
     }
 }

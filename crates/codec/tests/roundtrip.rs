@@ -232,3 +232,62 @@ fn machine_code_hint_picks_the_tree_encoder() {
         "the machine-code hint changed nothing"
     );
 }
+
+/// zstd's one-pass fill on inputs whose ratio changes inside a pcluster:
+/// a long zero run before random bytes (the ratio of the start would
+/// make the next piece megabytes long), text before random, random
+/// before text. Each frame fits, decodes exactly, here and with zstd's
+/// own one-shot decoder (the frames carry no content size), and fills
+/// its pcluster to within 1 % unless the input ended or turned far less
+/// compressible right after it (a frame of zeros stops where the random
+/// bytes begin: it takes one block, not a pcluster).
+#[test]
+fn zstd_fill_follows_ratio_changes() {
+    let cap = 131_072;
+    let mut zero_then_random = zeros(3 << 20);
+    zero_then_random.extend(random(1 << 20, 5));
+    let mut text_then_random = text(200_000, 6);
+    text_then_random.extend(random(1 << 20, 7));
+    let mut random_then_text = random(100_000, 8);
+    random_then_text.extend(text(1 << 20, 9));
+    let mut dec = decoder();
+    for (name, data) in [
+        ("zeros then random", zero_then_random),
+        ("text then random", text_then_random),
+        ("random then text", random_then_text),
+    ] {
+        let mut cfg = EncoderConfig::new(Algorithm::Zstd);
+        cfg.level = Some(15);
+        let mut at = 0;
+        let mut frames = 0;
+        let mut short: Option<usize> = None;
+        while at < data.len() {
+            let (consumed, stream) = pcluster(cfg, &data[at..], cap);
+            let what = format!("{name}: frame {frames} at {at}");
+            assert!(consumed > 0, "{what}: nothing consumed");
+            assert!(stream.len() <= cap, "{what}: {} bytes", stream.len());
+            if let Some(before) = short.take() {
+                assert!(
+                    consumed * 4 < before,
+                    "{what}: {consumed} after a short frame of {before}"
+                );
+            }
+            if at + consumed < data.len() && stream.len() * 100 < cap * 99 {
+                short = Some(consumed);
+            }
+            let out = decode(&mut dec, cfg.alg, &stream, consumed, DecodeMode::Exact)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(
+                out == data[at..at + consumed],
+                "{what}: decoded bytes differ"
+            );
+            // The reference decoder reads it too.
+            let mut check = vec![0u8; consumed];
+            let n = zstd_safe::decompress(&mut check[..], &stream)
+                .unwrap_or_else(|c| panic!("{what}: {}", zstd_safe::get_error_name(c)));
+            assert_eq!(n, consumed, "{what}");
+            at += consumed;
+            frames += 1;
+        }
+    }
+}

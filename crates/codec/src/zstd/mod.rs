@@ -1,5 +1,6 @@
 //! Zstandard (EROFS algorithm 3): one zstd frame per pcluster.
 
+mod fill;
 mod header;
 
 use crate::fit::{Fit, Search, WholeCompressor};
@@ -16,6 +17,9 @@ pub const ZSTD_WINDOW_LOG_DEFAULT: u8 = 20;
 pub const ZSTD_WINDOW_LOG_MAX: u8 = 27;
 /// Smallest window log zstd knows.
 const WINDOW_LOG_MIN: u8 = 10;
+/// Outputs of at least this many bytes are filled in one pass; smaller
+/// ones by the prefix search.
+pub(crate) const FILL_FROM: usize = 16 << 10;
 /// Window log limit of frames the encoder writes (1 MiB); the builder
 /// stores `ZSTD_ENCODER_WINDOW_LOG - 10` in the zstd configuration record.
 pub const ZSTD_ENCODER_WINDOW_LOG: u32 = 20;
@@ -135,9 +139,10 @@ impl ZstdDecoder {
     }
 }
 
-/// A reusable zstd compression context for the prefix search.
+/// A reusable zstd compression context for fixed-size output.
 pub(crate) struct ZstdEncoder {
     cctx: CCtx<'static>,
+    filler: fill::Filler,
 }
 
 impl ZstdEncoder {
@@ -166,24 +171,40 @@ impl ZstdEncoder {
             cctx.set_parameter(p)
                 .map_err(|c| CodecError::internal(ALG, zstd_error(c)))?;
         }
-        Ok(Self { cctx })
+        Ok(Self {
+            cctx,
+            filler: fill::Filler::default(),
+        })
     }
 
+    /// One frame holding a long prefix of `src` that fits in `dst`: from
+    /// [`FILL_FROM`] bytes of output by the one-pass fill (see [`fill`]),
+    /// below it by the prefix search (flushed pieces cost too much of a
+    /// small frame; a small frame is cheap to compress again).
     pub fn compress_fixed_output(
         &mut self,
         search: &mut Search,
         src: &[u8],
         dst: &mut [u8],
     ) -> Result<Fit, CodecError> {
-        search.run(self, src, dst)
+        if dst.len() >= FILL_FROM {
+            self.filler.fill(&mut self.cctx, src, dst)
+        } else {
+            search.run(self, src, dst)
+        }
+    }
+
+    /// Forgets the ratio learned from earlier calls.
+    pub fn forget(&mut self) {
+        self.filler.forget();
     }
 }
 
+/// One-shot frames: the prefix search's trials.
 impl WholeCompressor for ZstdEncoder {
     fn compress_into(&mut self, src: &[u8], out: &mut [u8]) -> Result<Option<usize>, CodecError> {
         match self.cctx.compress2(out, src) {
             Ok(n) => Ok(Some(n)),
-            // With less room than the bound, a failure means "too small".
             Err(_) if out.len() < zstd_safe::compress_bound(src.len()) => Ok(None),
             Err(c) => Err(CodecError::internal(ALG, zstd_error(c))),
         }

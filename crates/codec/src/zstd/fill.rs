@@ -1,0 +1,203 @@
+//! Fixed-size zstd output in one pass: the input goes into one streaming
+//! frame piece by piece, each piece flushed (so the output so far is a
+//! frame prefix of whole blocks), each piece aimed at a fraction of the
+//! room left, measured by the ratio seen so far in this frame. When a
+//! flush does not fit, the frame is cut back to the last flush that did
+//! and closed with an empty last block. Every input byte is compressed
+//! about once, where a prefix search compresses the pcluster's input two
+//! to five times; the price is a few more zstd blocks per frame.
+//!
+//! A piece that overflows with much room left (the data turned less
+//! compressible than the ratio said) starts the frame again with smaller
+//! pieces, at most [`RESTARTS`] times.
+//!
+//! Encoder side only: lengths here come from the builder's buffers.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss,
+    clippy::cast_sign_loss
+)]
+
+use zstd_safe::zstd_sys::ZSTD_EndDirective;
+use zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer, ResetDirective};
+
+use crate::fit::Fit;
+use crate::{Algorithm, CodecError};
+
+/// An empty raw block marked last: 3-byte header, Last_Block = 1,
+/// Block_Type = Raw, Block_Size = 0. It closes a frame cut after a flush.
+const LAST_EMPTY_BLOCK: [u8; 3] = [1, 0, 0];
+/// Ratio assumed for the first piece of the first frame.
+const FIRST_RATIO: f64 = 3.0;
+/// The first piece aims at this fraction of the output...
+const FIRST_AIM: f64 = 0.3;
+/// ...later ones at this fraction of the room left.
+const AIM: f64 = 0.75;
+/// Smallest piece fed (input bytes).
+const MIN_PIECE: usize = 256;
+/// Frames restarted with smaller pieces at most this often per call.
+const RESTARTS: u32 = 2;
+/// A piece is at most this many times the input the frame took before it.
+const GROWTH: f64 = 4.0;
+/// The ratio a first piece may assume, at most (one very compressible
+/// run must not make the next frame start with megabytes).
+const MAX_FIRST_RATIO: f64 = 8.0;
+
+/// Room left at which a frame is closed: 1/512 of the output (0.2 %),
+/// at least 16 bytes.
+fn enough(cap: usize) -> usize {
+    (cap / 512).max(16)
+}
+
+/// The fill state kept between calls: the ratio of the last frame.
+#[derive(Default)]
+pub(crate) struct Filler {
+    ratio: Option<f64>,
+}
+
+/// Where the frame stood after a flush that fit.
+#[derive(Clone, Copy)]
+struct Mark {
+    consumed: usize,
+    written: usize,
+}
+
+/// How a frame is cut into pieces.
+#[derive(Clone, Copy)]
+struct Schedule {
+    /// Input per output byte assumed until the frame has output.
+    ratio: f64,
+    /// Each piece aims at this fraction of the room left.
+    aim: f64,
+    /// A piece is at most this many times the input taken so far.
+    growth: f64,
+    /// A first piece known to fit (from an earlier attempt), or 0.
+    prefix: usize,
+}
+
+impl Filler {
+    /// Forgets the ratio learned from earlier calls.
+    pub(crate) fn forget(&mut self) {
+        self.ratio = None;
+    }
+
+    /// Compresses the longest prefix of `src` this schedule fits into
+    /// `dst`, as one zstd frame.
+    pub(crate) fn fill(
+        &mut self,
+        cctx: &mut CCtx<'static>,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Fit, CodecError> {
+        let cap = dst.len().saturating_sub(LAST_EMPTY_BLOCK.len());
+        // zstd picks its match finder by source size: for a frame of
+        // unknown size it takes the one for large inputs, much weaker
+        // below 256 KiB than what a one-shot frame of that size gets.
+        // Say what this frame will likely take (a little less: where the
+        // guess straddles a size class, the smaller class's stronger
+        // match finder is the safer side).
+        let expect = 0.9 * cap as f64 * self.ratio.unwrap_or(FIRST_RATIO);
+        let hint = u32::try_from((expect as u64).max(1)).unwrap_or(u32::MAX);
+        // (A frame the last call cut is still open: parameters change
+        // only between frames.)
+        cctx.reset(ResetDirective::SessionOnly).map_err(internal)?;
+        cctx.set_parameter(CParameter::SrcSizeHint(hint))
+            .map_err(internal)?;
+        let mut plan = Schedule {
+            ratio: self
+                .ratio
+                .unwrap_or(FIRST_RATIO)
+                .clamp(1.0, MAX_FIRST_RATIO),
+            aim: AIM,
+            growth: GROWTH,
+            prefix: 0,
+        };
+        let mut trials = 0;
+        let mark = loop {
+            trials += 1;
+            let (mark, overflowed) = frame(cctx, src, &mut dst[..cap], plan)?;
+            let left = cap - mark.written;
+            if !overflowed || left <= 2 * enough(cap) || trials > RESTARTS {
+                break mark;
+            }
+            // Less compressible than hoped: the same frame again, what
+            // fit as its first piece, then smaller pieces growing slower.
+            plan = Schedule {
+                ratio: plan.ratio / 4.0,
+                aim: plan.aim / 2.0,
+                growth: 1.0 + (plan.growth - 1.0) / 4.0,
+                prefix: mark.consumed,
+            };
+        };
+        if mark.consumed == 0 {
+            return Ok(Fit {
+                consumed: 0,
+                written: 0,
+                trials,
+            });
+        }
+        let end = mark.written + LAST_EMPTY_BLOCK.len();
+        dst[mark.written..end].copy_from_slice(&LAST_EMPTY_BLOCK);
+        self.ratio = Some(mark.consumed as f64 / end as f64);
+        Ok(Fit {
+            consumed: mark.consumed,
+            written: end,
+            trials,
+        })
+    }
+}
+
+/// One frame into `out`: pieces fed and flushed until the input ends, the
+/// room left is [`enough`], or a flush overflows (`true`). Returns the
+/// last flush that fit.
+fn frame(
+    cctx: &mut CCtx<'static>,
+    src: &[u8],
+    out: &mut [u8],
+    plan: Schedule,
+) -> Result<(Mark, bool), CodecError> {
+    cctx.reset(ResetDirective::SessionOnly).map_err(internal)?;
+    let cap = out.len();
+    let mut output = OutBuffer::around(out);
+    let mut mark = Mark {
+        consumed: 0,
+        written: 0,
+    };
+    while mark.consumed < src.len() && cap - mark.written > enough(cap) {
+        let room = (cap - mark.written) as f64;
+        let piece = if mark.written == 0 {
+            match plan.prefix {
+                0 => (room * FIRST_AIM.min(plan.aim) * plan.ratio) as usize,
+                p => p,
+            }
+        } else {
+            let r = mark.consumed as f64 / mark.written as f64;
+            let by_room = room * plan.aim * r;
+            by_room.min(mark.consumed as f64 * plan.growth) as usize
+        };
+        let end = mark.consumed + piece.max(MIN_PIECE).min(src.len() - mark.consumed);
+        let mut input = InBuffer::around(&src[mark.consumed..end]);
+        loop {
+            let pending = cctx
+                .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_flush)
+                .map_err(internal)?;
+            if pending == 0 && input.pos() == input.src.len() {
+                break;
+            }
+            if output.pos() == cap {
+                return Ok((mark, true));
+            }
+        }
+        mark = Mark {
+            consumed: end,
+            written: output.pos(),
+        };
+    }
+    Ok((mark, false))
+}
+
+fn internal(code: usize) -> CodecError {
+    CodecError::internal(Algorithm::Zstd, zstd_safe::get_error_name(code).to_owned())
+}

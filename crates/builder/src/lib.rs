@@ -52,6 +52,7 @@
 #![warn(missing_docs)]
 
 mod build;
+pub mod composefs;
 mod data;
 mod emit;
 mod error;

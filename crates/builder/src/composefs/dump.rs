@@ -8,9 +8,9 @@
 
 use std::io::{BufRead, BufReader, Read};
 
-use super::error::{CfsError, CfsResult};
 use super::node::{valid_type, AddError, Node, Tree, S_IFBLK, S_IFCHR, S_IFLNK};
 use super::walk::PAYLOAD_MAX;
+use crate::error::{BuildError, Result};
 
 /// Largest inline content a dump may give a file.
 const CONTENT_MAX: usize = 5000;
@@ -27,7 +27,7 @@ struct Fixup {
 }
 
 /// Parses a whole dump into a tree.
-pub(crate) fn parse(input: impl Read) -> CfsResult<Tree> {
+pub(crate) fn parse(input: impl Read) -> Result<Tree> {
     let mut r = BufReader::with_capacity(1 << 16, input);
     let mut tree: Option<Tree> = None;
     let mut fixups = Vec::new();
@@ -38,7 +38,7 @@ pub(crate) fn parse(input: impl Read) -> CfsResult<Tree> {
         let n = (&mut r)
             .take(LINE_MAX)
             .read_until(b'\n', &mut buf)
-            .map_err(CfsError::io("dump file"))?;
+            .map_err(BuildError::io("dump file"))?;
         if n == 0 {
             break;
         }
@@ -75,11 +75,8 @@ pub(crate) fn parse(input: impl Read) -> CfsResult<Tree> {
     Ok(tree)
 }
 
-fn dump_err(line: u64, reason: impl Into<String>) -> CfsError {
-    CfsError::Dump {
-        line,
-        reason: reason.into(),
-    }
+fn dump_err(line: u64, reason: impl Into<String>) -> BuildError {
+    BuildError::input(format!("dump file, line {line}"), reason)
 }
 
 /// Splits off the text up to `sep` (all of it when absent).

@@ -8,8 +8,8 @@
 
 use std::collections::HashMap;
 
-use super::error::{CfsError, CfsResult};
 use super::node::{Tree, Xattr, S_IFDIR, S_IFLNK, S_IFREG};
+use crate::error::{BuildError, Result};
 
 pub(crate) const BLOCK: u64 = 4096;
 const BLOCK_BITS: u32 = 12;
@@ -77,13 +77,13 @@ pub(crate) struct Plan {
 }
 
 /// Orders, numbers and places every inode of the rewritten tree.
-pub(crate) fn plan(tree: &mut Tree) -> CfsResult<Plan> {
+pub(crate) fn plan(tree: &mut Tree) -> Result<Plan> {
     let order = breadth_first(tree);
     let mut ino = vec![None; tree.nodes.len()];
     let mut min_mtime = (tree.node(0).mtime_sec, tree.node(0).mtime_nsec);
     let mut has_acl = false;
     for (pos, &i) in order.iter().enumerate() {
-        ino[i] = Some(u32::try_from(pos).map_err(|_| CfsError::tree("/", "too many inodes"))?);
+        ino[i] = Some(u32::try_from(pos).map_err(|_| BuildError::input("/", "too many inodes"))?);
         let subdirs = tree
             .node(i)
             .children
@@ -102,7 +102,7 @@ pub(crate) fn plan(tree: &mut Tree) -> CfsResult<Plan> {
     let entries = order
         .iter()
         .map(|&i| dir_entries(tree, i))
-        .collect::<CfsResult<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()?;
     let (shared_table, offsets, shared_size) = share_xattrs(tree, &order);
     let mut plan = Plan {
         order,
@@ -137,7 +137,7 @@ fn breadth_first(tree: &Tree) -> Vec<usize> {
 }
 
 /// A directory's entries with `.` and `..`, sorted by name bytes.
-fn dir_entries(tree: &Tree, i: usize) -> CfsResult<Vec<Entry>> {
+fn dir_entries(tree: &Tree, i: usize) -> Result<Vec<Entry>> {
     let n = tree.node(i);
     if !n.is_dir() {
         return Ok(Vec::new());
@@ -154,7 +154,7 @@ fn dir_entries(tree: &Tree, i: usize) -> CfsResult<Vec<Entry>> {
     for &c in &n.children {
         let target = tree
             .follow(c)
-            .ok_or_else(|| CfsError::tree(tree.path_of(c), "hard link loop"))?;
+            .ok_or_else(|| BuildError::input(tree.path_of(c), "hard link loop"))?;
         out.push(Entry {
             name: tree.node(c).name.clone(),
             target,

@@ -10,7 +10,6 @@
 
 mod dump;
 mod emit;
-mod error;
 mod layout;
 mod node;
 mod rewrite;
@@ -20,7 +19,8 @@ mod walk;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-pub use error::{CfsError, CfsResult};
+use crate::error::{BuildError, Result};
+
 pub use rewrite::VERSION_MAX;
 pub use store::StoreStats;
 pub use walk::WalkOptions;
@@ -63,7 +63,7 @@ pub struct CfsImage {
 }
 
 /// Builds the image of `source` (and fills the store if asked).
-pub fn build_composefs(source: CfsSource<'_>, opts: &CfsOptions) -> CfsResult<CfsImage> {
+pub fn build_composefs(source: CfsSource<'_>, opts: &CfsOptions) -> Result<CfsImage> {
     let threads = opts
         .threads
         .filter(|&t| t > 0)
@@ -71,9 +71,9 @@ pub fn build_composefs(source: CfsSource<'_>, opts: &CfsOptions) -> CfsResult<Cf
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
-        .map_err(|e| CfsError::Option(format!("cannot start {threads} threads: {e}")))?;
+        .map_err(|e| BuildError::Option(format!("cannot start {threads} threads: {e}")))?;
     let (mut tree, stats) = match source {
-        CfsSource::Dir(dir) => pool.install(|| -> CfsResult<_> {
+        CfsSource::Dir(dir) => pool.install(|| -> Result<_> {
             let (tree, sources) = walk::scan(dir, &opts.walk)?;
             let stats = match &opts.digest_store {
                 Some(store) => Some(store::fill(&tree, &sources, store)?),
@@ -97,17 +97,13 @@ pub fn build_composefs(source: CfsSource<'_>, opts: &CfsOptions) -> CfsResult<Cf
 
 /// Writes `bytes` to `target` atomically: a temporary file beside it,
 /// synced, then renamed onto it.
-pub fn write_atomically(bytes: &[u8], target: &Path) -> CfsResult<()> {
+pub fn write_atomically(bytes: &[u8], target: &Path) -> Result<()> {
     use std::io::Write;
-    let wrap = |e: crate::BuildError| CfsError::Output {
-        path: target.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
-    };
-    let mut staged = crate::util::staged::Staged::new(target).map_err(wrap)?;
+    let mut staged = crate::util::staged::Staged::new(target)?;
     staged
         .file
         .write_all(bytes)
-        .map_err(CfsError::output(target))?;
-    staged.sync().map_err(wrap)?;
-    staged.commit().map_err(wrap)
+        .map_err(BuildError::output(target))?;
+    staged.sync()?;
+    staged.commit()
 }

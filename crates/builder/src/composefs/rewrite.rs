@@ -5,9 +5,9 @@
 //! devices 0/0) turned into escaped whiteout files, the root made opaque
 //! and given the `00`…`ff` whiteouts that hide the store's directories.
 
-use super::error::{CfsError, CfsResult};
 use super::layout::chunking;
 use super::node::{valid_type, Node, Tree, S_IFCHR, S_IFMT, S_IFREG};
+use crate::error::{BuildError, Result};
 
 /// Most chunk indexes a file's inline chunk table may hold.
 pub(crate) const MAX_CHUNKS: u64 = 1024;
@@ -24,9 +24,9 @@ fn is_whiteout(n: &Node) -> bool {
 
 /// The version written: `min`, raised to 1 if the tree has a whiteout and
 /// `max` allows it.
-pub(crate) fn choose_version(tree: &Tree, min: u32, max: u32) -> CfsResult<u32> {
+pub(crate) fn choose_version(tree: &Tree, min: u32, max: u32) -> Result<u32> {
     if min > VERSION_MAX || max > VERSION_MAX {
-        return Err(CfsError::Option(format!(
+        return Err(BuildError::Option(format!(
             "format version {} is not supported (at most {VERSION_MAX})",
             min.max(max)
         )));
@@ -39,7 +39,7 @@ pub(crate) fn choose_version(tree: &Tree, min: u32, max: u32) -> CfsResult<u32> 
 }
 
 /// Applies every rewrite, in mkcomposefs's order.
-pub(crate) fn rewrite(tree: &mut Tree, version: u32) -> CfsResult<()> {
+pub(crate) fn rewrite(tree: &mut Tree, version: u32) -> Result<()> {
     // Parents come before their children in the arena, so a whiteout's
     // marks on its directory land after that directory's own escaping.
     for i in 0..tree.nodes.len() {
@@ -47,18 +47,18 @@ pub(crate) fn rewrite(tree: &mut Tree, version: u32) -> CfsResult<()> {
             continue;
         }
         validate(tree, i)?;
-        overlay_xattrs(tree, i, version).map_err(|r| CfsError::tree(tree.path_of(i), r))?;
+        overlay_xattrs(tree, i, version).map_err(|r| BuildError::input(tree.path_of(i), r))?;
     }
     let root = tree.node_mut(0);
     root.set_xattr(b"trusted.overlay.opaque", b"y")
-        .map_err(|r| CfsError::tree("/", r))?;
-    add_root_whiteouts(tree).map_err(|r| CfsError::tree("/", r))
+        .map_err(|r| BuildError::input("/", r))?;
+    add_root_whiteouts(tree).map_err(|r| BuildError::input("/", r))
 }
 
-fn validate(tree: &Tree, i: usize) -> CfsResult<()> {
+fn validate(tree: &Tree, i: usize) -> Result<()> {
     let n = tree.node(i);
     if !valid_type(n.mode) {
-        return Err(CfsError::tree(
+        return Err(BuildError::input(
             tree.path_of(i),
             format!("invalid mode {:o}", n.mode),
         ));
@@ -66,7 +66,7 @@ fn validate(tree: &Tree, i: usize) -> CfsResult<()> {
     if n.file_type() == S_IFREG && n.size > 0 && n.content.is_none() {
         let (_, count) = chunking(n.size);
         if count > MAX_CHUNKS {
-            return Err(CfsError::tree(tree.path_of(i), "file too large"));
+            return Err(BuildError::input(tree.path_of(i), "file too large"));
         }
     }
     Ok(())

@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::error::{CfsError, CfsResult};
 use super::node::{Tree, S_IFREG};
+use crate::error::{BuildError, Result};
 
 /// What filling the store did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,11 +46,11 @@ fn objects(tree: &Tree, sources: &[PathBuf]) -> BTreeMap<String, PathBuf> {
 }
 
 /// Copies the tree's objects into `store`.
-pub(crate) fn fill(tree: &Tree, sources: &[PathBuf], store: &Path) -> CfsResult<StoreStats> {
+pub(crate) fn fill(tree: &Tree, sources: &[PathBuf], store: &Path) -> Result<StoreStats> {
     let objs = objects(tree, sources);
     let mut dirs = DirBuilder::new();
     dirs.recursive(true).mode(0o755);
-    dirs.create(store).map_err(CfsError::output(store))?;
+    dirs.create(store).map_err(BuildError::output(store))?;
     let seq = AtomicU64::new(0);
     let staged: Vec<Option<(PathBuf, PathBuf, u64)>> = objs
         .par_iter()
@@ -60,7 +60,7 @@ pub(crate) fn fill(tree: &Tree, sources: &[PathBuf], store: &Path) -> CfsResult<
                 return Ok(None);
             }
             if let Some(parent) = target.parent() {
-                dirs.create(parent).map_err(CfsError::output(parent))?;
+                dirs.create(parent).map_err(BuildError::output(parent))?;
             }
             let n = seq.fetch_add(1, Ordering::Relaxed);
             let tmp = store.join(format!(".tmp-ferrofs-{}-{n}", std::process::id()));
@@ -69,7 +69,7 @@ pub(crate) fn fill(tree: &Tree, sources: &[PathBuf], store: &Path) -> CfsResult<
             })?;
             Ok(Some((tmp, target, bytes)))
         })
-        .collect::<CfsResult<_>>()?;
+        .collect::<Result<_>>()?;
     let staged: Vec<_> = staged.into_iter().flatten().collect();
     let mut stats = StoreStats {
         objects: objs.len() as u64,
@@ -80,7 +80,7 @@ pub(crate) fn fill(tree: &Tree, sources: &[PathBuf], store: &Path) -> CfsResult<
     }
     sync_store(store)?;
     for (tmp, target, bytes) in &staged {
-        fs::rename(tmp, target).map_err(CfsError::output(target))?;
+        fs::rename(tmp, target).map_err(BuildError::output(target))?;
         stats.copied += 1;
         stats.bytes = stats.bytes.saturating_add(*bytes);
     }
@@ -88,27 +88,27 @@ pub(crate) fn fill(tree: &Tree, sources: &[PathBuf], store: &Path) -> CfsResult<
     Ok(stats)
 }
 
-fn sync_store(store: &Path) -> CfsResult<()> {
-    let dir = File::open(store).map_err(CfsError::output(store))?;
+fn sync_store(store: &Path) -> Result<()> {
+    let dir = File::open(store).map_err(BuildError::output(store))?;
     rustix::fs::syncfs(&dir)
         .map_err(io::Error::from)
-        .map_err(CfsError::output(store))
+        .map_err(BuildError::output(store))
 }
 
 /// Copies `src` to the new file `tmp` (a reflink when possible); its size.
-fn copy_object(src: &Path, tmp: &Path) -> CfsResult<u64> {
-    let mut from = File::open(src).map_err(CfsError::io(src))?;
+fn copy_object(src: &Path, tmp: &Path) -> Result<u64> {
+    let mut from = File::open(src).map_err(BuildError::io(src))?;
     let mut to = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o644)
         .open(tmp)
-        .map_err(CfsError::output(tmp))?;
-    let size = from.metadata().map_err(CfsError::io(src))?.len();
+        .map_err(BuildError::output(tmp))?;
+    let size = from.metadata().map_err(BuildError::io(src))?.len();
     if rustix::fs::ioctl_ficlone(&to, &from).is_err() {
-        io::copy(&mut from, &mut to).map_err(CfsError::output(tmp))?;
+        io::copy(&mut from, &mut to).map_err(BuildError::output(tmp))?;
     }
     to.set_permissions(Permissions::from_mode(0o644))
-        .map_err(CfsError::output(tmp))?;
+        .map_err(BuildError::output(tmp))?;
     Ok(size)
 }

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::error::{CfsError, CfsResult};
 use super::node::{Node, Tree, S_IFBLK, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG};
+use crate::error::{BuildError, Result};
 
 /// Files up to this size are stored inline in the image.
 pub(crate) const INLINE_MAX: u64 = 64;
@@ -40,10 +40,10 @@ struct Scanned {
 }
 
 /// Reads `root` into a tree; `sources[i]` is node i's file on disk.
-pub(crate) fn scan(root: &Path, opts: &WalkOptions) -> CfsResult<(Tree, Vec<PathBuf>)> {
+pub(crate) fn scan(root: &Path, opts: &WalkOptions) -> Result<(Tree, Vec<PathBuf>)> {
     let top = scan_entry(root, Vec::new(), opts)?;
     if !top.node.is_dir() {
-        return Err(CfsError::Io {
+        return Err(BuildError::Io {
             path: root.to_path_buf(),
             source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
         });
@@ -67,15 +67,15 @@ fn flatten(tree: &mut Tree, sources: &mut Vec<PathBuf>, at: usize, kids: Vec<Sca
 }
 
 /// Scans one entry (recursing into directories, children in parallel).
-fn scan_entry(path: &Path, name: Vec<u8>, opts: &WalkOptions) -> CfsResult<Scanned> {
-    let meta = fs::symlink_metadata(path).map_err(CfsError::io(path))?;
+fn scan_entry(path: &Path, name: Vec<u8>, opts: &WalkOptions) -> Result<Scanned> {
+    let meta = fs::symlink_metadata(path).map_err(BuildError::io(path))?;
     let mut node = load_node(path, &meta, opts)?;
     node.name = name;
     let mut kids = Vec::new();
     if node.is_dir() {
         let mut names = Vec::new();
-        for e in fs::read_dir(path).map_err(CfsError::io(path))? {
-            let e = e.map_err(CfsError::io(path))?;
+        for e in fs::read_dir(path).map_err(BuildError::io(path))? {
+            let e = e.map_err(BuildError::io(path))?;
             names.push(e.file_name().as_bytes().to_vec());
         }
         names.sort_unstable();
@@ -84,18 +84,19 @@ fn scan_entry(path: &Path, name: Vec<u8>, opts: &WalkOptions) -> CfsResult<Scann
             .map(|n| {
                 let p = path.join(std::ffi::OsStr::from_bytes(&n));
                 if opts.skip_devices {
-                    let t = fs::symlink_metadata(&p).map_err(CfsError::io(&p))?.mode() & 0o170_000;
+                    let t =
+                        fs::symlink_metadata(&p).map_err(BuildError::io(&p))?.mode() & 0o170_000;
                     if t == S_IFBLK || t == S_IFCHR {
                         return Ok(None);
                     }
                 }
                 scan_entry(&p, n, opts).map(Some)
             })
-            .collect::<CfsResult<_>>()?;
+            .collect::<Result<_>>()?;
         kids = scanned.into_iter().flatten().collect();
         for k in &kids {
             if k.node.name.len() > super::node::NAME_MAX {
-                return Err(CfsError::tree(
+                return Err(BuildError::input(
                     path.display().to_string(),
                     "a name longer than 255 bytes",
                 ));
@@ -106,7 +107,7 @@ fn scan_entry(path: &Path, name: Vec<u8>, opts: &WalkOptions) -> CfsResult<Scann
 }
 
 /// One inode's fields, xattrs, symlink target and content digest.
-fn load_node(path: &Path, meta: &fs::Metadata, opts: &WalkOptions) -> CfsResult<Node> {
+fn load_node(path: &Path, meta: &fs::Metadata, opts: &WalkOptions) -> Result<Node> {
     let mut node = Node::with_mode(meta.mode());
     node.uid = meta.uid();
     node.gid = meta.gid();
@@ -119,10 +120,10 @@ fn load_node(path: &Path, meta: &fs::Metadata, opts: &WalkOptions) -> CfsResult<
     match node.file_type() {
         S_IFREG => load_content(path, &mut node)?,
         S_IFLNK => {
-            let target = fs::read_link(path).map_err(CfsError::io(path))?;
+            let target = fs::read_link(path).map_err(BuildError::io(path))?;
             let target = target.as_os_str().as_bytes().to_vec();
             if target.is_empty() || target.len() > PAYLOAD_MAX {
-                return Err(CfsError::tree(
+                return Err(BuildError::input(
                     path.display().to_string(),
                     "symlink target too long",
                 ));
@@ -148,19 +149,19 @@ fn load_node(path: &Path, meta: &fs::Metadata, opts: &WalkOptions) -> CfsResult<
 }
 
 /// The digest (and, for small files, the content) of a regular file.
-fn load_content(path: &Path, node: &mut Node) -> CfsResult<()> {
+fn load_content(path: &Path, node: &mut Node) -> Result<()> {
     if node.size == 0 {
         return Ok(());
     }
-    let file = File::open(path).map_err(CfsError::io(path))?;
+    let file = File::open(path).map_err(BuildError::io(path))?;
     let digest = if node.size <= INLINE_MAX {
         let mut data = Vec::new();
         file.take(1 << 26)
             .read_to_end(&mut data)
-            .map_err(CfsError::io(path))?;
+            .map_err(BuildError::io(path))?;
         let want = usize::try_from(node.size).unwrap_or(usize::MAX);
         let Some(head) = data.get(..want) else {
-            return Err(CfsError::Io {
+            return Err(BuildError::Io {
                 path: path.to_path_buf(),
                 source: std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "file shrank"),
             });
@@ -170,7 +171,7 @@ fn load_content(path: &Path, node: &mut Node) -> CfsResult<()> {
     } else {
         ferrofs_verity::fsverity::digest(BufReader::with_capacity(1 << 18, file))
     };
-    let digest = digest.map_err(|e| CfsError::Io {
+    let digest = digest.map_err(|e| BuildError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(e.to_string()),
     })?;
@@ -185,18 +186,18 @@ pub(crate) fn digest_path(d: &[u8; 32]) -> String {
     format!("{}/{}", &hex[..2], &hex[2..])
 }
 
-fn read_xattrs(path: &Path, node: &mut Node, user_only: bool) -> CfsResult<()> {
-    let names = xattr::list(path).map_err(CfsError::io(path))?;
+fn read_xattrs(path: &Path, node: &mut Node, user_only: bool) -> Result<()> {
+    let names = xattr::list(path).map_err(BuildError::io(path))?;
     for name in names {
         let key = name.as_bytes();
         if user_only && !key.starts_with(b"user.") {
             continue;
         }
         let value = xattr::get(path, &name)
-            .map_err(CfsError::io(path))?
+            .map_err(BuildError::io(path))?
             .unwrap_or_default();
         node.set_xattr(key, &value)
-            .map_err(|r| CfsError::tree(path.display().to_string(), r))?;
+            .map_err(|r| BuildError::input(path.display().to_string(), r))?;
     }
     Ok(())
 }

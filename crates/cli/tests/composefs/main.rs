@@ -127,3 +127,16 @@ pub fn differ(a: &Path, b: &Path) -> Option<String> {
 pub fn work(name: &str) -> TempDir {
     TempDir::new(&format!("ferrofs-cfs-{name}")).unwrap()
 }
+
+/// The corner-case tree in `w/tree` built by our drop-in into `w/ours.cfs`
+/// with the store `w/store`: (source, image, store).
+pub fn corner_with_store(w: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let src = w.join("tree");
+    ferrofs_testkit::make_corner_tree(&src).unwrap();
+    let (img, store) = (w.join("ours.cfs"), w.join("store"));
+    let sa = format!("--digest-store={}", store.display());
+    let args = [sa, src.display().to_string(), img.display().to_string()];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&dropin(w), &args, None).unwrap();
+    (src, img, store)
+}

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use ferrofs_testkit::{can_mount, compare_trees, make_corner_tree, CompareOptions, LoopMount};
 
-use super::{dropin, refs, run, work};
+use super::{corner_with_store, dropin, refs, run, work};
 
 /// `mount -t overlay` of `image_mount` over the store; unmounted on drop.
 struct Overlay(std::path::PathBuf);
@@ -49,17 +49,7 @@ fn overlay_mount_shows_the_source_tree() {
         return;
     }
     let w = work("mount");
-    let src = w.path().join("tree");
-    make_corner_tree(&src).unwrap();
-    let bin = dropin(w.path());
-    let (store, img) = (w.path().join("store"), w.path().join("ours.cfs"));
-    let sa = format!("--digest-store={}", store.display());
-    run(
-        &bin,
-        &[&sa, &src.display().to_string(), &img.display().to_string()],
-        None,
-    )
-    .unwrap();
+    let (src, img, store) = corner_with_store(w.path());
     let m = LoopMount::new(&img, &[]).expect("the kernel mounts the image");
     let ov = Overlay::new(m.path(), &store, &w.path().join("merged")).expect("overlay mount");
     let opts = CompareOptions {

@@ -80,18 +80,7 @@ fn object_store_matches_mkcomposefs() {
 fn composefs_info_objects_lists_the_store() {
     let Some(refs) = refs() else { return };
     let w = work("objects");
-    let src = w.path().join("tree");
-    make_corner_tree(&src).unwrap();
-    let bin = dropin(w.path());
-    let store = w.path().join("store");
-    let img = w.path().join("ours.cfs");
-    let sa = format!("--digest-store={}", store.display());
-    run(
-        &bin,
-        &[&sa, &src.display().to_string(), &img.display().to_string()],
-        None,
-    )
-    .unwrap();
+    let (_, img, store) = super::corner_with_store(w.path());
     let listed = run(&refs.info, &["objects", &img.display().to_string()], None).unwrap();
     let mut listed: Vec<String> = String::from_utf8(listed)
         .unwrap()

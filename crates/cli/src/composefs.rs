@@ -54,8 +54,9 @@ pub(crate) struct CfsArgs {
     /// Highest format version (default 1).
     #[arg(long, value_name = "N")]
     max_version: Option<u32>,
-    /// Threads computing digests and copying objects (default: every
-    /// core). The image is the same for any number.
+    /// Threads reading files, computing digests and copying objects
+    /// (default: 8 per core, 16 to 64: the work mostly waits for the
+    /// disk). The image is the same for any number.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     threads: Option<u32>,
     /// The source directory (or dump file with --from-file).

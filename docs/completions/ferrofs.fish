@@ -107,7 +107,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkfs" -s h -l help -d 'P
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkcomposefs" -l digest-store -d 'Copy every file whose data is not inline into this object store (DIR/xx/rest-of-digest), unless there already' -r -F
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkcomposefs" -l min-version -d 'Lowest format version (default 0; 1 when the tree has whiteouts, if --max-version allows)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkcomposefs" -l max-version -d 'Highest format version (default 1)' -r
-complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkcomposefs" -l threads -d 'Threads computing digests and copying objects (default: every core). The image is the same for any number' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkcomposefs" -l threads -d 'Threads reading files, computing digests and copying objects (default: 8 per core, 16 to 64: the work mostly waits for the disk). The image is the same for any number' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkcomposefs" -l use-epoch -d 'Make all mtimes zero'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkcomposefs" -l skip-devices -d 'Leave out block and character devices'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand mkcomposefs" -l skip-xattrs -d 'Store no xattrs'

@@ -8,6 +8,7 @@
 /// The binary under test.
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
 
+mod cli;
 mod dumps;
 mod identity;
 mod mount;

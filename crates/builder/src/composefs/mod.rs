@@ -14,6 +14,8 @@ mod layout;
 mod node;
 mod rewrite;
 mod store;
+#[cfg(test)]
+mod tests;
 mod walk;
 
 use std::io::Read;
@@ -74,23 +76,8 @@ pub fn default_threads() -> usize {
 
 /// Builds the image of `source` (and fills the store if asked).
 pub fn build_composefs(source: CfsSource<'_>, opts: &CfsOptions) -> Result<CfsImage> {
-    let threads = opts
-        .threads
-        .filter(|&t| t > 0)
-        .unwrap_or_else(default_threads);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| BuildError::Option(format!("cannot start {threads} threads: {e}")))?;
     let (mut tree, stats) = match source {
-        CfsSource::Dir(dir) => pool.install(|| -> Result<_> {
-            let (tree, sources) = walk::scan(dir, &opts.walk)?;
-            let stats = match &opts.digest_store {
-                Some(store) => Some(store::fill(&tree, &sources, store)?),
-                None => None,
-            };
-            Ok((tree, stats))
-        })?,
+        CfsSource::Dir(dir) => read_dir_source(dir, opts)?,
         CfsSource::Dump(input) => (dump::parse(input)?, None),
     };
     let version = rewrite::choose_version(&tree, opts.min_version, opts.max_version)?;
@@ -102,6 +89,26 @@ pub fn build_composefs(source: CfsSource<'_>, opts: &CfsOptions) -> Result<CfsIm
         version,
         inodes: plan.order.len() as u64,
         store: stats,
+    })
+}
+
+/// Reads a directory (and fills the store) on a pool of `opts.threads`.
+fn read_dir_source(dir: &Path, opts: &CfsOptions) -> Result<(node::Tree, Option<StoreStats>)> {
+    let threads = opts
+        .threads
+        .filter(|&t| t > 0)
+        .unwrap_or_else(default_threads);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| BuildError::Option(format!("cannot start {threads} threads: {e}")))?;
+    pool.install(|| {
+        let (tree, sources) = walk::scan(dir, &opts.walk)?;
+        let stats = match &opts.digest_store {
+            Some(store) => Some(store::fill(&tree, &sources, store)?),
+            None => None,
+        };
+        Ok((tree, stats))
     })
 }
 

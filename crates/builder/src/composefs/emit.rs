@@ -3,7 +3,7 @@
 //! the data blocks (directory blocks, tails that did not fit inline).
 
 use ferrofs_format::dirent::RawDirent;
-use ferrofs_format::inode::RawInode;
+use ferrofs_format::inode::{DataLayout, RawInode};
 use ferrofs_format::superblock::{compat, Superblock};
 use ferrofs_format::xattr::{encode_body_header, encode_entry, name_filter_bit};
 use ferrofs_format::Nid;
@@ -15,10 +15,6 @@ const CFS_MAGIC: u32 = 0xd078_629a;
 const CFS_HEADER_VERSION: u32 = 1;
 const CFS_FLAG_HAS_ACL: u32 = 1;
 const SB_OFFSET: usize = 1024;
-
-const LAYOUT_PLAIN: u16 = 0;
-const LAYOUT_INLINE: u16 = 2;
-const LAYOUT_CHUNKED: u16 = 4;
 
 /// The short-prefix index of an xattr name and the rest of it (index 0
 /// and the whole name when no prefix matches).
@@ -119,9 +115,9 @@ fn write_inode(out: &mut Vec<u8>, tree: &Tree, plan: &Plan, p: usize, i: usize, 
     out.resize(out.len() + pl.ipad as usize, 0);
     let chunked = n.file_type() == S_IFREG && n.size > 0 && n.content.is_none();
     let mut layout = if pl.tail > 0 {
-        LAYOUT_INLINE
+        DataLayout::FlatInline
     } else {
-        LAYOUT_PLAIN
+        DataLayout::FlatPlain
     };
     let mut i_u = 0u32;
     match n.file_type() {
@@ -133,12 +129,12 @@ fn write_inode(out: &mut Vec<u8>, tree: &Tree, plan: &Plan, p: usize, i: usize, 
         _ => {}
     }
     if chunked {
-        layout = LAYOUT_CHUNKED;
+        layout = DataLayout::ChunkBased;
         let bits = u32::from(chunking(n.size).0 as u16) - 12;
         i_u = (i_u & 0xffff_0000) | bits;
     }
     let raw = RawInode {
-        format: layout << 1,
+        format: layout.bits() << 1,
         extended: !pl.compact,
         xattr_icount: if pl.xattr_size == 0 {
             0

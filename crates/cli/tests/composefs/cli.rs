@@ -4,6 +4,7 @@
 //! image behind.
 
 use std::fs;
+use std::path::Path;
 use std::process::Command;
 
 use super::{dropin, refs, run, work, FERROFS};
@@ -42,16 +43,14 @@ fn ferrofs_mkcomposefs_writes_the_same_image_and_a_summary() {
     ferrofs_testkit::make_corner_tree(&src).unwrap();
     let s = src.display().to_string();
     let (a, b) = (w.path().join("a.cfs"), w.path().join("b.cfs"));
-    let out = Command::new(FERROFS)
-        .args(["mkcomposefs", "--json", &s, &a.display().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let a_s = a.display().to_string();
+    let out = run(
+        Path::new(FERROFS),
+        &["mkcomposefs", "--json", &s, &a_s],
+        None,
+    )
+    .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(j["format_version"], 0);
     assert_eq!(j["bytes"].as_u64(), Some(fs::metadata(&a).unwrap().len()));
     assert!(j["inodes"].as_u64().unwrap() > 256);

@@ -9,30 +9,14 @@ use ferrofs_format::xattr::{encode_body_header, encode_entry, name_filter_bit};
 use ferrofs_format::Nid;
 
 use super::layout::{chunking, round_up, Entry, Placed, Plan, BLOCK, DIRENT};
-use super::node::{Node, Tree, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFREG, S_IFSOCK};
+use super::node::{
+    split_prefix, Node, Tree, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFREG, S_IFSOCK,
+};
 
 const CFS_MAGIC: u32 = 0xd078_629a;
 const CFS_HEADER_VERSION: u32 = 1;
 const CFS_FLAG_HAS_ACL: u32 = 1;
 const SB_OFFSET: usize = 1024;
-
-/// The short-prefix index of an xattr name and the rest of it (index 0
-/// and the whole name when no prefix matches).
-pub(crate) fn split_prefix(key: &[u8]) -> (u8, &[u8]) {
-    const PREFIXES: [(&[u8], u8); 5] = [
-        (b"user.", 1),
-        (b"system.posix_acl_access", 2),
-        (b"system.posix_acl_default", 3),
-        (b"trusted.", 4),
-        (b"security.", 6),
-    ];
-    for (p, idx) in PREFIXES {
-        if let Some(rest) = key.strip_prefix(p) {
-            return (idx, rest);
-        }
-    }
-    (0, key)
-}
 
 fn file_type_code(mode: u32) -> u8 {
     match mode & super::node::S_IFMT {

@@ -166,7 +166,7 @@ fn dir_entries(tree: &Tree, i: usize) -> Result<Vec<Entry>> {
 
 /// The size of an xattr entry (header, name suffix, value, padded to 4).
 pub(crate) fn entry_size(x: &Xattr) -> u64 {
-    let (_, suffix) = super::emit::split_prefix(&x.key);
+    let (_, suffix) = super::node::split_prefix(&x.key);
     round_up(4 + suffix.len() as u64 + x.value.len() as u64, 4)
 }
 

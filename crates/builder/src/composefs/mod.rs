@@ -3,10 +3,10 @@
 //! `trusted.overlay.redirect` and `trusted.overlay.metacopy`) at objects
 //! named by their fs-verity digest in a store directory.
 //!
-//! The stages, one module each: [`walk`] (a source directory) or [`dump`]
-//! (a dump file) gives the [`node`] tree; [`rewrite`] adds what overlayfs
-//! needs; [`layout`] orders and places every inode; [`emit`] writes the
-//! bytes; [`store`] fills the object store.
+//! The stages, one module each: `walk` (a source directory) or `dump` (a
+//! dump file) gives the `node` tree; `rewrite` adds what overlayfs needs;
+//! `layout` orders and places every inode; `emit` writes the bytes;
+//! `store` fills the object store.
 
 mod dump;
 mod emit;

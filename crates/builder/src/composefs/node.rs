@@ -32,6 +32,24 @@ pub(crate) fn valid_type(mode: u32) -> bool {
     )
 }
 
+/// The short-prefix index of an xattr name and the rest of it (index 0
+/// and the whole name when no prefix matches).
+pub(crate) fn split_prefix(key: &[u8]) -> (u8, &[u8]) {
+    const PREFIXES: [(&[u8], u8); 5] = [
+        (b"user.", 1),
+        (b"system.posix_acl_access", 2),
+        (b"system.posix_acl_default", 3),
+        (b"trusted.", 4),
+        (b"security.", 6),
+    ];
+    for (p, idx) in PREFIXES {
+        if let Some(rest) = key.strip_prefix(p) {
+            return (idx, rest);
+        }
+    }
+    (0, key)
+}
+
 /// One extended attribute.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Xattr {

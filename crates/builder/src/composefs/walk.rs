@@ -7,12 +7,12 @@
 use std::fs::{self, File};
 use std::io::{BufReader, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::node::{Node, Tree, S_IFBLK, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG};
+use super::node::{Node, Tree, S_IFLNK, S_IFREG};
 use crate::error::{BuildError, Result};
 
 /// Files up to this size are stored inline in the image.
@@ -76,24 +76,21 @@ fn scan_entry(path: &Path, name: Vec<u8>, opts: &WalkOptions) -> Result<Scanned>
         let mut names = Vec::new();
         for e in fs::read_dir(path).map_err(BuildError::io(path))? {
             let e = e.map_err(BuildError::io(path))?;
+            // As mkcomposefs, by the entry's type from readdir.
+            if opts.skip_devices {
+                let t = e.file_type().map_err(BuildError::io(e.path()))?;
+                if t.is_block_device() || t.is_char_device() {
+                    continue;
+                }
+            }
             names.push(e.file_name().as_bytes().to_vec());
         }
         names.sort_unstable();
-        let scanned: Vec<Option<Scanned>> = names
+        let scanned: Vec<Scanned> = names
             .into_par_iter()
-            .map(|n| {
-                let p = path.join(std::ffi::OsStr::from_bytes(&n));
-                if opts.skip_devices {
-                    let t =
-                        fs::symlink_metadata(&p).map_err(BuildError::io(&p))?.mode() & 0o170_000;
-                    if t == S_IFBLK || t == S_IFCHR {
-                        return Ok(None);
-                    }
-                }
-                scan_entry(&p, n, opts).map(Some)
-            })
+            .map(|n| scan_entry(&path.join(std::ffi::OsStr::from_bytes(&n)), n, opts))
             .collect::<Result<_>>()?;
-        kids = scanned.into_iter().flatten().collect();
+        kids = scanned;
         for k in &kids {
             if k.node.name.len() > super::node::NAME_MAX {
                 return Err(BuildError::input(
@@ -131,7 +128,6 @@ fn load_node(path: &Path, meta: &fs::Metadata, opts: &WalkOptions) -> Result<Nod
             node.size = target.len() as u64;
             node.payload = Some(target);
         }
-        S_IFDIR => {}
         _ => {}
     }
     if !opts.use_epoch {

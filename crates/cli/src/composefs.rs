@@ -22,7 +22,7 @@ const VERSION: &str = concat!("1.0.8 (ferrofs ", env!("CARGO_PKG_VERSION"), ")")
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct CfsArgs {
     /// Copy every file whose data is not inline into this object store
-    /// (DIR/xx/rest-of-digest), unless there already.
+    /// (PATH/xx/rest-of-digest), unless there already.
     #[arg(long, value_name = "PATH")]
     digest_store: Option<PathBuf>,
     /// Make all mtimes zero.

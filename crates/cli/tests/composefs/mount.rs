@@ -3,9 +3,11 @@
 //! (`lowerdir=IMAGE::STORE`, `metacopy=on,redirect_dir=on`, what
 //! mount.composefs asks) shows the source tree file by file: types, modes,
 //! owners, mtimes, contents, symlink targets, device numbers and xattrs
-//! (`trusted.overlay.*` ones unescaped again). fsck.erofs 1.9.4 and
+//! (`trusted.overlay.*` ones unescaped again); its whiteouts hide the
+//! files of a layer below it in a nested overlayfs. fsck.erofs 1.9.4 and
 //! `composefs-info ls/dump` accept the image.
 
+use std::fs;
 use std::path::Path;
 use std::process::Command;
 
@@ -17,15 +19,20 @@ use super::{corner_with_store, dropin, refs, run, work};
 struct Overlay(std::path::PathBuf);
 
 impl Overlay {
+    /// The composefs mount: the image's mount over the store.
     fn new(image_mount: &Path, store: &Path, at: &Path) -> Result<Overlay, String> {
-        std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
         let opts = format!(
             "ro,metacopy=on,redirect_dir=on,lowerdir={}::{}",
             image_mount.display(),
             store.display()
         );
+        Self::with_options(&opts, at)
+    }
+
+    fn with_options(opts: &str, at: &Path) -> Result<Overlay, String> {
+        std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
         let out = Command::new("mount")
-            .args(["-t", "overlay", "overlay", "-o", &opts])
+            .args(["-t", "overlay", "overlay", "-o", opts])
             .arg(at)
             .output()
             .map_err(|e| e.to_string())?;
@@ -97,4 +104,53 @@ fn fsck_erofs_and_composefs_info_accept_our_images() {
             run(&refs.info, &args, None).unwrap_or_else(|e| panic!("composefs-info {cmd}: {e}"));
         assert!(!out.is_empty(), "composefs-info {cmd} printed nothing");
     }
+}
+
+/// Whiteouts (character devices 0/0 in the source) work as composefs
+/// means them: the composefs mount, used as the upper of two lower layers
+/// of another overlayfs, hides the entries they name in the layer below,
+/// and leaves the rest of their directory visible.
+#[test]
+fn whiteouts_hide_files_of_a_lower_layer() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let w = work("whiteout-mount");
+    let (src, low) = (w.path().join("tree"), w.path().join("low"));
+    fs::create_dir_all(src.join("d")).unwrap();
+    fs::create_dir_all(low.join("d")).unwrap();
+    for p in ["gone", "d/gone"] {
+        let st = Command::new("mknod")
+            .arg(src.join(p))
+            .args(["c", "0", "0"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        fs::write(low.join(p), b"hidden").unwrap();
+    }
+    fs::write(src.join("d/f"), b"from the image\n").unwrap();
+    fs::write(low.join("d/keep"), b"from below").unwrap();
+    let (img, store) = (w.path().join("ours.cfs"), w.path().join("store"));
+    let sa = format!("--digest-store={}", store.display());
+    let args = [sa, src.display().to_string(), img.display().to_string()];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&dropin(w.path()), &args, None).unwrap();
+    let m = LoopMount::new(&img, &[]).expect("the kernel mounts the image");
+    let cfs = Overlay::new(m.path(), &store, &w.path().join("cfs")).expect("composefs mount");
+    let opts = format!("ro,lowerdir={}:{}", cfs.0.display(), low.display());
+    let top = Overlay::with_options(&opts, &w.path().join("top")).expect("outer overlay");
+    let names = |d: &Path| {
+        let mut v: Vec<String> = fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&top.0), ["d"]);
+    assert_eq!(names(&top.0.join("d")), ["f", "keep"]);
+    assert_eq!(fs::read(top.0.join("d/f")).unwrap(), b"from the image\n");
+    drop(top);
+    drop(cfs);
 }

@@ -46,6 +46,9 @@ _ferrofs() {
             ferrofs,manpages)
                 cmd="ferrofs__subcmd__manpages"
                 ;;
+            ferrofs,mkcomposefs)
+                cmd="ferrofs__subcmd__mkcomposefs"
+                ;;
             ferrofs,mkfs)
                 cmd="ferrofs__subcmd__mkfs"
                 ;;
@@ -88,6 +91,9 @@ _ferrofs() {
             ferrofs__subcmd__help,manpages)
                 cmd="ferrofs__subcmd__help__subcmd__manpages"
                 ;;
+            ferrofs__subcmd__help,mkcomposefs)
+                cmd="ferrofs__subcmd__help__subcmd__mkcomposefs"
+                ;;
             ferrofs__subcmd__help,mkfs)
                 cmd="ferrofs__subcmd__help__subcmd__mkfs"
                 ;;
@@ -107,7 +113,7 @@ _ferrofs() {
 
     case "${cmd}" in
         ferrofs)
-            opts="-h -V --help --version mkfs mount fsck extract ls cat diff dump push verity digest completions manpages help"
+            opts="-h -V --help --version mkfs mkcomposefs mount fsck extract ls cat diff dump push verity digest completions manpages help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -611,7 +617,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__help)
-            opts="mkfs mount fsck extract ls cat diff dump push verity digest completions manpages help"
+            opts="mkfs mkcomposefs mount fsck extract ls cat diff dump push verity digest completions manpages help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -751,6 +757,20 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__help__subcmd__manpages)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ferrofs__subcmd__help__subcmd__mkcomposefs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -917,6 +937,36 @@ _ferrofs() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ferrofs__subcmd__mkcomposefs)
+            opts="-h --digest-store --use-epoch --skip-devices --skip-xattrs --user-xattrs --print-digest --print-digest-only --from-file --min-version --max-version --threads --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --digest-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -20,6 +20,7 @@
 //! then every inode's nid once the data is placed) → `emit` (metadata,
 //! the superblock last; into a temporary file that is fsynced and
 //! renamed); `incremental` runs the same stages against an existing image;
+//! `composefs` is a writer of its own, for mkcomposefs-identical images;
 //! `util` holds what they share. ARCHITECTURE.md at the repository root
 //! draws it.
 //!
@@ -52,6 +53,7 @@
 #![warn(missing_docs)]
 
 mod build;
+pub mod composefs;
 mod data;
 mod emit;
 mod error;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod cat;
+mod composefs;
 mod diff;
 mod digest;
 mod dropin;
@@ -86,6 +87,12 @@ impl DataArgs {
 enum Command {
     /// Build an EROFS image from a directory tree.
     Mkfs(Box<mkfs::MkfsArgs>),
+    /// Build a composefs image (metadata only; file data in an object
+    /// store named by fs-verity digests), byte for byte as mkcomposefs
+    /// 1.0.8 builds it, with its command line: `ferrofs mkcomposefs
+    /// [--digest-store DIR] SOURCE IMAGE`. The binary run as `mkcomposefs`
+    /// (a symlink) is a drop-in for it.
+    Mkcomposefs(Box<composefs::MkcomposefsArgs>),
     /// Mount an image read-only through FUSE.
     Mount(mount::MountArgs),
     /// Check every inode, directory entry and pcluster of an image. Exit
@@ -241,6 +248,9 @@ fn main() -> ExitCode {
     if dropin::invoked_as_mkfs() {
         return dropin::main();
     }
+    if composefs::invoked_as_mkcomposefs() {
+        return composefs::dropin_main();
+    }
     let cli = Cli::parse();
     let result = run(cli);
     source::stop_prefetches();
@@ -268,6 +278,7 @@ pub(crate) fn report(e: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Mkfs(a) => mkfs::mkfs(&a),
+        Command::Mkcomposefs(a) => composefs::mkcomposefs(&a),
         Command::Diff {
             old,
             new,

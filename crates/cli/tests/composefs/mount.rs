@@ -1,0 +1,156 @@
+//! The kernel as the oracle: our image loop-mounted as EROFS under a
+//! read-only overlayfs with the object store as its data-only layer
+//! (`lowerdir=IMAGE::STORE`, `metacopy=on,redirect_dir=on`, what
+//! mount.composefs asks) shows the source tree file by file: types, modes,
+//! owners, mtimes, contents, symlink targets, device numbers and xattrs
+//! (`trusted.overlay.*` ones unescaped again); its whiteouts hide the
+//! files of a layer below it in a nested overlayfs. fsck.erofs 1.9.4 and
+//! `composefs-info ls/dump` accept the image.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use ferrofs_testkit::{can_mount, compare_trees, make_corner_tree, CompareOptions, LoopMount};
+
+use super::{corner_with_store, dropin, refs, run, work};
+
+/// `mount -t overlay` of `image_mount` over the store; unmounted on drop.
+struct Overlay(std::path::PathBuf);
+
+impl Overlay {
+    /// The composefs mount: the image's mount over the store.
+    fn new(image_mount: &Path, store: &Path, at: &Path) -> Result<Overlay, String> {
+        let opts = format!(
+            "ro,metacopy=on,redirect_dir=on,lowerdir={}::{}",
+            image_mount.display(),
+            store.display()
+        );
+        Self::with_options(&opts, at)
+    }
+
+    fn with_options(opts: &str, at: &Path) -> Result<Overlay, String> {
+        std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "overlay", "overlay", "-o", opts])
+            .arg(at)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(Overlay(at.to_path_buf()))
+    }
+}
+
+impl Drop for Overlay {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn overlay_mount_shows_the_source_tree() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let w = work("mount");
+    let (src, img, store) = corner_with_store(w.path());
+    let m = LoopMount::new(&img, &[]).expect("the kernel mounts the image");
+    let ov = Overlay::new(m.path(), &store, &w.path().join("merged")).expect("overlay mount");
+    let opts = CompareOptions {
+        // composefs stores every hard link as an inode of its own, and
+        // overlayfs reports its own directory link counts.
+        compare_hardlinks: false,
+        compare_dir_nlink: false,
+        ..CompareOptions::strict()
+    };
+    let diffs = compare_trees(&src, &ov.0, &opts);
+    let shown: Vec<String> = diffs.iter().take(30).map(ToString::to_string).collect();
+    assert!(
+        diffs.is_empty(),
+        "{} differences:\n{}",
+        diffs.len(),
+        shown.join("\n")
+    );
+}
+
+#[test]
+fn fsck_erofs_and_composefs_info_accept_our_images() {
+    let Some(refs) = refs() else { return };
+    let Some(fsck) = ferrofs_testkit::tools::fsck_next() else {
+        println!("skipped: fsck.erofs 1.9.x not found");
+        return;
+    };
+    let w = work("accept");
+    let src = w.path().join("tree");
+    make_corner_tree(&src).unwrap();
+    let bin = dropin(w.path());
+    let img = w.path().join("ours.cfs");
+    let img_s = img.display().to_string();
+    run(&bin, &[&src.display().to_string(), &img_s], None).unwrap();
+    fsck.run(&[img_s.as_str()])
+        .expect("fsck.erofs accepts the image");
+    for cmd in ["ls", "dump", "objects", "missing-objects"] {
+        let mut args = vec![cmd, img_s.as_str()];
+        let base = w.path().join("empty-store");
+        std::fs::create_dir_all(&base).unwrap();
+        let basedir = format!("--basedir={}", base.display());
+        if cmd == "missing-objects" {
+            args.insert(0, &basedir);
+        }
+        let out =
+            run(&refs.info, &args, None).unwrap_or_else(|e| panic!("composefs-info {cmd}: {e}"));
+        assert!(!out.is_empty(), "composefs-info {cmd} printed nothing");
+    }
+}
+
+/// Whiteouts (character devices 0/0 in the source) work as composefs
+/// means them: the composefs mount, used as the upper of two lower layers
+/// of another overlayfs, hides the entries they name in the layer below,
+/// and leaves the rest of their directory visible.
+#[test]
+fn whiteouts_hide_files_of_a_lower_layer() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let w = work("whiteout-mount");
+    let (src, low) = (w.path().join("tree"), w.path().join("low"));
+    fs::create_dir_all(src.join("d")).unwrap();
+    fs::create_dir_all(low.join("d")).unwrap();
+    for p in ["gone", "d/gone"] {
+        let st = Command::new("mknod")
+            .arg(src.join(p))
+            .args(["c", "0", "0"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        fs::write(low.join(p), b"hidden").unwrap();
+    }
+    fs::write(src.join("d/f"), b"from the image\n").unwrap();
+    fs::write(low.join("d/keep"), b"from below").unwrap();
+    let (img, store) = (w.path().join("ours.cfs"), w.path().join("store"));
+    let sa = format!("--digest-store={}", store.display());
+    let args = [sa, src.display().to_string(), img.display().to_string()];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&dropin(w.path()), &args, None).unwrap();
+    let m = LoopMount::new(&img, &[]).expect("the kernel mounts the image");
+    let cfs = Overlay::new(m.path(), &store, &w.path().join("cfs")).expect("composefs mount");
+    let opts = format!("ro,lowerdir={}:{}", cfs.0.display(), low.display());
+    let top = Overlay::with_options(&opts, &w.path().join("top")).expect("outer overlay");
+    let names = |d: &Path| {
+        let mut v: Vec<String> = fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&top.0), ["d"]);
+    assert_eq!(names(&top.0.join("d")), ["f", "keep"]);
+    assert_eq!(fs::read(top.0.join("d/f")).unwrap(), b"from the image\n");
+    drop(top);
+    drop(cfs);
+}

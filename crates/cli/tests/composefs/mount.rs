@@ -5,7 +5,8 @@
 //! owners, mtimes, contents, symlink targets, device numbers and xattrs
 //! (`trusted.overlay.*` ones unescaped again); its whiteouts hide the
 //! files of a layer below it in a nested overlayfs. fsck.erofs 1.9.4 and
-//! `composefs-info ls/dump` accept the image.
+//! `composefs-info ls/dump` accept the image. `ferrofs mount --basedir`
+//! of the image shows what the overlay mount shows.
 
 use std::fs;
 use std::path::Path;
@@ -74,6 +75,21 @@ fn overlay_mount_shows_the_source_tree() {
         diffs.len(),
         shown.join("\n")
     );
+    // Without overlayfs: `ferrofs mount --basedir` of our image shows
+    // what the kernel's overlay mount shows, field for field.
+    if Path::new("/dev/fuse").exists() {
+        let fuse = ferrofs_testkit::fuse::FuseMount::new(
+            Path::new(env!("CARGO_BIN_EXE_ferrofs")),
+            img.as_os_str(),
+            &w.path().join("fuse"),
+            &["--basedir", store.to_str().expect("a UTF-8 path")],
+        );
+        let diffs = compare_trees(&ov.0, &fuse.dir, &CompareOptions::strict());
+        assert!(diffs.is_empty(), "FUSE vs overlay: {diffs:#?}");
+        fuse.unmount();
+    } else {
+        println!("FUSE part skipped: /dev/fuse is absent");
+    }
 }
 
 #[test]

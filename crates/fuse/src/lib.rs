@@ -222,7 +222,7 @@ impl ErofsFuse {
         }
         let mut entries = self.image.raw().read_dir(&dir).map_err(errno)?;
         if self.objects.is_some() {
-            self.drop_whiteouts(&mut entries)?;
+            objects::drop_whiteouts(&self.image, &mut entries)?;
         }
         if dir.dot_omitted() {
             // The image leaves "." out; list it last, as the kernel does.
@@ -244,20 +244,6 @@ impl ErofsFuse {
             }
         }
         f.read_at(buf, offset).map_err(errno)
-    }
-
-    /// Removes the entries the overlay view hides.
-    fn drop_whiteouts(&self, entries: &mut Vec<DirEntry>) -> Result<(), Errno> {
-        let chr = ferrofs::format::inode::FileType::CharDevice.dirent_code();
-        let mut keep = Vec::with_capacity(entries.len());
-        for e in entries.drain(..) {
-            if e.type_code == chr && self.hidden(&self.image.raw().inode(e.nid).map_err(errno)?) {
-                continue;
-            }
-            keep.push(e);
-        }
-        *entries = keep;
-        Ok(())
     }
 
     /// The attributes the kernel's EROFS driver would report (with an
@@ -543,10 +529,7 @@ impl Filesystem for ErofsFuse {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        let stored = match &self.objects {
-            None => std::borrow::Cow::Borrowed(name.as_bytes()),
-            Some(_) => ferrofs::composefs::stored_name(name.as_bytes()),
-        };
+        let stored = objects::stored_name(self.objects.as_ref(), name.as_bytes());
         let r = self
             .inode(ino)
             .and_then(|i| self.image.raw().xattr(&i, &stored).map_err(errno));
@@ -565,11 +548,7 @@ impl Filesystem for ErofsFuse {
             Ok(xs) => {
                 let mut names = Vec::new();
                 for x in &xs {
-                    let shown = match &self.objects {
-                        None => Some(std::borrow::Cow::Borrowed(&x.name[..])),
-                        Some(_) => ferrofs::composefs::visible_name(&x.name),
-                    };
-                    if let Some(n) = shown {
+                    if let Some(n) = objects::shown_name(self.objects.as_ref(), &x.name) {
                         names.extend_from_slice(&n);
                         names.push(0);
                     }

@@ -1,8 +1,10 @@
-//! The object store behind a composefs image (`mount --basedir`): which
-//! object holds a regular file's contents (its redirect xattr), opened
-//! once and, when asked, checked against the fs-verity digest of its
-//! metacopy xattr before a byte of it is served.
+//! The overlay view of a composefs image over its object store (`mount
+//! --basedir`): which object holds a regular file's contents (its
+//! redirect xattr), opened once and, when asked, checked against the
+//! fs-verity digest of its metacopy xattr before a byte of it is served;
+//! the entries and xattr names overlayfs hides or renames.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::File;
@@ -11,9 +13,9 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use ferrofs::composefs::{backing, Backing};
+use ferrofs::composefs::{backing, is_whiteout, stored_name as escaped, visible_name, Backing};
 use ferrofs::format::Nid;
-use ferrofs::raw::Inode;
+use ferrofs::raw::{Inode, RawDirEntry};
 use ferrofs::Image;
 use fuser::Errno;
 
@@ -147,5 +149,36 @@ impl Objects {
             }
         }
         Ok(file)
+    }
+}
+
+/// Removes the whiteouts (character devices 0:0) overlayfs hides.
+pub(crate) fn drop_whiteouts(image: &Image, entries: &mut Vec<RawDirEntry>) -> Result<(), Errno> {
+    let chr = ferrofs::format::inode::FileType::CharDevice.dirent_code();
+    let mut keep = Vec::with_capacity(entries.len());
+    for e in entries.drain(..) {
+        if e.type_code == chr && is_whiteout(&image.raw().inode(e.nid).map_err(errno)?) {
+            continue;
+        }
+        keep.push(e);
+    }
+    *entries = keep;
+    Ok(())
+}
+
+/// The stored name of the xattr a `getxattr` asks for: as asked without
+/// an object store, escaped one level with one.
+pub(crate) fn stored_name<'a>(objects: Option<&Objects>, name: &'a [u8]) -> Cow<'a, [u8]> {
+    match objects {
+        None => Cow::Borrowed(name),
+        Some(_) => escaped(name),
+    }
+}
+
+/// The name a listing shows for a stored xattr (`None`: hidden).
+pub(crate) fn shown_name<'a>(objects: Option<&Objects>, stored: &'a [u8]) -> Option<Cow<'a, [u8]>> {
+    match objects {
+        None => Some(Cow::Borrowed(stored)),
+        Some(_) => visible_name(stored),
     }
 }

@@ -16,40 +16,6 @@ use ferrofs_testkit::{can_mount, compare_trees, make_corner_tree, CompareOptions
 
 use super::{corner_with_store, dropin, refs, run, work};
 
-/// `mount -t overlay` of `image_mount` over the store; unmounted on drop.
-struct Overlay(std::path::PathBuf);
-
-impl Overlay {
-    /// The composefs mount: the image's mount over the store.
-    fn new(image_mount: &Path, store: &Path, at: &Path) -> Result<Overlay, String> {
-        let opts = format!(
-            "ro,metacopy=on,redirect_dir=on,lowerdir={}::{}",
-            image_mount.display(),
-            store.display()
-        );
-        Self::with_options(&opts, at)
-    }
-
-    fn with_options(opts: &str, at: &Path) -> Result<Overlay, String> {
-        std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
-        let out = Command::new("mount")
-            .args(["-t", "overlay", "overlay", "-o", opts])
-            .arg(at)
-            .output()
-            .map_err(|e| e.to_string())?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-        }
-        Ok(Overlay(at.to_path_buf()))
-    }
-}
-
-impl Drop for Overlay {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
 #[test]
 fn overlay_mount_shows_the_source_tree() {
     if let Err(why) = can_mount() {
@@ -59,7 +25,7 @@ fn overlay_mount_shows_the_source_tree() {
     let w = work("mount");
     let (src, img, store) = corner_with_store(w.path());
     let m = LoopMount::new(&img, &[]).expect("the kernel mounts the image");
-    let ov = Overlay::new(m.path(), &store, &w.path().join("merged")).expect("overlay mount");
+    let ov = LoopMount::composefs(m.path(), &store).expect("overlay mount");
     let opts = CompareOptions {
         // composefs stores every hard link as an inode of its own, and
         // overlayfs reports its own directory link counts.
@@ -67,7 +33,7 @@ fn overlay_mount_shows_the_source_tree() {
         compare_dir_nlink: false,
         ..CompareOptions::strict()
     };
-    let diffs = compare_trees(&src, &ov.0, &opts);
+    let diffs = compare_trees(&src, ov.path(), &opts);
     let shown: Vec<String> = diffs.iter().take(30).map(ToString::to_string).collect();
     assert!(
         diffs.is_empty(),
@@ -84,7 +50,7 @@ fn overlay_mount_shows_the_source_tree() {
             &w.path().join("fuse"),
             &["--basedir", store.to_str().expect("a UTF-8 path")],
         );
-        let diffs = compare_trees(&ov.0, &fuse.dir, &CompareOptions::strict());
+        let diffs = compare_trees(ov.path(), &fuse.dir, &CompareOptions::strict());
         assert!(diffs.is_empty(), "FUSE vs overlay: {diffs:#?}");
         fuse.unmount();
     } else {
@@ -153,9 +119,8 @@ fn whiteouts_hide_files_of_a_lower_layer() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     run(&dropin(w.path()), &args, None).unwrap();
     let m = LoopMount::new(&img, &[]).expect("the kernel mounts the image");
-    let cfs = Overlay::new(m.path(), &store, &w.path().join("cfs")).expect("composefs mount");
-    let opts = format!("ro,lowerdir={}:{}", cfs.0.display(), low.display());
-    let top = Overlay::with_options(&opts, &w.path().join("top")).expect("outer overlay");
+    let cfs = LoopMount::composefs(m.path(), &store).expect("composefs mount");
+    let top = LoopMount::overlay(&[cfs.path(), &low]).expect("outer overlay");
     let names = |d: &Path| {
         let mut v: Vec<String> = fs::read_dir(d)
             .unwrap()
@@ -164,9 +129,12 @@ fn whiteouts_hide_files_of_a_lower_layer() {
         v.sort();
         v
     };
-    assert_eq!(names(&top.0), ["d"]);
-    assert_eq!(names(&top.0.join("d")), ["f", "keep"]);
-    assert_eq!(fs::read(top.0.join("d/f")).unwrap(), b"from the image\n");
+    assert_eq!(names(top.path()), ["d"]);
+    assert_eq!(names(&top.path().join("d")), ["f", "keep"]);
+    assert_eq!(
+        fs::read(top.path().join("d/f")).unwrap(),
+        b"from the image\n"
+    );
     drop(top);
     drop(cfs);
 }

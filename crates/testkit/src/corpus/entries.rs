@@ -46,16 +46,18 @@ pub(super) fn sparse_files(b: &mut Builder) -> io::Result<()> {
             Ok(())
         };
     let end = b"the last bytes of the sparse file\n".to_vec();
-    write(
-        b,
-        "sparse/holes_10m",
-        SPARSE_SIZE,
-        &[
-            (0, text_bytes(5000, 11)),
-            (3 << 20, random_bytes(70_000, 12)),
-            (SPARSE_SIZE - end.len() as u64, end),
-        ],
-    )?;
+    if b.opts.holes_10m {
+        write(
+            b,
+            "sparse/holes_10m",
+            SPARSE_SIZE,
+            &[
+                (0, text_bytes(5000, 11)),
+                (3 << 20, random_bytes(70_000, 12)),
+                (SPARSE_SIZE - end.len() as u64, end),
+            ],
+        )?;
+    }
     write(
         b,
         "sparse/tail_only",

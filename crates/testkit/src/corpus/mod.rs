@@ -261,11 +261,18 @@ pub struct CornerOptions {
     /// 255-byte names ("Could not format the device: No such file or directory"), so trees
     /// for it use 254.
     pub max_name_len: usize,
+    /// Whether `sparse/holes_10m` is made. mkfs.erofs 1.9.4 with `-Efragments,dedupe` spends
+    /// about five minutes of CPU on the corner tree when it holds that file (and under two
+    /// seconds without it), so the trees for those options leave it out.
+    pub holes_10m: bool,
 }
 
 impl Default for CornerOptions {
     fn default() -> Self {
-        CornerOptions { max_name_len: 255 }
+        CornerOptions {
+            max_name_len: 255,
+            holes_10m: true,
+        }
     }
 }
 

@@ -23,6 +23,7 @@ use ferrofs::Image;
 
 use crate::emit::append::{append, RootPlace, Target};
 use crate::error::{BuildError, Result};
+use crate::options::view::{Basis, Views};
 use crate::options::BuildOptions;
 use crate::plan::{Labels, Plan};
 use crate::source::tar::{TarInput, TarOptions};
@@ -147,7 +148,8 @@ fn fit_options(
         o.xattr_tolerance = i32::MAX;
     }
     if o.compress.is_some() {
-        let (records, algs, cfgs) = crate::layout::head::compression_records(&o, bs);
+        let (records, algs, cfgs) =
+            crate::layout::head::compression_records(&Views::new(&o, Basis::of(&o)).layout, bs);
         let zero_pad = sb.has_incompat(incompat::ZERO_PADDING);
         let old_cfgs = sb.has_incompat(incompat::COMPR_CFGS);
         let ok = zero_pad
@@ -329,7 +331,8 @@ pub fn build(
         });
     }
     // Neutral owners and times: the layer's were mapped when it was read.
-    let mut plan = crate::plan::plan(&tree, &o, Labels::default())?;
+    let views = Views::new(&o, Basis::of(&o));
+    let mut plan = crate::plan::plan(&tree, &views.plan, Labels::default())?;
     let root_id = tree.root;
     plan.order.retain(|&id| kept[id].is_none() && id != root_id);
     stats.shared_files = point_at_stored(&old.image, &mut plan, &same_data, bs);
@@ -348,7 +351,7 @@ pub fn build(
         &target,
         &mut tree,
         &mut plan,
-        &o,
+        &views,
         (interrupted, progress),
         &pool,
     );

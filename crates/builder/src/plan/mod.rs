@@ -9,6 +9,7 @@ use ferrofs_format::dirent::DIRENT_SIZE;
 use ferrofs_format::inode::{DataLayout, COMPACT_INODE_SIZE, EXTENDED_INODE_SIZE};
 
 use crate::error::{BuildError, Result};
+use crate::options::view::PlanOptions;
 use crate::options::{BuildOptions, TimePolicy};
 use crate::tree::relabel::{self, OwnerMap};
 use crate::tree::{InodeId, Kind, Tree};
@@ -216,7 +217,7 @@ impl Labels {
 
 /// Plans every inode of `tree`, its owners and times mapped as `labels`
 /// says (the options' own, or neutral ones for a tree relabelled already).
-pub fn plan(tree: &Tree, opts: &BuildOptions, labels: Labels) -> Result<Plan> {
+pub fn plan(tree: &Tree, opts: &PlanOptions<'_>, labels: Labels) -> Result<Plan> {
     check_names_and_targets(tree)?;
     let xattrs = xattrs::plan(tree, opts)?;
     let nlinks = tree.link_counts();
@@ -226,7 +227,7 @@ pub fn plan(tree: &Tree, opts: &BuildOptions, labels: Labels) -> Result<Plan> {
         .iter()
         .map(|i| relabel::time(labels.time, i.mtime, i.mtime_nsec, newest))
         .collect();
-    let bit48 = opts.uses_48bit();
+    let bit48 = opts.bit48;
     let clock = image_clock(opts, labels.time, (&times, newest), bit48);
     let mut chunked = false;
     let mut inodes = Vec::with_capacity(tree.inodes.len());
@@ -278,7 +279,7 @@ pub fn plan(tree: &Tree, opts: &BuildOptions, labels: Labels) -> Result<Plan> {
         inodes.push(p);
     }
     let bfs = tree.bfs_order();
-    let order = match &opts.profile {
+    let order = match opts.profile {
         Some(p) => p.hot_first(tree, &bfs),
         None => bfs,
     };
@@ -306,7 +307,7 @@ struct Clock {
 /// The image's [`Clock`] under the time policy; `times` are every inode's
 /// effective mtime, `newest` the newest source mtime.
 fn image_clock(
-    opts: &BuildOptions,
+    opts: &PlanOptions<'_>,
     time: TimePolicy,
     (times, newest): (&[(i64, u32)], i64),
     bit48: bool,
@@ -350,7 +351,7 @@ fn dir_listing(
     tree: &Tree,
     id: InodeId,
     entries: &[(Vec<u8>, InodeId)],
-    opts: &BuildOptions,
+    opts: &PlanOptions<'_>,
 ) -> (Vec<Vec<DirEntryPlan>>, u64) {
     let dot = DirEntryPlan {
         name: b".".to_vec(),
@@ -413,7 +414,7 @@ fn place_data(
     p: &mut InodePlan,
     ino: &crate::tree::Inode,
     xattr_len: u64,
-    opts: &BuildOptions,
+    opts: &PlanOptions<'_>,
     bit48: bool,
 ) -> Result<bool> {
     let (bs, size) = (opts.block_size(), p.size);
@@ -439,7 +440,7 @@ fn place_data(
         p.chunks = Some(chunk_plan(size, file_data.flatten(), opts)?);
         return Ok(true);
     } else if size > 0 {
-        if let (Some(c), Some(_)) = (&opts.compress, file_data) {
+        if let (Some(c), Some(_)) = (opts.compress, file_data) {
             p.compress = c.choose(&ino.rel);
         }
         let inode_size = if p.extended {
@@ -502,10 +503,11 @@ mod tests {
     #[test]
     fn chunks_mark_holes() {
         let opts = BuildOptions::default();
+        let views = crate::options::view::Views::new(&opts, crate::options::view::Basis::of(&opts));
         let c = chunk_plan(
             5 * 4096 + 10,
             Some(&[(0, 100), (4 * 4096 + 5, 5 * 4096 + 10)]),
-            &opts,
+            &views.plan,
         )
         .unwrap();
         assert_eq!(c.chunks, vec![Some(1), None, None, None, Some(1), Some(1)]);

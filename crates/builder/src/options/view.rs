@@ -2,7 +2,9 @@
 //! only the knobs that stage reads ([`PlanOptions`], [`DataOptions`],
 //! [`LayoutOptions`], [`EmitOptions`]), built once by the `build` module
 //! (or the incremental build) from the [`BuildOptions`] and a [`Basis`],
-//! the settings an image's format is fixed to.
+//! the settings an image's format is fixed to: a new image takes them from
+//! the options, an incremental build from the image it extends (so the
+//! options are never cloned and patched).
 
 use std::path::Path;
 

@@ -301,7 +301,11 @@ fn build_timed(
     }
     relabel(&mut tree, opts)?;
     let views = Views::new(opts, Basis::of(opts));
-    let mut plan = plan(&tree, &views.plan, Labels::of(opts))?;
+    let labels = Labels {
+        owners: opts.owners(),
+        time: opts.time,
+    };
+    let mut plan = plan(&tree, &views.plan, labels)?;
     ctl.clock.lap("plan");
     let mut out = match out {
         Some(out) => out,

@@ -10,7 +10,7 @@ use ferrofs_format::inode::{DataLayout, COMPACT_INODE_SIZE, EXTENDED_INODE_SIZE}
 
 use crate::error::{BuildError, Result};
 use crate::options::view::PlanOptions;
-use crate::options::{BuildOptions, TimePolicy};
+use crate::options::TimePolicy;
 use crate::tree::relabel::{self, OwnerMap};
 use crate::tree::{InodeId, Kind, Tree};
 use xattrs::XattrPlan;
@@ -198,21 +198,14 @@ fn check_names_and_targets(tree: &Tree) -> Result<()> {
 }
 
 /// How the plan maps owners and times (the relabel stage's view of the
-/// options).
+/// options: their own mapping for a new image, neutral for a tree
+/// relabelled already).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Labels {
+    /// How owners are mapped.
     pub(crate) owners: OwnerMap,
+    /// How timestamps are chosen.
     pub(crate) time: TimePolicy,
-}
-
-impl Labels {
-    /// The options' own mapping.
-    pub(crate) fn of(opts: &BuildOptions) -> Labels {
-        Labels {
-            owners: opts.owners(),
-            time: opts.time,
-        }
-    }
 }
 
 /// Plans every inode of `tree`, its owners and times mapped as `labels`
@@ -502,7 +495,7 @@ mod tests {
 
     #[test]
     fn chunks_mark_holes() {
-        let opts = BuildOptions::default();
+        let opts = crate::options::BuildOptions::default();
         let views = crate::options::view::Views::new(&opts, crate::options::view::Basis::of(&opts));
         let c = chunk_plan(
             5 * 4096 + 10,

@@ -23,6 +23,7 @@ use crate::emit::{blocklist, meta, metabox, superblock, zdirs};
 use crate::error::{BuildError, Result};
 use crate::incremental::Layer as IncrementalLayer;
 use crate::layout::head::Head;
+use crate::options::view::{Basis, DataOptions, EmitOptions, Views};
 use crate::options::BuildOptions;
 use crate::plan::{plan, Labels, Plan};
 use crate::source::layers::{self, DataMode};
@@ -175,7 +176,7 @@ fn build_fresh(
         Input::Tar { input, opts: t } if opts.streams_in_place() && !t.index => {
             // A piped archive's data goes straight into the image.
             let mut out = Outputs::create(output, opts)?;
-            let in_place = out.in_place(opts)?;
+            let in_place = out.in_place(&Views::new(opts, Basis::of(opts)))?;
             let tree = tar::scan(input, opts, t.clone(), (spool, Some(in_place)))?;
             let pool = worker_pool(opts.workers)?;
             let clock = Clock::start();
@@ -299,14 +300,19 @@ fn build_timed(
         ));
     }
     relabel(&mut tree, opts)?;
-    let mut plan = plan(&tree, opts, Labels::of(opts))?;
+    let views = Views::new(opts, Basis::of(opts));
+    let labels = Labels {
+        owners: opts.owners(),
+        time: opts.time,
+    };
+    let mut plan = plan(&tree, &views.plan, labels)?;
     ctl.clock.lap("plan");
     let mut out = match out {
         Some(out) => out,
         None => Outputs::create(output, opts)?,
     };
-    let head = Head::new(&tree, &mut plan, opts, out.blob.is_some());
-    if out.in_place.is_some() && head.data_start != Head::data_start_of(opts, 0) {
+    let head = Head::new(&tree, &mut plan, &views.layout, out.blob.is_some());
+    if out.in_place.is_some() && head.data_start != Head::data_start_of(&views.layout, 0) {
         // The scan put piped data where the data pass would not look.
         return Err(BuildError::Option(format!(
             "{}: file data starts at block {}, not where it was put",
@@ -314,7 +320,8 @@ fn build_timed(
             head.data_start
         )));
     }
-    let (mut summary, list) = write_image(&mut tree, &mut plan, opts, &out, head, &pool, &mut ctl)?;
+    let (mut summary, list) =
+        write_image(&mut tree, &mut plan, &views, &out, head, &pool, &mut ctl)?;
     if let Some(v) = &opts.verity {
         let tree = ferrofs_verity::dm::append_file(&out.image.file, v);
         summary.verity = Some(tree.map_err(|e| BuildError::output(output)(e.into()))?);
@@ -343,6 +350,9 @@ struct Outputs<'p> {
     image: Staged<'p>,
     blob: Option<Staged<'p>>,
     block_list: Option<Staged<'p>>,
+    /// The prefix of the paths the block list names (the mount point),
+    /// when it lists files (`--mount-point` given; else it is empty).
+    list_prefix: Option<Vec<u8>>,
     /// The image file as a piped archive's scan writes its data into it.
     in_place: Option<Arc<std::fs::File>>,
 }
@@ -362,24 +372,30 @@ impl<'p> Outputs<'p> {
             })?),
             None => None,
         };
+        let list_prefix = opts
+            .block_list
+            .as_ref()
+            .filter(|bl| bl.mount_point_given)
+            .map(|_| opts.mount_prefix());
         Ok(Outputs {
             image,
             blob,
             block_list,
+            list_prefix,
             in_place: None,
         })
     }
 
     /// Where the scan of a piped archive puts its data (see
     /// [`tar::InPlace`]): this image, from the first data block on.
-    fn in_place(&mut self, opts: &BuildOptions) -> Result<tar::InPlace> {
+    fn in_place(&mut self, views: &Views<'_>) -> Result<tar::InPlace> {
         let file = self.image.file.try_clone().map_err(self.image.err())?;
         let file = Arc::new(file);
         self.in_place = Some(file.clone());
-        let bs = opts.block_size();
+        let bs = views.emit.block_size();
         Ok(tar::InPlace {
             file,
-            at: opts.offset + Head::data_start_of(opts, 0) * bs,
+            at: views.emit.offset + Head::data_start_of(&views.layout, 0) * bs,
             align: bs,
         })
     }
@@ -389,7 +405,7 @@ impl<'p> Outputs<'p> {
     fn writers<'a>(
         &'a self,
         head: &Head,
-        opts: &BuildOptions,
+        opts: &EmitOptions<'_>,
         stop: Option<&'a AtomicBool>,
     ) -> Result<(Writer<'a>, Option<Writer<'a>>)> {
         let bs = opts.block_size();
@@ -406,7 +422,7 @@ impl<'p> Outputs<'p> {
         let mut image = Writer {
             data: BufWriter::with_capacity(1 << 20, &self.image.file),
             base: opts.offset,
-            align: if opts.dsunit > 1 { opts.dsunit * bs } else { 0 },
+            align: opts.data_align(),
             hash: Xxh3::new(),
             pos: head.data_start * bs,
             output: self.image.target,
@@ -450,27 +466,35 @@ impl<'p> Outputs<'p> {
 fn write_image(
     tree: &mut Tree,
     plan: &mut Plan,
-    opts: &BuildOptions,
+    views: &Views<'_>,
     out: &Outputs<'_>,
     head: Head,
     pool: &rayon::ThreadPool,
     ctl: &mut Control<'_>,
 ) -> Result<(Summary, Vec<u8>)> {
-    let bs = opts.block_size();
+    let bs = views.emit.block_size();
     // The source's inodes; the build adds its own (packed inode, metabox).
     let source_inodes = tree.inodes.len();
-    let (mut w, mut blob_w) = out.writers(&head, opts, ctl.interrupted)?;
+    let (mut w, mut blob_w) = out.writers(&head, &views.emit, ctl.interrupted)?;
     let mut placed = data::write_data(
         &mut w,
         blob_w.as_mut(),
         tree,
         plan,
-        opts,
+        &views.data,
         ctl.progress,
         pool,
     )?;
     ctl.clock.lap("data");
-    let meta = write_meta(&mut w, tree, plan, &mut placed, opts, head.root_at, pool)?;
+    let meta = write_meta(
+        &mut w,
+        tree,
+        plan,
+        &mut placed,
+        &views.data,
+        head.root_at,
+        pool,
+    )?;
     ctl.clock.lap("meta");
     w.data.flush().map_err(BuildError::output(w.output))?;
     let sb_head = superblock::Head {
@@ -483,14 +507,14 @@ fn write_image(
         devt_at: head.devt_at.unwrap_or(0),
         devices: &tree.devices,
     };
-    superblock::write_head(&out.image.file, &w, opts, plan, &meta, sb_head)?;
-    let list = match opts.block_list {
+    superblock::write_head(&out.image.file, &w, &views.emit, plan, &meta, sb_head)?;
+    let list = match out.block_list {
         Some(_) => {
-            let files: Vec<InodeId> = data::data_order(tree, plan, opts)
+            let files: Vec<InodeId> = data::data_order(tree, plan, &views.data)
                 .into_iter()
                 .filter(|&id| id < source_inodes)
                 .collect();
-            blocklist::render(tree, plan, &placed, &files, opts)
+            blocklist::render(tree, plan, &placed, &files, out.list_prefix.as_deref())
         }
         None => Vec::new(),
     };
@@ -506,7 +530,7 @@ fn write_meta(
     tree: &mut Tree,
     plan: &mut Plan,
     placed: &mut data::Placed,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     root_at: Option<(u64, u64)>,
     pool: &rayon::ThreadPool,
 ) -> Result<meta::Meta> {

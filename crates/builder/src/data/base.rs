@@ -47,7 +47,7 @@ use crate::data::compress::{first_extent, Shape};
 use crate::data::extent::{segment_len, Extent, MAX_EXTENT_BLOCKS};
 use crate::error::{BuildError, Result};
 use crate::options::compress::Compressor;
-use crate::options::BuildOptions;
+use crate::options::view::DataOptions;
 use crate::summary::BaseStats;
 use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Tree};
@@ -105,7 +105,7 @@ const CHANGED: usize = 5;
 const UNREADABLE: usize = 6;
 
 /// The image-wide reason OLD cannot serve this build at all, if any.
-fn unusable(image: &Image, opts: &BuildOptions) -> Option<String> {
+fn unusable(image: &Image, opts: &DataOptions<'_>) -> Option<String> {
     let bs = opts.block_size();
     if image.block_size().bytes() != bs {
         return Some(format!(
@@ -136,7 +136,7 @@ impl Base {
         path: &Path,
         tree: &Tree,
         zc: &[Option<(u64, usize)>],
-        opts: &BuildOptions,
+        opts: &DataOptions<'_>,
         eligible: &(dyn Fn(InodeId) -> bool + Sync),
     ) -> Result<Self> {
         let image = Image::open_path(path).map_err(|e| BuildError::Base {
@@ -599,13 +599,12 @@ impl Ctx<'_> {
 
 /// Opens `opts.base` for a build, if there is one.
 pub(crate) fn open_for(
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     tree: &Tree,
     zc: &[Option<(u64, usize)>],
     eligible: &(dyn Fn(InodeId) -> bool + Sync),
 ) -> Result<Option<Base>> {
     opts.base
-        .as_deref()
         .map(|p: &Path| Base::open(p, tree, zc, opts, eligible))
         .transpose()
 }

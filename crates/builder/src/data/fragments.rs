@@ -14,7 +14,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::data::similarity::{self, Class, Sketch};
 use crate::error::{BuildError, Result};
-use crate::options::BuildOptions;
+use crate::options::view::DataOptions;
 use crate::plan::{InodePlan, Plan};
 use crate::tree::content::{Content, ContentReader, Segment};
 use crate::tree::{InodeId, Kind, Tree};
@@ -239,12 +239,11 @@ pub(crate) fn add_packed_inode(
     tree: &mut Tree,
     plan: &mut Plan,
     frags: Fragments,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
 ) -> Result<(InodeId, Vec<u64>)> {
     let bs = opts.block_size();
     let sketches = sketch_all(&frags)?;
-    let (order, mut offsets) =
-        fragment_offsets(tree, &frags.entries, opts.profile.as_deref(), &sketches);
+    let (order, mut offsets) = fragment_offsets(tree, &frags.entries, opts.profile, &sketches);
     // (With a metabox, the table belongs in the metabox's data.)
     let table = if opts.plain_xattr_prefixes || opts.metabox.is_some() {
         Vec::new()

@@ -12,7 +12,7 @@ use crate::data::write::{write_flat, FileWriter};
 use crate::data::zfile::{apply_z, compact_ok, write_compressed};
 use crate::data::zpass::compress_window;
 use crate::error::Result;
-use crate::options::BuildOptions;
+use crate::options::view::DataOptions;
 use crate::plan::zmap::{encode_map, encode_whole_fragment, Tail};
 use crate::plan::Plan;
 use crate::summary::Progress;
@@ -44,7 +44,7 @@ pub(crate) fn write_data<'a>(
     blob: Option<&mut Writer<'a>>,
     tree: &mut Tree,
     plan: &mut Plan,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     progress: &dyn Fn(Progress),
     pool: &rayon::ThreadPool,
 ) -> Result<Placed> {
@@ -131,7 +131,7 @@ pub(crate) fn write_data<'a>(
 }
 
 /// The regular files with data, in the order their data is written.
-pub(crate) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<InodeId> {
+pub(crate) fn data_order(tree: &Tree, plan: &Plan, opts: &DataOptions<'_>) -> Vec<InodeId> {
     let mut files: Vec<InodeId> = plan
         .order
         .iter()
@@ -147,7 +147,7 @@ pub(crate) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<I
         // Data in first-access order, so a start reads few, mostly
         // sequential runs; files it does not read follow in nid order.
         files.sort_by_key(|&id| p.get(&tree.inodes[id].rel).map_or(usize::MAX, |f| f.rank));
-    } else if opts.data_in_archive_order() {
+    } else if opts.archive_order {
         // Where each file's first bytes are in its archive; files of a
         // directory (or without data) keep their place after those.
         files.sort_by_key(|&id| match &tree.inodes[id].content {
@@ -164,7 +164,7 @@ pub(crate) fn data_order(tree: &Tree, plan: &Plan, opts: &BuildOptions) -> Vec<I
 fn duplicates(
     tree: &Tree,
     plan: &mut Plan,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     frag_mode: bool,
     pool: &rayon::ThreadPool,
 ) -> Result<Vec<Option<InodeId>>> {
@@ -193,7 +193,7 @@ fn duplicates(
 fn same_bytes(
     tree: &Tree,
     plan: &Plan,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     frag_mode: bool,
     zc: &[Option<(u64, usize)>],
     pool: &rayon::ThreadPool,
@@ -220,7 +220,7 @@ pub(crate) fn write_packed(
     w: &mut Writer,
     tree: &mut Tree,
     plan: &mut Plan,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     fr: Fragments,
     placed: &mut Placed,
     pool: &rayon::ThreadPool,
@@ -272,7 +272,7 @@ pub(crate) fn write_synthetic(
     plan: &mut Plan,
     placed: &mut Placed,
     id: InodeId,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     pool: &rayon::ThreadPool,
 ) -> Result<()> {
     let bs = opts.block_size();

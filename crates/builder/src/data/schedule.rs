@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use crate::data::extent::Extent;
 use crate::data::zpass::{prepare_window, Encoders, Settled, WindowUnits};
 use crate::error::{BuildError, Result};
-use crate::options::BuildOptions;
+use crate::options::view::DataOptions;
 use crate::tree::{InodeId, Tree};
 
 /// Files per window of the data pass, and input bytes per window.
@@ -64,7 +64,7 @@ pub(crate) enum Msg<'a> {
 pub(crate) struct Dispatch<'a, 'b> {
     pub(crate) tree: &'a Tree,
     pub(crate) zc: &'b [Option<(u64, usize)>],
-    pub(crate) opts: &'a BuildOptions,
+    pub(crate) opts: &'a DataOptions<'a>,
     pub(crate) frag_mode: bool,
     pub(crate) base: Option<&'b crate::data::base::Base>,
     pub(crate) copies: &'b [Option<InodeId>],

@@ -12,7 +12,7 @@ use crate::data::fragments::Fragments;
 use crate::data::stored::{PclusterDedupe, CHUNK_KEY};
 use crate::data::zfile::{apply_z, compact_ok, write_compressed};
 use crate::error::Result;
-use crate::options::BuildOptions;
+use crate::options::view::DataOptions;
 use crate::plan::zmap::{encode_map, Tail};
 use crate::plan::{InodePlan, Plan};
 use crate::tree::content::{Content, ContentReader};
@@ -25,7 +25,7 @@ pub(crate) struct FileWriter<'p, 'a> {
     blob: Option<&'p mut Writer<'a>>,
     tree: &'p Tree,
     plan: &'p mut Plan,
-    opts: &'p BuildOptions,
+    opts: &'p DataOptions<'p>,
     frags: Option<Fragments>,
     pdedupe: Option<PclusterDedupe>,
     buf: Vec<u8>,
@@ -50,7 +50,7 @@ impl<'p, 'a> FileWriter<'p, 'a> {
         blob: Option<&'p mut Writer<'a>>,
         tree: &'p Tree,
         plan: &'p mut Plan,
-        opts: &'p BuildOptions,
+        opts: &'p DataOptions<'p>,
         frags: Option<Fragments>,
         dup: Vec<Option<InodeId>>,
         copies: &'p [Option<InodeId>],
@@ -163,7 +163,7 @@ fn share_data(
     start_blk: &mut [u64],
     id: InodeId,
     orig: InodeId,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
 ) {
     let bs = opts.block_size();
     match plan.inodes[orig].z.clone() {

@@ -9,7 +9,7 @@ use crate::data::extent::Extent;
 use crate::data::fragments::Fragments;
 use crate::data::stored::PclusterDedupe;
 use crate::error::Result;
-use crate::options::BuildOptions;
+use crate::options::view::DataOptions;
 use crate::plan::zmap::{encode_index, encode_map, encode_whole_fragment, Tail, ZExtent, ZInode};
 use crate::plan::Plan;
 use crate::tree::content::ContentReader;
@@ -18,7 +18,7 @@ use crate::util::out::Writer;
 
 /// Whether compressed files may take compact indexes (not with `-E
 /// legacy-compress`).
-pub(crate) fn compact_ok(opts: &BuildOptions) -> bool {
+pub(crate) fn compact_ok(opts: &DataOptions<'_>) -> bool {
     !opts.compress.as_ref().is_some_and(|c| c.legacy_compress)
 }
 
@@ -33,7 +33,7 @@ pub(crate) fn write_compressed(
     plan: &Plan,
     id: InodeId,
     extents: Vec<Extent>,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     frags: Option<&mut Fragments>,
     dedupe: Option<&mut PclusterDedupe>,
 ) -> Result<ZInode> {

@@ -16,7 +16,7 @@ use crate::data::worth::{
 };
 use crate::error::Result;
 use crate::options::compress::Compressor;
-use crate::options::BuildOptions;
+use crate::options::view::DataOptions;
 use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Tree};
 
@@ -50,7 +50,7 @@ pub(crate) type Encoders = HashMap<(usize, u64), ferrofs_codec::Encoder>;
 /// file's decision. Units only read it, from any thread.
 pub(crate) struct WindowUnits<'a> {
     tree: &'a Tree,
-    opts: &'a BuildOptions,
+    opts: &'a DataOptions<'a>,
     fragments: bool,
     worth: Vec<Worth>,
     /// Segments to compress, each with its file's index in the window.
@@ -75,7 +75,7 @@ pub(crate) struct Settled {
 pub(crate) fn prepare_window<'a>(
     tree: &'a Tree,
     zc: &[Option<(u64, usize)>],
-    opts: &'a BuildOptions,
+    opts: &'a DataOptions<'a>,
     ids: &[InodeId],
     fragments: bool,
     sample: bool,
@@ -133,7 +133,7 @@ pub(crate) fn prepare_window<'a>(
 struct Window<'w> {
     tree: &'w Tree,
     zc: &'w [Option<(u64, usize)>],
-    opts: &'w BuildOptions,
+    opts: &'w DataOptions<'w>,
     ids: &'w [InodeId],
     fragments: bool,
     bs: u64,
@@ -395,7 +395,7 @@ impl WindowUnits<'_> {
 pub(crate) fn compress_window(
     tree: &Tree,
     zc: &[Option<(u64, usize)>],
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     ids: &[InodeId],
     fragments: bool,
     sample: bool,
@@ -415,7 +415,7 @@ pub(crate) fn compress_window(
 fn whole_fragment(
     tree: &Tree,
     zc: &[Option<(u64, usize)>],
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     fragments: bool,
     id: InodeId,
 ) -> bool {
@@ -428,7 +428,7 @@ fn whole_fragment(
 }
 
 /// Pieces of the file a profiled start reads in small bits.
-fn hot_pieces(tree: &Tree, opts: &BuildOptions, id: InodeId) -> Vec<(u64, u64)> {
+fn hot_pieces(tree: &Tree, opts: &DataOptions<'_>, id: InodeId) -> Vec<(u64, u64)> {
     let bs = opts.block_size();
     opts.profile
         .as_ref()
@@ -445,7 +445,7 @@ fn hot_pieces(tree: &Tree, opts: &BuildOptions, id: InodeId) -> Vec<(u64, u64)> 
 pub(crate) fn plain_segments(
     tree: &Tree,
     zc: &[Option<(u64, usize)>],
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     fragments: bool,
     id: InodeId,
 ) -> bool {

@@ -20,7 +20,7 @@ use super::meta;
 use crate::data::pass::{self as data, Placed};
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, MetaLayout};
-use crate::options::BuildOptions;
+use crate::options::view::{EmitOptions, Views};
 use crate::plan::Plan;
 use crate::summary::{Progress, Summary};
 use crate::tree::{InodeId, Tree};
@@ -63,11 +63,11 @@ pub(crate) fn append(
     t: &Target,
     tree: &mut Tree,
     plan: &mut Plan,
-    opts: &BuildOptions,
+    views: &Views<'_>,
     (interrupted, progress): (Option<&AtomicBool>, &dyn Fn(Progress)),
     pool: &rayon::ThreadPool,
 ) -> Result<Appended> {
-    let bs = opts.block_size();
+    let bs = views.emit.block_size();
     let err = BuildError::output(t.path);
     let root = tree.root;
     let start = t.old_len.div_ceil(bs).max(t.sb.total_blocks());
@@ -77,7 +77,7 @@ pub(crate) fn append(
     let mut w = Writer {
         data: BufWriter::with_capacity(1 << 20, t.file),
         base: 0,
-        align: if opts.dsunit > 1 { opts.dsunit * bs } else { 0 },
+        align: views.emit.data_align(),
         hash: Xxh3::new(),
         pos: data_start * bs,
         output: t.path,
@@ -87,7 +87,7 @@ pub(crate) fn append(
     w.data
         .seek(SeekFrom::Start(data_start * bs))
         .map_err(&err)?;
-    let mut placed = data::write_data(&mut w, None, tree, plan, opts, progress, pool)?;
+    let mut placed = data::write_data(&mut w, None, tree, plan, &views.data, progress, pool)?;
     if placed.packed.is_some() {
         return Err(BuildError::Internal(
             "an incremental build made a packed inode".into(),
@@ -111,7 +111,15 @@ pub(crate) fn append(
     crate::util::out::check_stop(interrupted, t.path)?;
 
     let new_inodes = plan.order.len() as u64 + u64::from(matches!(t.root, RootPlace::Appended));
-    let sb = patch_superblock(&mut head, t, plan, opts, root_nid, total_blocks, new_inodes)?;
+    let sb = patch_superblock(
+        &mut head,
+        t,
+        plan,
+        &views.emit,
+        root_nid,
+        total_blocks,
+        new_inodes,
+    )?;
     t.file.write_all_at(&head, 0).map_err(&err)?;
     t.file.sync_all().map_err(&err)?;
     Ok(Appended {
@@ -254,7 +262,7 @@ fn patch_superblock(
     head: &mut [u8],
     t: &Target,
     plan: &Plan,
-    opts: &BuildOptions,
+    opts: &EmitOptions<'_>,
     root_nid: u64,
     total_blocks: u64,
     new_inodes: u64,

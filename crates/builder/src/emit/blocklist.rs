@@ -60,28 +60,24 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use crate::data::pass::Placed;
-use crate::options::BuildOptions;
 use crate::plan::Plan;
 use crate::tree::{InodeId, Tree};
 
 /// The block list of a laid-out image: `files` are the source's regular
-/// files with data in data order.
+/// files with data in data order, their paths under `prefix` (the mount
+/// point; `None` when `--mount-point` was not given: then nothing is
+/// listed).
 pub(crate) fn render(
     tree: &Tree,
     plan: &Plan,
     placed: &Placed,
     files: &[InodeId],
-    opts: &BuildOptions,
+    prefix: Option<&[u8]>,
 ) -> Vec<u8> {
     let mut out = Vec::new();
-    if !opts
-        .block_list
-        .as_ref()
-        .is_some_and(|b| b.mount_point_given)
-    {
+    let Some(prefix) = prefix else {
         return out;
-    }
-    let prefix = opts.mount_prefix();
+    };
     let mut listed = Listed::default();
     for &id in files {
         let mut runs: Vec<(u64, u64)> = Vec::new();
@@ -96,7 +92,7 @@ pub(crate) fn render(
         if runs.is_empty() {
             continue;
         }
-        out.extend_from_slice(&prefix);
+        out.extend_from_slice(prefix);
         out.push(b'/');
         out.extend_from_slice(&tree.inodes[id].rel);
         for (a, b) in runs {

@@ -15,7 +15,8 @@ use crate::data::fragments::{add_internal_file, InternalFile};
 use crate::data::pass::{write_synthetic, Placed};
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, MetaLayout, METABOX_NID_BIT};
-use crate::options::{BuildOptions, MetaboxOptions};
+use crate::options::view::DataOptions;
+use crate::options::MetaboxOptions;
 use crate::plan::Plan;
 use crate::tree::content::Segment;
 use crate::tree::{InodeId, Tree};
@@ -29,7 +30,7 @@ pub(crate) fn write_meta(
     tree: &mut Tree,
     plan: &mut Plan,
     placed: &mut Placed,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     mb: MetaboxOptions,
     pool: &rayon::ThreadPool,
 ) -> Result<Meta> {
@@ -159,7 +160,7 @@ fn add_metabox_inode(
     tree: &mut Tree,
     plan: &mut Plan,
     data: &[u8],
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     mb: MetaboxOptions,
     output: &std::path::Path,
 ) -> Result<InodeId> {

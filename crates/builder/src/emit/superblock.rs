@@ -11,7 +11,7 @@ use ferrofs_format::BlockSize;
 
 use super::meta::Meta;
 use crate::error::{BuildError, Result};
-use crate::options::BuildOptions;
+use crate::options::view::EmitOptions;
 use crate::plan::Plan;
 use crate::tree::{ExtraDevice, InodeId};
 use crate::util::out::Writer;
@@ -43,7 +43,7 @@ pub(crate) struct Head<'a> {
 pub(crate) fn write_head(
     file: &File,
     w: &Writer,
-    opts: &BuildOptions,
+    opts: &EmitOptions<'_>,
     plan: &Plan,
     meta: &Meta,
     head: Head<'_>,
@@ -65,7 +65,7 @@ pub(crate) fn write_head(
     if let Some((at, r)) = &meta.root_record {
         bytes[*at as usize..root_end].copy_from_slice(r);
     }
-    let rec_at = 1024 + crate::layout::head::sb_size(opts);
+    let rec_at = 1024 + crate::layout::head::sb_size(opts.metabox.is_some());
     let records = &head.records.0;
     bytes[rec_at..rec_at + records.len()].copy_from_slice(records);
     device_table(&mut bytes, &head, meta.total_blocks, plan.bit48);
@@ -97,7 +97,7 @@ pub(crate) fn write_head(
 }
 
 /// The superblock of a new image (its uuid and checksum still to come).
-fn superblock(opts: &BuildOptions, plan: &Plan, meta: &Meta, head: &Head<'_>) -> Superblock {
+fn superblock(opts: &EmitOptions<'_>, plan: &Plan, meta: &Meta, head: &Head<'_>) -> Superblock {
     let bs = opts.block_size();
     let lay = &meta.lay;
     let mut sb = Superblock::empty();
@@ -150,7 +150,7 @@ fn superblock(opts: &BuildOptions, plan: &Plan, meta: &Meta, head: &Head<'_>) ->
     // block, else the metadata area's start).
     sb.meta_blkaddr = (lay.nid_base / bs) as u32;
     sb.xattr_blkaddr = meta.xattr_blkaddr as u32;
-    sb.volume_name[..opts.label.len()].copy_from_slice(&opts.label);
+    sb.volume_name[..opts.label.len()].copy_from_slice(opts.label);
     if let Some(b) = &head.blob {
         sb.feature_incompat |= incompat::DEVICE_TABLE;
         sb.extra_devices = 1;
@@ -167,7 +167,7 @@ fn superblock(opts: &BuildOptions, plan: &Plan, meta: &Meta, head: &Head<'_>) ->
 /// records' bitmap, `cfgs`: whether there are records).
 fn compression_fields(
     sb: &mut Superblock,
-    opts: &BuildOptions,
+    opts: &EmitOptions<'_>,
     plan: &Plan,
     algs: u16,
     cfgs: bool,
@@ -194,7 +194,7 @@ fn compression_fields(
 /// The long xattr name prefixes' table: where it is and how many.
 fn xattr_prefix_fields(
     sb: &mut Superblock,
-    opts: &BuildOptions,
+    opts: &EmitOptions<'_>,
     plan: &Plan,
     meta: &Meta,
     packed: bool,
@@ -207,7 +207,7 @@ fn xattr_prefix_fields(
     // packed inode (mkfs.erofs 1.9 sets the bit whenever it writes the
     // table there).
     if !plan.xattrs.prefixes_in_packed {
-        let on_device = opts.metabox.is_none() && (packed || opts.uses_48bit());
+        let on_device = opts.metabox.is_none() && (packed || opts.bit48);
         if opts.plain_xattr_prefixes || on_device {
             sb.feature_compat |= compat::PLAIN_XATTR_PFX;
         }

@@ -11,7 +11,7 @@ use crate::data::fragments::Fragments;
 use crate::data::pass::{write_packed, Placed};
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, METABOX_NID_BIT};
-use crate::options::BuildOptions;
+use crate::options::view::DataOptions;
 use crate::plan::zmap::{encode_whole_fragment, ZInode};
 use crate::plan::Plan;
 use crate::tree::{InodeId, Tree};
@@ -28,7 +28,7 @@ pub(crate) fn pack_dirs(
     tree: &mut Tree,
     plan: &mut Plan,
     placed: &mut Placed,
-    opts: &BuildOptions,
+    opts: &DataOptions<'_>,
     pool: &rayon::ThreadPool,
 ) -> Result<Vec<(InodeId, u64)>> {
     let bs = opts.block_size();

@@ -23,6 +23,7 @@ use ferrofs::Image;
 
 use crate::emit::append::{append, RootPlace, Target};
 use crate::error::{BuildError, Result};
+use crate::options::view::{Basis, Views};
 use crate::options::BuildOptions;
 use crate::plan::{Labels, Plan};
 use crate::source::tar::{TarInput, TarOptions};
@@ -115,17 +116,11 @@ fn check_options(dest: &Path, opts: &BuildOptions) -> Result<()> {
 }
 
 /// Checks that the image can take this build's inodes and returns the
-/// options the new inodes are planned with.
-fn fit_options(
-    dest: &Path,
-    image: &Image,
-    head: &[u8],
-    opts: &BuildOptions,
-) -> Result<BuildOptions> {
+/// basis they are planned on, which the image dictates: its block size,
+/// 48-bit layout, epoch and xattr name filter, and new xattrs kept inline
+/// (its shared area cannot grow).
+fn image_basis(dest: &Path, image: &Image, head: &[u8], opts: &BuildOptions) -> Result<Basis> {
     let sb = image.superblock();
-    let mut o = opts.clone();
-    o.blkszbits = sb.blkszbits;
-    let bs = o.block_size();
     if !image.devices().is_empty() || sb.has_incompat(incompat::METABOX) {
         return Err(refuse(
             dest,
@@ -133,21 +128,27 @@ fn fit_options(
         ));
     }
     let bit48 = sb.has_incompat(incompat::BIT48);
-    if o.uses_48bit() && !bit48 {
+    if opts.uses_48bit() && !bit48 {
         return Err(refuse(
             dest,
             "-E 48bit/dot-omitted: the image does not use the 48-bit layout",
         ));
     }
-    o.bit48 = bit48;
-    o.fixed_epoch = Some((sb.epoch(), sb.fixed_nsec));
-    o.xattr_filter = sb.has_compat(compat::XATTR_FILTER);
-    if o.xattr_tolerance >= 0 {
+    let basis = Basis {
+        blkszbits: sb.blkszbits,
+        bit48,
+        fixed_epoch: Some((sb.epoch(), sb.fixed_nsec)),
+        xattr_filter: sb.has_compat(compat::XATTR_FILTER),
         // New xattrs stay inline: the image's shared area cannot grow.
-        o.xattr_tolerance = i32::MAX;
-    }
-    if o.compress.is_some() {
-        let (records, algs, cfgs) = crate::layout::head::compression_records(&o, bs);
+        xattr_tolerance: match opts.xattr_tolerance {
+            t if t >= 0 => i32::MAX,
+            t => t,
+        },
+    };
+    if opts.compress.is_some() {
+        let layout = Views::new(opts, basis).layout;
+        let bs = layout.block_size();
+        let (records, algs, cfgs) = crate::layout::head::compression_records(&layout, bs);
         let zero_pad = sb.has_incompat(incompat::ZERO_PADDING);
         let old_cfgs = sb.has_incompat(incompat::COMPR_CFGS);
         let ok = zero_pad
@@ -171,7 +172,7 @@ fn fit_options(
         // ZTAILPACKING, if new inodes need it, is set in the superblock:
         // it changes nothing for inodes without inline pclusters.
     }
-    Ok(o)
+    Ok(basis)
 }
 
 /// Points the new inodes whose bytes the image has (`same_data`: the nid)
@@ -286,7 +287,7 @@ pub fn build(
     check_options(dest, opts)?;
     let old = Old::open(dest)?;
     let bs = old.image.block_size().bytes();
-    let o = fit_options(dest, &old.image, &old.head, opts)?;
+    let views = Views::new(opts, image_basis(dest, &old.image, &old.head, opts)?);
     let old_tree = load::load(&old.image, dest)?;
     // The layer over the image's tree (its inodes keep their ids), then
     // what no name reaches any more cut off.
@@ -329,12 +330,12 @@ pub fn build(
         });
     }
     // Neutral owners and times: the layer's were mapped when it was read.
-    let mut plan = crate::plan::plan(&tree, &o, Labels::default())?;
+    let mut plan = crate::plan::plan(&tree, &views.plan, Labels::default())?;
     let root_id = tree.root;
     plan.order.retain(|&id| kept[id].is_none() && id != root_id);
     stats.shared_files = point_at_stored(&old.image, &mut plan, &same_data, bs);
     stats.new_inodes = plan.order.len() as u64 + 1;
-    let pool = crate::util::out::worker_pool(o.workers)?;
+    let pool = crate::util::out::worker_pool(opts.workers)?;
     let target = Target {
         file: &old.file,
         path: dest,
@@ -348,7 +349,7 @@ pub fn build(
         &target,
         &mut tree,
         &mut plan,
-        &o,
+        &views,
         (interrupted, progress),
         &pool,
     );

@@ -7,7 +7,7 @@ use ferrofs_format::compress::{ALG_DEFLATE, ALG_LZ4, ALG_LZMA, ALG_ZSTD};
 use ferrofs_format::device::DEVICE_SLOT_SIZE;
 
 use crate::options::compress::lzma_dict;
-use crate::options::BuildOptions;
+use crate::options::view::LayoutOptions;
 use crate::plan::Plan;
 use crate::tree::Tree;
 
@@ -30,7 +30,7 @@ impl Head {
     /// The head of an image of `tree` as planned (`blob`: with a
     /// `--blobdev` blob, whose slot is the device table). May move the
     /// root's last directory block out of line so its record fits.
-    pub(crate) fn new(tree: &Tree, plan: &mut Plan, opts: &BuildOptions, blob: bool) -> Head {
+    pub(crate) fn new(tree: &Tree, plan: &mut Plan, opts: &LayoutOptions<'_>, blob: bool) -> Head {
         let bs = opts.block_size();
         let records = compression_records(opts, bs);
         // The device table (one slot for the blob, or rebuild mode's
@@ -53,7 +53,7 @@ impl Head {
     /// The first block of file data, known before the tree is: the block
     /// after the superblock's (the root's record, when it is in the head,
     /// ends inside that block) with `slots` device table slots.
-    pub(crate) fn data_start_of(opts: &BuildOptions, slots: usize) -> u64 {
+    pub(crate) fn data_start_of(opts: &LayoutOptions<'_>, slots: usize) -> u64 {
         let bs = opts.block_size();
         let records = compression_records(opts, bs).0.len() as u64;
         sb_end(opts, records, slots).0.div_ceil(bs).max(1)
@@ -62,8 +62,8 @@ impl Head {
 
 /// Where the superblock, its `records` bytes of compression records and a
 /// device table of `slots` slots end, and where that table starts.
-fn sb_end(opts: &BuildOptions, records: u64, slots: usize) -> (u64, Option<u64>) {
-    let end = 1024 + sb_size(opts) as u64 + records;
+fn sb_end(opts: &LayoutOptions<'_>, records: u64, slots: usize) -> (u64, Option<u64>) {
+    let end = 1024 + sb_size(opts.metabox.is_some()) as u64 + records;
     if slots == 0 {
         return (end, None);
     }
@@ -73,8 +73,8 @@ fn sb_end(opts: &BuildOptions, records: u64, slots: usize) -> (u64, Option<u64>)
 
 /// Compression records that follow the superblock, and the SB fields they
 /// imply: (records, available bitmap, use COMPR_CFGS).
-pub(crate) fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16, bool) {
-    let Some(c) = &opts.compress else {
+pub(crate) fn compression_records(opts: &LayoutOptions<'_>, bs: u64) -> (Vec<u8>, u16, bool) {
+    let Some(c) = opts.compress else {
         return (Vec::new(), 0, false);
     };
     let max_pcl = c
@@ -136,8 +136,8 @@ pub(crate) fn compression_records(opts: &BuildOptions, bs: u64) -> (Vec<u8>, u16
 
 /// Bytes of the superblock: one extension slot (the metabox nid) with a
 /// metabox.
-pub(crate) fn sb_size(opts: &BuildOptions) -> usize {
-    if opts.metabox.is_some() {
+pub(crate) fn sb_size(metabox: bool) -> usize {
+    if metabox {
         144
     } else {
         128
@@ -157,7 +157,7 @@ pub(crate) fn sb_size(opts: &BuildOptions) -> usize {
 fn root_home(
     tree: &Tree,
     plan: &mut Plan,
-    opts: &BuildOptions,
+    opts: &LayoutOptions<'_>,
     sb_end: u64,
     bs: u64,
 ) -> Option<(u64, u64)> {

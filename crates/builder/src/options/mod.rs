@@ -1,12 +1,14 @@
 //! What a build may be asked to do, with mkfs.erofs's meanings: the
 //! [`BuildOptions`] knob set, compression settings (`compress`), the files
 //! options name (`--compress-hints`: `hints`; `--profile`: `profile`), and
-//! the one check of them all (`check`), run before anything is read.
+//! the one check of them all (`check`), run before anything is read, and
+//! each stage's borrowed view of them (`view`).
 
 mod check;
 pub(crate) mod compress;
 pub(crate) mod hints;
 pub(crate) mod profile;
+pub(crate) mod view;
 
 use regex::bytes::Regex;
 

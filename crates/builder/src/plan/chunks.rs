@@ -4,7 +4,7 @@
 //! layers' devices.
 
 use crate::error::{BuildError, Result};
-use crate::options::BuildOptions;
+use crate::options::view::PlanOptions;
 
 /// A chunk-based file: chunk size and, per chunk, its length in blocks
 /// (`None` for a hole).
@@ -91,7 +91,7 @@ impl ChunkPlan {
 pub(super) fn chunk_plan(
     size: u64,
     data: Option<&[(u64, u64)]>,
-    opts: &BuildOptions,
+    opts: &PlanOptions<'_>,
 ) -> Result<ChunkPlan> {
     let bs = opts.block_size();
     let mut cs = match opts.chunk_size {
@@ -120,7 +120,7 @@ pub(super) fn chunk_plan(
         bits_extra,
         chunks,
         // A chunk on an extra device needs an index that names it.
-        indexes: opts.chunk_indexes || opts.blobdev.is_some(),
+        indexes: opts.chunk_indexes,
     })
 }
 

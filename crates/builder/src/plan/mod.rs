@@ -9,7 +9,8 @@ use ferrofs_format::dirent::DIRENT_SIZE;
 use ferrofs_format::inode::{DataLayout, COMPACT_INODE_SIZE, EXTENDED_INODE_SIZE};
 
 use crate::error::{BuildError, Result};
-use crate::options::{BuildOptions, TimePolicy};
+use crate::options::view::PlanOptions;
+use crate::options::TimePolicy;
 use crate::tree::relabel::{self, OwnerMap};
 use crate::tree::{InodeId, Kind, Tree};
 use xattrs::XattrPlan;
@@ -197,26 +198,19 @@ fn check_names_and_targets(tree: &Tree) -> Result<()> {
 }
 
 /// How the plan maps owners and times (the relabel stage's view of the
-/// options).
+/// options: their own mapping for a new image, neutral for a tree
+/// relabelled already).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Labels {
+    /// How owners are mapped.
     pub(crate) owners: OwnerMap,
+    /// How timestamps are chosen.
     pub(crate) time: TimePolicy,
-}
-
-impl Labels {
-    /// The options' own mapping.
-    pub(crate) fn of(opts: &BuildOptions) -> Labels {
-        Labels {
-            owners: opts.owners(),
-            time: opts.time,
-        }
-    }
 }
 
 /// Plans every inode of `tree`, its owners and times mapped as `labels`
 /// says (the options' own, or neutral ones for a tree relabelled already).
-pub fn plan(tree: &Tree, opts: &BuildOptions, labels: Labels) -> Result<Plan> {
+pub fn plan(tree: &Tree, opts: &PlanOptions<'_>, labels: Labels) -> Result<Plan> {
     check_names_and_targets(tree)?;
     let xattrs = xattrs::plan(tree, opts)?;
     let nlinks = tree.link_counts();
@@ -226,7 +220,7 @@ pub fn plan(tree: &Tree, opts: &BuildOptions, labels: Labels) -> Result<Plan> {
         .iter()
         .map(|i| relabel::time(labels.time, i.mtime, i.mtime_nsec, newest))
         .collect();
-    let bit48 = opts.uses_48bit();
+    let bit48 = opts.bit48;
     let clock = image_clock(opts, labels.time, (&times, newest), bit48);
     let mut chunked = false;
     let mut inodes = Vec::with_capacity(tree.inodes.len());
@@ -278,7 +272,7 @@ pub fn plan(tree: &Tree, opts: &BuildOptions, labels: Labels) -> Result<Plan> {
         inodes.push(p);
     }
     let bfs = tree.bfs_order();
-    let order = match &opts.profile {
+    let order = match opts.profile {
         Some(p) => p.hot_first(tree, &bfs),
         None => bfs,
     };
@@ -306,7 +300,7 @@ struct Clock {
 /// The image's [`Clock`] under the time policy; `times` are every inode's
 /// effective mtime, `newest` the newest source mtime.
 fn image_clock(
-    opts: &BuildOptions,
+    opts: &PlanOptions<'_>,
     time: TimePolicy,
     (times, newest): (&[(i64, u32)], i64),
     bit48: bool,
@@ -350,7 +344,7 @@ fn dir_listing(
     tree: &Tree,
     id: InodeId,
     entries: &[(Vec<u8>, InodeId)],
-    opts: &BuildOptions,
+    opts: &PlanOptions<'_>,
 ) -> (Vec<Vec<DirEntryPlan>>, u64) {
     let dot = DirEntryPlan {
         name: b".".to_vec(),
@@ -413,7 +407,7 @@ fn place_data(
     p: &mut InodePlan,
     ino: &crate::tree::Inode,
     xattr_len: u64,
-    opts: &BuildOptions,
+    opts: &PlanOptions<'_>,
     bit48: bool,
 ) -> Result<bool> {
     let (bs, size) = (opts.block_size(), p.size);
@@ -439,7 +433,7 @@ fn place_data(
         p.chunks = Some(chunk_plan(size, file_data.flatten(), opts)?);
         return Ok(true);
     } else if size > 0 {
-        if let (Some(c), Some(_)) = (&opts.compress, file_data) {
+        if let (Some(c), Some(_)) = (opts.compress, file_data) {
             p.compress = c.choose(&ino.rel);
         }
         let inode_size = if p.extended {
@@ -501,11 +495,12 @@ mod tests {
 
     #[test]
     fn chunks_mark_holes() {
-        let opts = BuildOptions::default();
+        let opts = crate::options::BuildOptions::default();
+        let views = crate::options::view::Views::new(&opts, crate::options::view::Basis::of(&opts));
         let c = chunk_plan(
             5 * 4096 + 10,
             Some(&[(0, 100), (4 * 4096 + 5, 5 * 4096 + 10)]),
-            &opts,
+            &views.plan,
         )
         .unwrap();
         assert_eq!(c.chunks, vec![Some(1), None, None, None, Some(1), Some(1)]);

@@ -11,7 +11,7 @@ use ferrofs_format::xattr::{
 };
 
 use crate::error::{BuildError, Result};
-use crate::options::BuildOptions;
+use crate::options::view::PlanOptions;
 use crate::tree::Tree;
 
 /// How a full xattr name is stored.
@@ -79,9 +79,9 @@ fn encode_name(name: &[u8], prefixes: &[(u8, Vec<u8>)], path: &Path) -> Result<E
 }
 
 /// Parses `--xattr-prefix` values into (base index, infix).
-pub fn parse_prefixes(opts: &BuildOptions) -> Result<Vec<(u8, Vec<u8>)>> {
+pub fn parse_prefixes(opts: &PlanOptions<'_>) -> Result<Vec<(u8, Vec<u8>)>> {
     let mut out = Vec::new();
-    for p in &opts.xattr_prefixes {
+    for p in opts.xattr_prefixes {
         let (base, infix) = split_short_prefix(p).ok_or_else(|| {
             BuildError::Option(format!(
                 "xattr prefix {:?} does not start with a known namespace",
@@ -104,9 +104,9 @@ pub fn parse_prefixes(opts: &BuildOptions) -> Result<Vec<(u8, Vec<u8>)>> {
 
 /// Plans xattrs for every inode of `tree`, with the inode fingerprints of
 /// `--xattr-inode-digest` last.
-pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
+pub fn plan(tree: &Tree, opts: &PlanOptions<'_>) -> Result<XattrPlan> {
     let mut plan = plan_named(tree, opts)?;
-    if let Some(name) = &opts.xattr_digest {
+    if let Some(name) = opts.xattr_digest {
         add_digests(tree, opts, &mut plan, name)?;
     }
     Ok(plan)
@@ -118,7 +118,12 @@ pub fn plan(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
 /// under a known namespace (`user.fp.`) keeps that namespace as the
 /// prefix's base; any other (the default) gets base 0, which the kernel
 /// does not list.
-fn add_digests(tree: &Tree, opts: &BuildOptions, plan: &mut XattrPlan, name: &[u8]) -> Result<()> {
+fn add_digests(
+    tree: &Tree,
+    opts: &PlanOptions<'_>,
+    plan: &mut XattrPlan,
+    name: &[u8],
+) -> Result<()> {
     let (base, infix) = match split_short_prefix(name) {
         Some((b, rest)) if !rest.is_empty() && short_prefix(b).is_some() => (b, rest.to_vec()),
         _ => (0, name.to_vec()),
@@ -222,7 +227,7 @@ fn check_linux_limits(ino: &crate::tree::Inode) -> Result<()> {
 }
 
 /// Plans the xattrs the tree's inodes carry.
-fn plan_named(tree: &Tree, opts: &BuildOptions) -> Result<XattrPlan> {
+fn plan_named(tree: &Tree, opts: &PlanOptions<'_>) -> Result<XattrPlan> {
     let prefixes = parse_prefixes(opts)?;
     let mut plan = XattrPlan {
         prefixes,

@@ -193,7 +193,7 @@ def main():
             skip = test_ranges(lines)
             kept = "\n".join(l for k, l in enumerate(lines) if not any(x <= k <= y for x, y in skip))
             for t in a.type:
-                reach[t] += len(re.findall(r"&(?:mut\s+)?" + re.escape(t) + r"\b", kept))
+                reach[t] += len(re.findall(r"&(?:'\w+\s+)?(?:mut\s+)?" + re.escape(t) + r"\b", kept))
             for r in refs(kept, me, modules):
                 # a module and its own ancestors or children are one unit
                 if r[: len(me)] == me or me[: len(r)] == r:

@@ -21,8 +21,11 @@ pub(crate) fn is_machine_code(head: &[u8]) -> bool {
 /// so no two extents start in one lcluster; multi-block raw extents always
 /// cover the whole next lcluster (where the block count is stored).
 /// With `leave_tail`, compression stops once at most that many bytes are
-/// left: they become the file's fragment (the extents then end before the
-/// segment does).
+/// left, or once fast LZ4 fits all that is left into two pclusters (so the
+/// codec's stream would end the file short of a full pcluster):
+/// the rest becomes the file's fragment (the extents then end before the
+/// segment does), compressed once, in the packed inode, rather than tried
+/// here first and cut to whole blocks after.
 ///
 /// With `ztail` (ztailpacking; the segment ends the file), the segment
 /// ends the way mkfs.erofs ends a file whose last pcluster may go inline:
@@ -99,6 +102,12 @@ fn extents_upto(
         {
             break;
         }
+        if cut.rest_fits_fast(pos)? {
+            // It shrinks (into less than a pcluster): worth compressing,
+            // in the packed inode.
+            first_saves.get_or_insert(true);
+            break;
+        }
         let mut stream = cut.compress(pos)?;
         if first_saves.is_none() {
             let keep = cut.first_trial_keeps(stream, decide);
@@ -148,6 +157,25 @@ struct Cut<'a> {
     /// A second stream, for ztailpacking's whole-blocks attempt (made on
     /// first use).
     alt: Option<Vec<u8>>,
+    /// [`Cut::rest_fits_fast`]'s output (made on first use).
+    probe_buf: Option<Vec<u8>>,
+}
+
+/// Fast LZ4, the probe [`Cut::rest_fits_fast`] runs.
+///
+/// Measured on a Debian rootfs at 128 KiB pclusters (densest preset): with
+/// the rest sent to the fragment when LZ4 fits it into one pcluster, lzma
+/// took 6 % less CPU and made a 1.3 % smaller image; into two, 12 % less
+/// CPU and 1.8 % smaller (zstd on the Go toolchain: 13 % less CPU, 0.6 %
+/// smaller); into three, more CPU again (larger fragments to order and
+/// compress). lzma and zstd shrink real data about twice as well as fast
+/// LZ4 does.
+const PROBE_PCLUSTERS: usize = 2;
+
+/// A new fast-LZ4 encoder for [`Cut::rest_fits_fast`].
+fn probe_encoder() -> Result<Encoder> {
+    Encoder::new(ferrofs_codec::EncoderConfig::new(Algorithm::Lz4))
+        .map_err(|e| BuildError::Option(format!("compression probe: {e}")))
 }
 
 impl<'a> Cut<'a> {
@@ -168,6 +196,7 @@ impl<'a> Cut<'a> {
             cap,
             dst: vec![0u8; shape.pcluster as usize],
             alt: None,
+            probe_buf: None,
         }
     }
 
@@ -180,6 +209,25 @@ impl<'a> Cut<'a> {
     /// Whether the stream from `pos` reaches the segment's end.
     fn ends_input(&self, pos: usize, consumed: usize) -> bool {
         pos + consumed == self.input.len()
+    }
+
+    /// With a fragment to take the file's tail: whether fast LZ4 fits
+    /// everything from `pos` to the segment's end into
+    /// [`PROBE_PCLUSTERS`] pclusters. The codec's own stream would then
+    /// (nearly always) end the file short of a full pcluster, be made
+    /// again to fill whole blocks only, and leave its rest to the
+    /// fragment: the whole rest goes there instead, compressed once.
+    /// Not for LZ4 itself, whose trial costs no more than the probe.
+    fn rest_fits_fast(&mut self, pos: usize) -> Result<bool> {
+        let rest = self.input.len() - pos;
+        if self.shape.leave_tail.is_none() || self.inplace || rest > self.cap {
+            return Ok(false);
+        }
+        let room = self.dst.len().saturating_mul(PROBE_PCLUSTERS);
+        let src = self.src(pos);
+        let buf = self.probe_buf.get_or_insert_with(|| vec![0u8; room]);
+        let (consumed, _) = fixed_output(&mut probe_encoder()?, src, buf)?;
+        Ok(consumed == rest)
     }
 
     /// Compresses as much from `pos` as one pcluster holds, into `dst`.
@@ -555,6 +603,50 @@ mod tests {
                 assert!(all.len() > 1, "{alg}");
                 assert_eq!(first.as_ref(), all.first(), "{alg} at {base}");
             }
+        }
+    }
+
+    #[test]
+    fn a_rest_fast_lz4_fits_in_two_pclusters_goes_to_the_fragment_whole() {
+        let pcl = 16384u64;
+        let mut text = Vec::new();
+        let mut i = 0u64;
+        while text.len() < 400_000 {
+            text.extend_from_slice(format!("{i} {} lines of text\n", i * 7 % 1000).as_bytes());
+            i += 1;
+        }
+        let random = ferrofs_testkit::corpus::random_bytes(200_000, 3);
+        for alg in ["lzma,6", "zstd,15", "deflate,9"] {
+            let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
+            let frag = shape(pcl, Some(pcl), false);
+            // Text fast LZ4 fits into two pclusters (but longer than the
+            // pcluster the rest used to have to fit in): no extent, all of
+            // it for the fragment, and worth compressing.
+            let short = &text[..60_000];
+            let mut room = vec![0u8; 2 * pcl as usize];
+            let lz4 = probe_encoder()
+                .unwrap()
+                .compress_fixed_output(short, &mut room);
+            assert_eq!(lz4.unwrap().0, short.len());
+            let (ex, keep) = compress_segment(&mut enc, short, 0, &frag, true).unwrap();
+            assert!(ex.is_empty() && keep, "{alg}: {ex:?}");
+            // Random data fast LZ4 cannot fit: compressed (or stored) as
+            // before, up to a rest of at most a pcluster.
+            let (ex, _) = compress_segment(&mut enc, &random, 0, &frag, false).unwrap();
+            let covered: u64 = ex.iter().map(|e| e.llen).sum();
+            assert!(
+                covered > 0 && random.len() as u64 - covered <= 2 * pcl,
+                "{alg}"
+            );
+            // Long text: extents while the rest is more than fast LZ4
+            // fits into two pclusters, then a rest for the fragment.
+            let (ex, _) = compress_segment(&mut enc, &text, 0, &frag, false).unwrap();
+            let covered: u64 = ex.iter().map(|e| e.llen).sum();
+            assert!(!ex.is_empty() && covered < text.len() as u64, "{alg}");
+            // Without a fragment, nothing changes: the segment is covered.
+            let plain = shape(pcl, None, false);
+            let (ex, _) = compress_segment(&mut enc, short, 0, &plain, false).unwrap();
+            assert_eq!(ex.iter().map(|e| e.llen).sum::<u64>(), short.len() as u64);
         }
     }
 }

@@ -30,7 +30,12 @@ impl std::fmt::Display for FileDigest {
 
 /// The fs-verity digest of everything `reader` yields.
 pub fn digest(mut reader: impl Read) -> Result<FileDigest> {
-    let mut tree = Tree::new();
+    let alg = Algorithm::Sha256;
+    let per_block = BLOCK_SIZE.checked_div(alg.digest_len()).unwrap_or(1);
+    // levels[0]: the digests of the data blocks not yet packed into a
+    // full tree block; levels[i]: those of level i-1's full blocks. Each
+    // holds fewer than `per_block` digests, so memory is O(log size).
+    let mut levels: Vec<Vec<u8>> = vec![Vec::new()];
     let mut size: u64 = 0;
     let mut block = vec![0u8; BLOCK_SIZE];
     loop {
@@ -39,102 +44,34 @@ pub fn digest(mut reader: impl Read) -> Result<FileDigest> {
             break;
         }
         size = size.saturating_add(n as u64);
-        tree.add(&block_digest(block.get(..n).unwrap_or_default()));
+        if let Some(tail) = block.get_mut(n..) {
+            tail.fill(0);
+        }
+        push(&mut levels, 0, alg.hash(&[&block]).as_bytes(), per_block);
         if n < BLOCK_SIZE {
             break;
         }
     }
-    Ok(tree.finish(size))
-}
-
-/// The digest of one data block of a file (level 0 of its Merkle tree):
-/// `block` is [`BLOCK_SIZE`] bytes, or fewer at the file's end (zero-padded
-/// here).
-pub fn block_digest(block: &[u8]) -> [u8; 32] {
-    let alg = Algorithm::Sha256;
-    let d = if block.len() < BLOCK_SIZE {
-        let mut padded = [0u8; BLOCK_SIZE];
-        if let Some(head) = padded.get_mut(..block.len()) {
-            head.copy_from_slice(block);
+    let root = finish(levels, per_block);
+    let mut desc = [0u8; DESCRIPTOR_LEN];
+    let fields: [(usize, &[u8]); 5] = [
+        (0, &[1]),
+        (1, &[HASH_ALG_SHA256]),
+        (2, &[LOG_BLOCK_SIZE]),
+        (8, &size.to_le_bytes()),
+        (16, &root),
+    ];
+    for (at, value) in fields {
+        if let Some(dst) = at
+            .checked_add(value.len())
+            .and_then(|e| desc.get_mut(at..e))
+        {
+            dst.copy_from_slice(value);
         }
-        alg.hash(&[&padded])
-    } else {
-        alg.hash(&[block])
-    };
+    }
     let mut out = [0u8; 32];
-    out.copy_from_slice(d.as_bytes());
-    out
-}
-
-/// The digests of the data blocks in `data`, appended to `out`: whole
-/// blocks, and a short last one when `data` ends the file. Pieces of a
-/// file cut at block boundaries can be digested apart (on several
-/// threads) and their digests handed to [`digest_from_blocks`] in order.
-pub fn block_digests(data: &[u8], out: &mut Vec<[u8; 32]>) {
-    out.extend(data.chunks(BLOCK_SIZE).map(block_digest));
-}
-
-/// The fs-verity digest of a file of `size` bytes from its data blocks'
-/// digests ([`block_digest`]), in file order.
-pub fn digest_from_blocks<'a>(
-    size: u64,
-    blocks: impl IntoIterator<Item = &'a [u8; 32]>,
-) -> FileDigest {
-    let mut tree = Tree::new();
-    for d in blocks {
-        tree.add(d);
-    }
-    tree.finish(size)
-}
-
-/// A Merkle tree being built from its data blocks' digests: `levels[0]`
-/// holds the data-block digests not yet packed into a full tree block;
-/// `levels[i]` those of level i-1's full blocks. Each holds fewer than
-/// `per_block` digests, so memory is O(log size).
-struct Tree {
-    levels: Vec<Vec<u8>>,
-    per_block: usize,
-}
-
-impl Tree {
-    fn new() -> Self {
-        let per_block = BLOCK_SIZE
-            .checked_div(Algorithm::Sha256.digest_len())
-            .unwrap_or(1);
-        Self {
-            levels: vec![Vec::new()],
-            per_block,
-        }
-    }
-
-    /// Adds the next data block's digest.
-    fn add(&mut self, digest: &[u8; 32]) {
-        push(&mut self.levels, 0, digest, self.per_block);
-    }
-
-    /// The file digest: the root hash in a descriptor with the size.
-    fn finish(self, size: u64) -> FileDigest {
-        let root = finish(self.levels, self.per_block);
-        let mut desc = [0u8; DESCRIPTOR_LEN];
-        let fields: [(usize, &[u8]); 5] = [
-            (0, &[1]),
-            (1, &[HASH_ALG_SHA256]),
-            (2, &[LOG_BLOCK_SIZE]),
-            (8, &size.to_le_bytes()),
-            (16, &root),
-        ];
-        for (at, value) in fields {
-            if let Some(dst) = at
-                .checked_add(value.len())
-                .and_then(|e| desc.get_mut(at..e))
-            {
-                dst.copy_from_slice(value);
-            }
-        }
-        let mut out = [0u8; 32];
-        out.copy_from_slice(Algorithm::Sha256.hash(&[&desc]).as_bytes());
-        FileDigest(out)
-    }
+    out.copy_from_slice(alg.hash(&[&desc]).as_bytes());
+    Ok(FileDigest(out))
 }
 
 /// Reads until `buf` is full or the input ends; the bytes read.

@@ -2,8 +2,7 @@
 //! `lstat`ed (hard links become separate inodes with nlink 1), xattrs read
 //! without following symlinks (all, `user.*` only, or none), mtimes kept
 //! or zeroed, and every non-empty regular file's fs-verity digest computed
-//! — on all threads of the pool, large files in pieces — with files of at
-//! most 64 bytes inlined.
+//! — on all threads of the pool — with files of at most 64 bytes inlined.
 
 use std::fs::{self, File};
 use std::io::{BufReader, Read};
@@ -12,8 +11,6 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
-
-use ferrofs_verity::fsverity;
 
 use super::node::{Node, Tree, S_IFLNK, S_IFREG};
 use crate::error::{BuildError, Result};
@@ -166,65 +163,14 @@ fn load_content(path: &Path, node: &mut Node) -> Result<()> {
             });
         };
         node.content = Some(head.to_vec());
-        fsverity::digest(data.as_slice())
-    } else if node.size >= SPLIT_FROM {
-        return split_digest(path, &file, node);
+        ferrofs_verity::fsverity::digest(data.as_slice())
     } else {
-        fsverity::digest(BufReader::with_capacity(1 << 18, file))
+        ferrofs_verity::fsverity::digest(BufReader::with_capacity(1 << 18, file))
     };
     let digest = digest.map_err(|e| BuildError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(e.to_string()),
     })?;
-    node.digest = Some(digest.0);
-    node.payload = Some(digest_path(&digest.0).into_bytes());
-    Ok(())
-}
-
-/// Files from this size are digested in [`PIECE`]-byte pieces on the
-/// pool's threads: a tree's few large files (a third of a shared-library
-/// directory's bytes can be two files) would otherwise each keep one
-/// thread reading and hashing while the others sit idle at the end.
-const SPLIT_FROM: u64 = 16 << 20;
-/// The piece one thread reads and digests (a whole number of blocks).
-const PIECE: u64 = 4 << 20;
-
-/// A large file's digest, its pieces read (positioned reads) and their
-/// data blocks digested in parallel. The file must still be `node.size`
-/// bytes long: one that shrank or grew since it was `lstat`ed is an error.
-fn split_digest(path: &Path, file: &File, node: &mut Node) -> Result<()> {
-    use std::os::unix::fs::FileExt;
-    let size = node.size;
-    let changed = || BuildError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other("file changed size while being read"),
-    };
-    let pieces: Vec<Vec<[u8; 32]>> = (0..size.div_ceil(PIECE))
-        .into_par_iter()
-        .map(|i| {
-            let at = i * PIECE;
-            let len = usize::try_from(PIECE.min(size - at)).map_err(|_| changed())?;
-            let mut buf = vec![0u8; len];
-            file.read_exact_at(&mut buf, at)
-                .map_err(|e| match e.kind() {
-                    std::io::ErrorKind::UnexpectedEof => changed(),
-                    _ => BuildError::io(path)(e),
-                })?;
-            let mut digests = Vec::with_capacity(len.div_ceil(fsverity::BLOCK_SIZE));
-            fsverity::block_digests(&buf, &mut digests);
-            Ok(digests)
-        })
-        .collect::<Result<_>>()?;
-    // Nothing past the size seen at lstat.
-    let mut probe = [0u8; 1];
-    if file
-        .read_at(&mut probe, size)
-        .map_err(BuildError::io(path))?
-        != 0
-    {
-        return Err(changed());
-    }
-    let digest = fsverity::digest_from_blocks(size, pieces.iter().flatten());
     node.digest = Some(digest.0);
     node.payload = Some(digest_path(&digest.0).into_bytes());
     Ok(())

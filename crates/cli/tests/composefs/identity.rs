@@ -64,12 +64,6 @@ fn make_edges(src: &Path) {
         )
         .unwrap();
     }
-    // Past the size ferrofs digests in pieces on several threads, each
-    // block different (its index), so pieces joined out of order show.
-    let big: Vec<u8> = (0..(16usize << 20) + 4097)
-        .map(|i| ((i >> 12) as u8) ^ ((i >> 20) as u8).wrapping_mul(31) ^ (i as u8 & 7))
-        .collect();
-    fs::write(src.join("files/big"), big).unwrap();
     // Sparse: a digest reads every byte, so huge sizes are left to the
     // dump tests (which give sizes without data).
     let f = fs::File::create(src.join("files/sparse")).unwrap();

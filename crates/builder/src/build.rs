@@ -19,6 +19,7 @@ use ferrofs_format::device::{blob_trailer, BLOB_TRAILER_LEN};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::data::pass as data;
+use crate::data::placed::Placed;
 use crate::emit::{blocklist, meta, metabox, superblock, zdirs};
 use crate::error::{BuildError, Result};
 use crate::incremental::Layer as IncrementalLayer;
@@ -485,6 +486,7 @@ fn write_image(
         ctl.progress,
         pool,
     )?;
+    placed.settle(plan, &views.data);
     ctl.clock.lap("data");
     let meta = write_meta(
         &mut w,
@@ -529,7 +531,7 @@ fn write_meta(
     w: &mut Writer<'_>,
     tree: &mut Tree,
     plan: &mut Plan,
-    placed: &mut data::Placed,
+    placed: &mut Placed,
     opts: &DataOptions<'_>,
     root_at: Option<(u64, u64)>,
     pool: &rayon::ThreadPool,
@@ -576,7 +578,7 @@ fn finish_blob(mut b: Writer<'_>, bs: u64, slot_at: u64) -> Result<superblock::B
 }
 
 /// What was built, for the caller (phases are filled in at the end).
-fn summarize(plan: &Plan, meta: &meta::Meta, placed: &mut data::Placed, bs: u64) -> Summary {
+fn summarize(plan: &Plan, meta: &meta::Meta, placed: &mut Placed, bs: u64) -> Summary {
     let counts = (meta.total_blocks, meta.lay.meta_blocks);
     Summary {
         base: placed.base.take(),

@@ -6,7 +6,8 @@
 //! (`write`, compressed files in `zfile`) stores each file in order:
 //! identical files and pclusters once (`dedupe`, `stored`), tails and small
 //! files into the packed inode (`fragments`, ordered by content
-//! `similarity`), pclusters copied from a `--base` image (`base`).
+//! `similarity`), pclusters copied from a `--base` image (`base`). The
+//! pass reads the plan and returns what it `placed`.
 
 pub(crate) mod base;
 pub(crate) mod compress;
@@ -14,6 +15,7 @@ pub(crate) mod dedupe;
 pub(crate) mod extent;
 pub(crate) mod fragments;
 pub(crate) mod pass;
+pub(crate) mod placed;
 pub(crate) mod schedule;
 pub(crate) mod similarity;
 pub(crate) mod stored;

@@ -2,43 +2,28 @@
 //! profile's), compressed in windows on the worker pool and written in
 //! order, so the image does not depend on the thread count; then the
 //! packed inode that holds the fragments, and symlink targets too long to
-//! be inline.
-
-use ferrofs_format::inode::DataLayout;
+//! be inline. The pass reads the plan and returns what it [`Placed`]; the
+//! pipeline hands that to the plan with [`Placed::settle`] before the
+//! metadata is laid out. (The one inode the pass adds to the plan is the
+//! packed inode, planned once the fragments are known.)
 
 use crate::data::fragments::{add_packed_inode, Fragments};
+use crate::data::placed::Placed;
 use crate::data::schedule::{window_bytes, windows, Dispatch, Inbox};
 use crate::data::write::{write_flat, FileWriter};
-use crate::data::zfile::{apply_z, compact_ok, write_compressed};
+use crate::data::zfile::write_compressed;
 use crate::data::zpass::compress_window;
 use crate::error::Result;
 use crate::options::view::DataOptions;
-use crate::plan::zmap::{encode_map, encode_whole_fragment, Tail};
 use crate::plan::Plan;
 use crate::summary::Progress;
 use crate::tree::content::Content;
 use crate::tree::{InodeId, Kind, Tree};
 use crate::util::out::{check_stop, Writer};
 
-/// Where the data pass put each inode's data (indexed by inode id).
-pub(crate) struct Placed {
-    /// First block of a flat file's, a long symlink's or (set by the
-    /// metadata pass) a directory's data.
-    pub(crate) start_blk: Vec<u64>,
-    /// Block of each chunk of a chunk-based file (`None`: a hole).
-    pub(crate) chunk_blk: Vec<Vec<Option<u64>>>,
-    /// The packed inode, when fragments went into one.
-    pub(crate) packed: Option<InodeId>,
-    /// Chunks are on the blob (extra device 1).
-    pub(crate) chunks_on_blob: bool,
-    /// Fragments not written yet (`--zD` adds the directories first).
-    pub(crate) frags: Option<Fragments>,
-    /// What `--base` gave.
-    pub(crate) base: Option<crate::summary::BaseStats>,
-}
-
 /// Writes every file's data, the packed inode and long symlink targets;
-/// the chunks of chunk-based files into `blob` when there is one.
+/// the chunks of chunk-based files into `blob` when there is one. The
+/// plan is read, not changed, but for the packed inode it gains.
 pub(crate) fn write_data<'a>(
     w: &mut Writer<'a>,
     blob: Option<&mut Writer<'a>>,
@@ -48,6 +33,30 @@ pub(crate) fn write_data<'a>(
     progress: &dyn Fn(Progress),
     pool: &rayon::ThreadPool,
 ) -> Result<Placed> {
+    let (mut placed, mut prog) = write_files(w, blob, tree, plan, opts, progress, pool)?;
+    if opts.compress_dirs {
+        // `--zD` adds the directories first (see `emit::zdirs`).
+    } else if let Some(fr) = placed.frags.take().filter(|f| !f.entries.is_empty()) {
+        check_stop(w.stop, w.output)?;
+        prog.packing = fr.len.max(1);
+        progress(prog);
+        placed.packed = Some(write_packed(w, tree, plan, opts, fr, &mut placed, pool)?);
+    }
+    write_symlinks(w, tree, plan, &mut placed, opts.block_size())?;
+    Ok(placed)
+}
+
+/// The regular files' data, in order; returns where each went (the
+/// fragments collected, not written yet) and the progress so far.
+fn write_files<'a>(
+    w: &mut Writer<'a>,
+    blob: Option<&mut Writer<'a>>,
+    tree: &Tree,
+    plan: &Plan,
+    opts: &DataOptions<'_>,
+    progress: &dyn Fn(Progress),
+    pool: &rayon::ThreadPool,
+) -> Result<(Placed, Progress)> {
     let (interrupted, output) = (w.stop, w.output);
     let files = data_order(tree, plan, opts);
     let mut prog = Progress {
@@ -62,13 +71,16 @@ pub(crate) fn write_data<'a>(
     let frags = frag_mode.then(|| Fragments::new(output)).transpose()?;
     let dup = duplicates(tree, plan, opts, frag_mode, pool)?;
     let windows = windows(tree, &files);
-    let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
-    let tree_ref: &Tree = tree;
-    let eligible = |id| crate::data::zpass::plain_segments(tree_ref, &zc, opts, frag_mode, id);
-    let base = pool.install(|| crate::data::base::open_for(opts, tree_ref, &zc, &eligible))?;
-    let copies = same_bytes(tree_ref, plan, opts, frag_mode, &zc, pool)?;
+    // What each file is compressed with: as planned, but a duplicate is
+    // not compressed again (it shares its original's data).
+    let zc: Vec<Option<(u64, usize)>> = (plan.inodes.iter().zip(&dup))
+        .map(|(p, d)| p.compress.filter(|_| d.is_none()))
+        .collect();
+    let eligible = |id| crate::data::zpass::plain_segments(tree, &zc, opts, frag_mode, id);
+    let base = pool.install(|| crate::data::base::open_for(opts, tree, &zc, &eligible))?;
+    let copies = same_bytes(tree, plan, opts, frag_mode, &zc, pool)?;
     let chunks_on_blob = blob.is_some();
-    let mut fw = FileWriter::new(w, blob, tree_ref, plan, opts, frags, dup, &copies);
+    let mut fw = FileWriter::new(w, blob, tree, plan, opts, frags, dup, &copies);
     // A dispatcher thread prepares windows in order and puts every unit on
     // the pool, oldest first (one window's last segments overlap the next
     // ones' first), while this thread writes finished windows in order.
@@ -80,7 +92,7 @@ pub(crate) fn write_data<'a>(
             let (base, copies) = (base.as_ref(), &copies);
             s.spawn(move || {
                 let ctx = Dispatch {
-                    tree: tree_ref,
+                    tree,
                     zc,
                     opts,
                     frag_mode,
@@ -100,34 +112,19 @@ pub(crate) fn write_data<'a>(
                 let extents = fw.extents_of(id, &compressed[k]);
                 fw.write_file(id, extents)?;
                 prog.files_done += 1;
-                prog.bytes_done += tree_ref.inodes[id].data_size();
+                prog.bytes_done += tree.inodes[id].data_size();
                 progress(prog);
             }
             // The dispatcher may run one more window ahead (it stops
             // when this thread returns early and the channel closes).
-            let _ = ack_tx.send(window_bytes(tree_ref, window));
+            let _ = ack_tx.send(window_bytes(tree, window));
         }
         Ok(())
     })?;
-    let (start_blk, chunk_blk, mut frags) = fw.finish();
-    let mut placed = Placed {
-        start_blk,
-        chunk_blk,
-        packed: None,
-        chunks_on_blob,
-        frags: None,
-        base: base.map(|b| b.stats()),
-    };
-    if opts.compress_dirs {
-        placed.frags = frags.take();
-    } else if let Some(fr) = frags.take().filter(|f| !f.entries.is_empty()) {
-        check_stop(interrupted, output)?;
-        prog.packing = fr.len.max(1);
-        progress(prog);
-        placed.packed = Some(write_packed(w, tree, plan, opts, fr, &mut placed, pool)?);
-    }
-    write_symlinks(w, tree, plan, &mut placed.start_blk, opts.block_size())?;
-    Ok(placed)
+    let mut placed = fw.finish();
+    placed.chunks_on_blob = chunks_on_blob;
+    placed.base = base.map(|b| b.stats());
+    Ok((placed, prog))
 }
 
 /// The regular files with data, in the order their data is written.
@@ -163,24 +160,17 @@ pub(crate) fn data_order(tree: &Tree, plan: &Plan, opts: &DataOptions<'_>) -> Ve
 /// same way, whose data it shares (such a file is not compressed again).
 fn duplicates(
     tree: &Tree,
-    plan: &mut Plan,
+    plan: &Plan,
     opts: &DataOptions<'_>,
     frag_mode: bool,
     pool: &rayon::ThreadPool,
 ) -> Result<Vec<Option<InodeId>>> {
-    let dup = if opts.dedupe || frag_mode {
-        let p: &Plan = plan;
+    if opts.dedupe || frag_mode {
         let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking);
-        pool.install(|| crate::data::dedupe::find_duplicates(tree, p, ztail))?
+        pool.install(|| crate::data::dedupe::find_duplicates(tree, plan, ztail))
     } else {
-        vec![None; tree.inodes.len()]
-    };
-    for (id, d) in dup.iter().enumerate() {
-        if d.is_some() {
-            plan.inodes[id].compress = None;
-        }
+        Ok(vec![None; tree.inodes.len()])
     }
-    Ok(dup)
 }
 
 /// Without dedupe, a file with the same bytes as an earlier one is still
@@ -214,8 +204,9 @@ fn same_bytes(
     Ok(same)
 }
 
-/// Writes the packed inode (the fragments) and sets the fragment offsets
-/// in the inodes that use it; returns its id.
+/// Plans the packed inode (the fragments) and writes it; the fragment
+/// offsets go into the maps that name them when `placed` is settled.
+/// Returns its id.
 pub(crate) fn write_packed(
     w: &mut Writer,
     tree: &mut Tree,
@@ -225,41 +216,10 @@ pub(crate) fn write_packed(
     placed: &mut Placed,
     pool: &rayon::ThreadPool,
 ) -> Result<InodeId> {
-    let bs = opts.block_size();
     let (pid, offsets) = pool.install(|| add_packed_inode(tree, plan, fr, opts))?;
-    write_synthetic(w, tree, plan, placed, pid, opts, pool)?;
-    for id in 0..plan.inodes.len() {
-        let ix = plan.head_len(id);
-        let size = plan.inodes[id].size;
-        if let Some(z) = plan.inodes[id].z.as_mut() {
-            let Some((fid, from)) = z.fragment else {
-                continue;
-            };
-            let off = offsets[fid];
-            if from == 0 {
-                z.index = encode_whole_fragment(off);
-            } else {
-                let (index, compact) = encode_map(
-                    &z.extents,
-                    size,
-                    bs,
-                    z.alg,
-                    Tail::Fragment(off),
-                    ix,
-                    compact_ok(opts),
-                    plan.bit48,
-                );
-                z.index = index;
-                z.compact = compact;
-            }
-            plan.inodes[id].layout = if plan.inodes[id].z.as_ref().is_some_and(|z| z.compact) {
-                DataLayout::CompressedCompact
-            } else {
-                DataLayout::CompressedFull
-            };
-        }
-    }
     plan.order.push(pid);
+    write_synthetic(w, tree, plan, placed, pid, opts, pool)?;
+    placed.frag_offsets = Some(offsets);
     Ok(pid)
 }
 
@@ -269,21 +229,20 @@ pub(crate) fn write_packed(
 pub(crate) fn write_synthetic(
     w: &mut Writer,
     tree: &Tree,
-    plan: &mut Plan,
+    plan: &Plan,
     placed: &mut Placed,
     id: InodeId,
     opts: &DataOptions<'_>,
     pool: &rayon::ThreadPool,
 ) -> Result<()> {
     let bs = opts.block_size();
-    placed.start_blk.resize(tree.inodes.len(), 0);
-    placed.chunk_blk.resize(tree.inodes.len(), Vec::new());
+    placed.grow(tree.inodes.len());
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
     let ex = pool.install(|| compress_window(tree, &zc, opts, &[id], false, false, None, &[]))?;
     match ex.into_iter().next().flatten() {
         Some(ex) => {
             let z = write_compressed(w, tree, plan, id, ex, opts, None, None)?;
-            apply_z(plan, id, z);
+            placed.z.insert(id, z);
         }
         None => {
             let mut buf = vec![0u8; 1 << 20];
@@ -300,15 +259,16 @@ fn write_symlinks(
     w: &mut Writer,
     tree: &Tree,
     plan: &Plan,
-    start_blk: &mut [u64],
+    placed: &mut Placed,
     bs: u64,
 ) -> Result<()> {
+    placed.grow(tree.inodes.len());
     for &id in &plan.order {
         if let Kind::Symlink { target } = &tree.inodes[id].kind {
             let p = &plan.inodes[id];
             if p.blocks > 0 {
                 w.align_data()?;
-                start_blk[id] = w.block(bs);
+                placed.start_blk[id] = w.block(bs);
                 let split = (p.blocks * bs).min(target.len() as u64) as usize;
                 w.write(&target[..split])?;
                 w.pad_to_block(bs)?;

@@ -3,18 +3,20 @@
 //! bytes), a flat or chunk-based file's blocks (chunks already stored, or
 //! all zeros, stored nowhere), rebuild mode's inline tails; and what the
 //! data pass remembers for the files after (where each one went, which
-//! extents later copies reuse).
+//! extents later copies reuse). It reads the plan and keeps what it placed
+//! for [`Placed`].
 
 use std::collections::HashMap;
 
 use crate::data::extent::Extent;
 use crate::data::fragments::Fragments;
+use crate::data::placed::Placed;
 use crate::data::stored::{PclusterDedupe, CHUNK_KEY};
-use crate::data::zfile::{apply_z, compact_ok, write_compressed};
+use crate::data::zfile::{compact_ok, write_compressed};
 use crate::error::Result;
 use crate::options::view::DataOptions;
-use crate::plan::zmap::{encode_map, Tail};
-use crate::plan::{InodePlan, Plan};
+use crate::plan::zmap::{encode_map, Tail, ZInode};
+use crate::plan::{ChunkPlan, InodePlan, Plan};
 use crate::tree::content::{Content, ContentReader};
 use crate::tree::{InodeId, Tree};
 use crate::util::out::Writer;
@@ -24,13 +26,17 @@ pub(crate) struct FileWriter<'p, 'a> {
     w: &'p mut Writer<'a>,
     blob: Option<&'p mut Writer<'a>>,
     tree: &'p Tree,
-    plan: &'p mut Plan,
+    plan: &'p Plan,
     opts: &'p DataOptions<'p>,
     frags: Option<Fragments>,
     pdedupe: Option<PclusterDedupe>,
     buf: Vec<u8>,
     start_blk: Vec<u64>,
     chunk_blk: Vec<Vec<Option<u64>>>,
+    /// The maps of the files stored compressed.
+    z: HashMap<InodeId, ZInode>,
+    /// Chunk tables merged into larger chunks.
+    chunks: HashMap<InodeId, ChunkPlan>,
     /// Per file, an earlier file with the same bytes stored the same way
     /// (whole-file dedupe), whose data it shares.
     dup: Vec<Option<InodeId>>,
@@ -49,7 +55,7 @@ impl<'p, 'a> FileWriter<'p, 'a> {
         w: &'p mut Writer<'a>,
         blob: Option<&'p mut Writer<'a>>,
         tree: &'p Tree,
-        plan: &'p mut Plan,
+        plan: &'p Plan,
         opts: &'p DataOptions<'p>,
         frags: Option<Fragments>,
         dup: Vec<Option<InodeId>>,
@@ -71,6 +77,8 @@ impl<'p, 'a> FileWriter<'p, 'a> {
             buf: vec![0u8; 1 << 20],
             start_blk: vec![0u64; n],
             chunk_blk: vec![Vec::new(); n],
+            z: HashMap::new(),
+            chunks: HashMap::new(),
             dup,
             copies,
             copies_left,
@@ -113,7 +121,13 @@ impl<'p, 'a> FileWriter<'p, 'a> {
         match (self.dup[id], extents) {
             // Same bytes as an earlier file stored the same way: its data
             // serve this one too.
-            (Some(orig), _) => share_data(self.plan, &mut self.start_blk, id, orig, self.opts),
+            (Some(orig), _) => match self.z.get(&orig).cloned() {
+                Some(z) => {
+                    let z = share_map(self.plan, z, id, self.opts);
+                    self.z.insert(id, z);
+                }
+                None => self.start_blk[id] = self.start_blk[orig],
+            },
             (None, Some(ex)) => {
                 let z = write_compressed(
                     self.w,
@@ -125,7 +139,7 @@ impl<'p, 'a> FileWriter<'p, 'a> {
                     self.frags.as_mut(),
                     self.pdedupe.as_mut(),
                 )?;
-                apply_z(self.plan, id, z);
+                self.z.insert(id, z);
             }
             (None, None) if tree.inodes[id].content.external().is_some() => {
                 self.start_blk[id] = write_tail(self.w, tree, id, bs, &mut self.buf)?;
@@ -140,8 +154,12 @@ impl<'p, 'a> FileWriter<'p, 'a> {
                     self.pdedupe.as_mut(),
                 )?;
                 self.start_blk[id] = s;
-                if let Some(cp) = self.plan.inodes[id].chunks.as_mut() {
+                if let Some(planned) = &self.plan.inodes[id].chunks {
+                    let mut cp = planned.clone();
                     cp.merge(&mut c, tree.inodes[id].data_size(), bs);
+                    if cp != *planned {
+                        self.chunks.insert(id, cp);
+                    }
                 }
                 self.chunk_blk[id] = c;
             }
@@ -149,47 +167,45 @@ impl<'p, 'a> FileWriter<'p, 'a> {
         Ok(())
     }
 
-    /// Where each file's data went (first blocks, chunk blocks) and the
-    /// fragments collected.
-    pub(crate) fn finish(self) -> (Vec<u64>, Vec<Vec<Option<u64>>>, Option<Fragments>) {
-        (self.start_blk, self.chunk_blk, self.frags)
+    /// Where each file's data went (first blocks, chunk blocks, maps,
+    /// merged chunk tables) and the fragments collected.
+    pub(crate) fn finish(self) -> Placed {
+        Placed {
+            start_blk: self.start_blk,
+            chunk_blk: self.chunk_blk,
+            packed: None,
+            chunks_on_blob: false,
+            frags: self.frags,
+            base: None,
+            z: self.z,
+            chunks: self.chunks,
+            frag_offsets: None,
+        }
     }
 }
 
-/// File `id` has the same bytes as `orig`, stored the same way: `orig`'s
-/// data serve it too (a compressed one gets an index of its own).
-fn share_data(
-    plan: &mut Plan,
-    start_blk: &mut [u64],
-    id: InodeId,
-    orig: InodeId,
-    opts: &DataOptions<'_>,
-) {
-    let bs = opts.block_size();
-    match plan.inodes[orig].z.clone() {
-        Some(mut z) => {
-            if z.fragment.is_none() {
-                let p = &plan.inodes[id];
-                let ix = plan.head_len(id);
-                let tail = z
-                    .inline
-                    .as_ref()
-                    .map_or(Tail::Blocks, |v| Tail::Inline(v.len() as u16));
-                (z.index, z.compact) = encode_map(
-                    &z.extents,
-                    p.size,
-                    bs,
-                    z.alg,
-                    tail,
-                    ix,
-                    compact_ok(opts),
-                    plan.bit48,
-                );
-            }
-            apply_z(plan, id, z)
-        }
-        None => start_blk[id] = start_blk[orig],
+/// The map of file `id`, which has the same bytes as a compressed file
+/// stored the same way whose map is `z`: that file's data serve it too,
+/// through an index of its own (but a whole fragment's, which is the same).
+fn share_map(plan: &Plan, mut z: ZInode, id: InodeId, opts: &DataOptions<'_>) -> ZInode {
+    if z.fragment.is_none() {
+        let ix = plan.head_len(id);
+        let tail = z
+            .inline
+            .as_ref()
+            .map_or(Tail::Blocks, |v| Tail::Inline(v.len() as u16));
+        (z.index, z.compact) = encode_map(
+            &z.extents,
+            plan.inodes[id].size,
+            opts.block_size(),
+            z.alg,
+            tail,
+            ix,
+            compact_ok(opts),
+            plan.bit48,
+        );
     }
+    z
 }
 
 /// Whether `len` bytes of `f` from `from` are all zeros (read through

@@ -3,8 +3,6 @@
 //! after the inode (ztailpacking), the pclusters themselves (zero-padded
 //! in front, or shared with `-E dedupe`), and the file's map.
 
-use ferrofs_format::inode::DataLayout;
-
 use crate::data::extent::Extent;
 use crate::data::fragments::Fragments;
 use crate::data::stored::PclusterDedupe;
@@ -268,17 +266,4 @@ fn write_pclusters(
         }
     }
     Ok(())
-}
-
-/// Records where a compressed file went.
-pub(crate) fn apply_z(plan: &mut Plan, id: InodeId, z: ZInode) {
-    let p = &mut plan.inodes[id];
-    p.layout = if z.compact {
-        DataLayout::CompressedCompact
-    } else {
-        DataLayout::CompressedFull
-    };
-    p.tail = 0;
-    p.blocks = 0;
-    p.z = Some(z);
 }

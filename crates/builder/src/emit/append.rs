@@ -17,7 +17,8 @@ use ferrofs_format::BlockSize;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::meta;
-use crate::data::pass::{self as data, Placed};
+use crate::data::pass as data;
+use crate::data::placed::Placed;
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, MetaLayout};
 use crate::options::view::{EmitOptions, Views};
@@ -88,6 +89,7 @@ pub(crate) fn append(
         .seek(SeekFrom::Start(data_start * bs))
         .map_err(&err)?;
     let mut placed = data::write_data(&mut w, None, tree, plan, &views.data, progress, pool)?;
+    placed.settle(plan, &views.data);
     if placed.packed.is_some() {
         return Err(BuildError::Internal(
             "an incremental build made a packed inode".into(),

@@ -59,7 +59,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use crate::data::pass::Placed;
+use crate::data::placed::Placed;
 use crate::plan::Plan;
 use crate::tree::{InodeId, Tree};
 

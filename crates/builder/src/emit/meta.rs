@@ -10,7 +10,7 @@ use ferrofs_format::dirent::{RawDirent, DIRENT_SIZE};
 use ferrofs_format::inode::{DataLayout, RawInode, I_FORMAT_NLINK1_OR_DOT_OMITTED};
 use ferrofs_format::Nid;
 
-use crate::data::pass::Placed;
+use crate::data::placed::Placed;
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, MetaLayout};
 use crate::plan::{InodePlan, Plan};

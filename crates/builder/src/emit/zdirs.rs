@@ -8,7 +8,8 @@
 
 use super::meta::{dir_block, Meta};
 use crate::data::fragments::Fragments;
-use crate::data::pass::{write_packed, Placed};
+use crate::data::pass::write_packed;
+use crate::data::placed::Placed;
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, METABOX_NID_BIT};
 use crate::options::view::DataOptions;
@@ -100,6 +101,7 @@ pub(crate) fn pack_dirs(
     }
     let nids = plan.order.iter().map(|&id| (id, lay.nid(id, bs))).collect();
     placed.packed = Some(write_packed(w, tree, plan, opts, frags, placed, pool)?);
+    placed.settle(plan, opts);
     Ok(nids)
 }
 

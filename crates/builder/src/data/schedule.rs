@@ -59,7 +59,8 @@ pub(crate) enum Msg<'a> {
 }
 
 /// The data pass's dispatcher: prepares windows in order and puts each
-/// unit on the pool as a job of its own, oldest first, at most
+/// unit on the pool as a job of its own, oldest first (the last window's
+/// longest first), at most
 /// [`AHEAD_BYTES`] / [`AHEAD_WINDOWS`] ahead of the writer.
 pub(crate) struct Dispatch<'a, 'b> {
     pub(crate) tree: &'a Tree,
@@ -132,7 +133,7 @@ impl<'a> Dispatch<'a, '_> {
                         return;
                     }
                 };
-                for i in 0..units.len() {
+                for i in units.start_order(n + 1 == windows.len()) {
                     let (units, msgs) = (units.clone(), msgs.clone());
                     scope.spawn_fifo(move |_| {
                         let t = rayon::current_thread_index().unwrap_or(0);

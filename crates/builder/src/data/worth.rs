@@ -11,7 +11,10 @@ use crate::error::{BuildError, Result};
 
 /// Whether `head`, a file's first bytes, starts like a format whose data
 /// is already compressed: gzip, xz, zstd, bzip2, zip (jar, wheel), PNG,
-/// JPEG, GIF, WOFF, WOFF2, Ogg, 7z.
+/// JPEG, GIF, WOFF, WOFF2, Ogg, 7z, LZ4 frames, lzip, squashfs, and the
+/// package formats that wrap compressed archives: Debian's (an `ar`
+/// archive whose first member is `debian-binary`; other `ar` archives,
+/// static libraries, compress well) and RPM.
 pub(crate) fn looks_compressed(head: &[u8]) -> bool {
     const MAGIC: &[&[u8]] = &[
         b"\x1f\x8b",
@@ -26,6 +29,11 @@ pub(crate) fn looks_compressed(head: &[u8]) -> bool {
         b"wOF2",
         b"OggS",
         b"7z\xbc\xaf",
+        b"\x04\x22\x4d\x18",
+        b"LZIP",
+        b"hsqs",
+        b"!<arch>\ndebian-binary",
+        b"\xed\xab\xee\xdb",
     ];
     MAGIC.iter().any(|m| head.starts_with(m))
 }
@@ -77,4 +85,40 @@ pub fn worth_compressing(enc: &mut Encoder, samples: &[&[u8]], pcluster: u64, bs
         matches!(enc.compress_fixed_output(s, &mut dst),
             Ok((consumed, written)) if saves_a_block(consumed, written, bs))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packages_and_archives_look_compressed_but_static_libraries_do_not() {
+        let deb = b"!<arch>\ndebian-binary   1700000000  0     0     100644  4         `\n2.0\n";
+        assert!(looks_compressed(deb));
+        assert!(looks_compressed(b"\xed\xab\xee\xdb\x03\x00\x00\x00"));
+        assert!(looks_compressed(b"\x04\x22\x4d\x18\x64\x40\xa7"));
+        assert!(looks_compressed(b"LZIP\x01\x0c"));
+        assert!(looks_compressed(b"hsqs\x10\x00\x00\x00"));
+        let static_lib = b"!<arch>\n/               0           0     0     0       4         `\n";
+        assert!(!looks_compressed(static_lib));
+        assert!(!looks_compressed(b"\x7fELF\x02\x01\x01"));
+        assert!(!looks_compressed(b"#!/bin/sh\n"));
+    }
+
+    #[test]
+    fn a_package_of_compressed_members_is_not_worth_compressing() -> Result<()> {
+        // A .deb's members are xz or zstd archives: bytes without repeats.
+        let mut deb =
+            b"!<arch>\ndebian-binary   1700000000  0     0     100644  4         `\n2.0\n".to_vec();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        deb.extend((0..300_000).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        }));
+        assert!(looks_compressed(&deb));
+        assert!(!compressed_file_still_shrinks(&deb)?);
+        Ok(())
+    }
 }

@@ -5,6 +5,7 @@
 //! over threads; the writer places it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -291,6 +292,17 @@ impl WindowUnits<'_> {
         self.units.len()
     }
 
+    /// The order to start the units in: as they come, or, for the last
+    /// window (nothing follows to keep the cores busy), the longest first,
+    /// so the ones left running at the very end are the shortest.
+    pub(crate) fn start_order(&self, last: bool) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.units.len()).collect();
+        if last {
+            order.sort_by_key(|&i| std::cmp::Reverse(self.units[i].1.len));
+        }
+        order
+    }
+
     /// Compresses unit `i` (Phase B) with this thread's encoders: its
     /// extents, or `None` when it is a small file's only segment and
     /// compressing it does not save a block, nor (with ztailpacking) fit
@@ -403,10 +415,24 @@ pub(crate) fn compress_window(
     copies: &[Option<InodeId>],
 ) -> Result<Vec<Option<Vec<Extent>>>> {
     let (units, settled) = prepare_window(tree, zc, opts, ids, fragments, sample, base, copies)?;
-    let results = (0..units.len())
-        .into_par_iter()
-        .map_init(HashMap::new, |encs, i| units.compress(i, encs))
-        .collect::<Result<Vec<_>>>()?;
+    // Every thread of the pool takes the next unit, longest first, until
+    // none is left (a parallel iterator would hand each thread runs of
+    // units, and the last run would keep one core busy alone).
+    let order = units.start_order(true);
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, Result<Option<Vec<Extent>>>)> = rayon::broadcast(|_| {
+        let mut encs = HashMap::new();
+        let mut mine = Vec::new();
+        while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            mine.push((i, units.compress(i, &mut encs)));
+        }
+        mine
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    done.sort_by_key(|d| d.0);
+    let results = done.into_iter().map(|d| d.1).collect::<Result<Vec<_>>>()?;
     Ok(units.finish(settled, results, ids, zc, base))
 }
 

@@ -235,6 +235,14 @@ struct Old {
     dead_bytes: u64,
 }
 
+impl Drop for Old {
+    fn drop(&mut self) {
+        // As a staged file's: a child started meanwhile must not keep the
+        // lock past this run.
+        let _ = self.file.unlock();
+    }
+}
+
 impl Old {
     /// Opens the image at `dest` for appending: one writer at a time, and
     /// readers (which take a shared lock) wait for this run to end (the

@@ -85,6 +85,11 @@ impl Drop for Staged<'_> {
         if !self.done {
             let _ = fs::remove_file(&self.tmp);
         }
+        // Released by name, not left to the close: a child another
+        // thread was starting at the time holds a copy of the descriptor
+        // (until its exec closes it), and with it the lock, which would
+        // refuse the next writer of this file.
+        let _ = self.file.unlock();
     }
 }
 

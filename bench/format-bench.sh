@@ -12,6 +12,9 @@
 #                                    [default: what ../shared/tools/upstream-tools --next prints]
 #   FERROFS  ferrofs binary            [default: target/release/ferrofs, built if missing]
 #   TMPROOT  where the scratch directory is created  [default: /tmp]
+#   ROWS     space-separated subset of the rows below, e.g. "sq ferrodense" for
+#            the densest preset against mksquashfs alone (issue 32)
+#            [default: sq erofs erofs48 erofsmeta ferro ferro48 ferrometa]
 #   FSCK_ARGS extra arguments for fsck.erofs, e.g. "--extract" to also decode
 #            every file (default: none, i.e. plain `fsck.erofs IMG`)
 #   RAW      if set, per-run measurements are also written to this TSV file
@@ -105,7 +108,8 @@ ferro_has() { grep -q -- "$1" <<<"$FERRO_HELP"; }
 # A row is: an id, a tool label, the option label printed in the table, and
 # how to build it (a function filling the array CMD for codec $codec, image
 # $img, tree $tree).
-ROWS=(sq erofs erofs48 erofsmeta ferro ferro48 ferrometa)
+# ferrodense is the densest preset (ztailpacking as well), run when asked.
+read -r -a ROWS <<<"${ROWS:-sq erofs erofs48 erofsmeta ferro ferro48 ferrometa}"
 
 row_tool() {
     case $1 in
@@ -121,6 +125,7 @@ row_opts() {   # what distinguishes the row, for the table
         erofs|ferro)        echo "-C131072 -Efragments,dedupe" ;;
         erofs48|ferro48)    echo "-C131072 -Efragments,dedupe,48bit" ;;
         erofsmeta|ferrometa) echo "-C131072 -Efragments,dedupe -m4096 --zD" ;;
+        ferrodense)         echo "-C131072 -Efragments,dedupe,ztailpacking -m4096 --zD" ;;
     esac
 }
 
@@ -143,7 +148,7 @@ erofs_z() {
 # Prints a reason and returns 1 if the row cannot be run with these binaries.
 row_unsupported() {
     case $1 in
-        ferrometa)
+        ferrometa|ferrodense)
             ferro_has '^ *-m ' || { echo "ferrofs mkfs has no -m"; return 0; }
             ferro_has '--zD'   || { echo "ferrofs mkfs has no --zD"; return 0; }
             ;;
@@ -175,6 +180,8 @@ build_cmd() {
                         -Efragments,dedupe,48bit "$img" "$tree") ;;
         ferrometa) CMD=("$FERROFS" mkfs --quiet "-z$z" -C131072
                         -Efragments,dedupe -m4096 --zD "$img" "$tree") ;;
+        ferrodense) CMD=("$FERROFS" mkfs --quiet "-z$z" -C131072
+                        -Efragments,dedupe,ztailpacking -m4096 --zD "$img" "$tree") ;;
     esac
 }
 
@@ -216,8 +223,8 @@ done
 echo
 
 # ---- main loop ----------------------------------------------------------------------
-TABLE_HEAD='| tree | codec | tool | options | image bytes | ratio to mksquashfs | median wall s | median CPU s | cores | peak RSS KiB | fsck |
-|---|---|---|---|---:|---:|---:|---:|---:|---:|---|'
+TABLE_HEAD='| tree | codec | tool | options | image bytes | ratio to mksquashfs | median wall s | median CPU s | wall / mksquashfs | CPU / mksquashfs | cores | peak RSS KiB | fsck |
+|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|'
 TABLE_ROWS=()
 NOTES=()
 FAILED=0   # set to 1 by any failed build or fsck; the script then exits 1
@@ -305,18 +312,22 @@ for tree_arg in "$@"; do
             fi
         done
 
-        # Reference size for the ratio column.
-        sq_bytes=""
+        # Reference size, wall and CPU for the ratio columns.
+        sq_bytes="" sq_wall="" sq_cpu=""
         if [[ ${OK[sq]:-} == 1 ]]; then
             read -r -a s <<<"${SIZES[sq]}"
             sq_bytes=${s[-1]}
+            read -r -a w <<<"${WALLS[sq]}"
+            read -r -a c <<<"${CPUS[sq]}"
+            sq_wall=$(printf '%s\n' "${w[@]}" | median)
+            sq_cpu=$(printf '%s\n' "${c[@]}" | median)
         fi
 
         for row in "${ROWS[@]}"; do
             tool=$(row_tool "$row")
             opts=$(row_opts "$row")
             if [[ ${OK[$row]:-} != 1 ]]; then
-                TABLE_ROWS+=("| $tname | $codec | $tool | \`$opts\` | ${SKIP[$row]:-} | | | | | | |")
+                TABLE_ROWS+=("| $tname | $codec | $tool | \`$opts\` | ${SKIP[$row]:-} | | | | | | | | |")
                 continue
             fi
             read -r -a w <<<"${WALLS[$row]}"
@@ -329,9 +340,13 @@ for tree_arg in "$@"; do
             mw=$(printf '%s\n' "${w[@]}" | median)
             mc=$(printf '%s\n' "${c[@]}" | median)
             cores=$(awk -v c="$mc" -v w="$mw" 'BEGIN { if (w > 0) printf "%.2f", c / w; else print "nan" }')
-            ratio="—"
-            [[ -n $sq_bytes ]] && ratio=$(awk -v a="$bytes" -v b="$sq_bytes" 'BEGIN { printf "%.3f", a / b }')
-            TABLE_ROWS+=("| $tname | $codec | $tool | \`$opts\` | $bytes$mark | $ratio | $(printf '%.3f' "$mw") | $(printf '%.2f' "$mc") | $cores | $(maxof "${m[@]}") | ${FSCK[$row]} |")
+            ratio="—" wratio="—" cratio="—"
+            if [[ -n $sq_bytes ]]; then
+                ratio=$(awk -v a="$bytes" -v b="$sq_bytes" 'BEGIN { printf "%.3f", a / b }')
+                wratio=$(awk -v a="$mw" -v b="$sq_wall" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
+                cratio=$(awk -v a="$mc" -v b="$sq_cpu" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')
+            fi
+            TABLE_ROWS+=("| $tname | $codec | $tool | \`$opts\` | $bytes$mark | $ratio | $(printf '%.3f' "$mw") | $(printf '%.2f' "$mc") | $wratio | $cratio | $cores | $(maxof "${m[@]}") | ${FSCK[$row]} |")
         done
 
         rm -f -- "$WORK"/*.img

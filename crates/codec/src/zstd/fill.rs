@@ -51,9 +51,29 @@ fn enough(cap: usize) -> usize {
     (cap / 512).max(16)
 }
 
-/// The fill state kept between calls: the ratio of the last frame.
-#[derive(Default)]
+/// Sources over this many bytes get zstd's parameter table for large
+/// inputs (`ZSTD_estimateCParams`' size classes).
+const LARGE_SOURCE: u64 = 256 << 10;
+
+/// Levels whose large-input parameters are tuned for streams of megabytes:
+/// the binary-tree lazy match finder (btlazy2) with 5-byte minimum matches
+/// and 1 Mi-entry hash and chain tables.
+const LARGE_TABLE_LEVELS: std::ops::RangeInclusive<i32> = 13..=15;
+
+/// What [`LARGE_TABLE_LEVELS`] use for a frame over [`LARGE_SOURCE`]
+/// (minimum match, chain log, hash log): the same match finder with
+/// zstd's own choices for it on smaller inputs (its level 12 row up to
+/// 256 KiB: 4-byte minimum matches, 512 Ki-entry tables). A pcluster's
+/// frame holds a few hundred KiB, where the shorter matches pay. Level
+/// 15 at 128 KiB pclusters (densest preset): 1.6 % smaller on a
+/// directory of shared libraries for 8 % more CPU, 1.0 % on a Go
+/// toolchain, 0.25 % on a Debian root (mostly text) for 4 %.
+const FRAME_MATCH_FINDER: (u32, u32, u32) = (4, 19, 19);
+
+/// The fill state kept between calls: the level, and the ratio of the
+/// last frame.
 pub(crate) struct Filler {
+    level: i32,
     ratio: Option<f64>,
 }
 
@@ -78,6 +98,11 @@ struct Schedule {
 }
 
 impl Filler {
+    /// A filler for frames of zstd level `level`.
+    pub(crate) fn new(level: i32) -> Self {
+        Filler { level, ratio: None }
+    }
+
     /// Forgets the ratio learned from earlier calls.
     pub(crate) fn forget(&mut self) {
         self.ratio = None;
@@ -105,6 +130,8 @@ impl Filler {
         cctx.reset(ResetDirective::SessionOnly).map_err(internal)?;
         cctx.set_parameter(CParameter::SrcSizeHint(hint))
             .map_err(internal)?;
+        let retune = u64::from(hint) > LARGE_SOURCE && LARGE_TABLE_LEVELS.contains(&self.level);
+        set_match_finder(cctx, retune)?;
         let mut plan = Schedule {
             ratio: self
                 .ratio
@@ -196,6 +223,21 @@ fn frame(
         };
     }
     Ok((mark, false))
+}
+
+/// Sets [`FRAME_MATCH_FINDER`] (`on`), or gives those parameters back to
+/// the level (they stay set on the context from frame to frame).
+/// Zero gives a parameter back to the level.
+pub(crate) fn set_match_finder(cctx: &mut CCtx<'static>, on: bool) -> Result<(), CodecError> {
+    let (min_match, chain_log, hash_log) = if on { FRAME_MATCH_FINDER } else { (0, 0, 0) };
+    for p in [
+        CParameter::MinMatch(min_match),
+        CParameter::ChainLog(chain_log),
+        CParameter::HashLog(hash_log),
+    ] {
+        cctx.set_parameter(p).map_err(internal)?;
+    }
+    Ok(())
 }
 
 fn internal(code: usize) -> CodecError {

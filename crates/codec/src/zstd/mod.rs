@@ -173,7 +173,7 @@ impl ZstdEncoder {
         }
         Ok(Self {
             cctx,
-            filler: fill::Filler::default(),
+            filler: fill::Filler::new(level),
         })
     }
 
@@ -190,6 +190,7 @@ impl ZstdEncoder {
         if dst.len() >= FILL_FROM {
             self.filler.fill(&mut self.cctx, src, dst)
         } else {
+            fill::set_match_finder(&mut self.cctx, false)?;
             search.run(self, src, dst)
         }
     }

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use crate::data::base::{Base, Reused};
 use crate::data::compress::{compress_segment, is_machine_code, Shape};
-use crate::data::extent::{segment_len, Extent};
+use crate::data::extent::{alone_segment_len, segment_len, Extent};
 use crate::data::worth::{
     compressed_file_still_shrinks, flat_is_no_bigger, looks_compressed, worth_compressing,
 };
@@ -287,6 +287,30 @@ fn pieces(hot: &[(u64, u64)], size: u64) -> Vec<(u64, u64)> {
 }
 
 impl WindowUnits<'_> {
+    /// Cuts the units again at [`alone_segment_len`]: the window is one
+    /// inode compressed while nothing else is.
+    fn cut_alone(&mut self) {
+        let mut cut = Vec::with_capacity(self.units.len());
+        for (k, u) in self.units.drain(..) {
+            let seg = alone_segment_len(u.pcluster);
+            let end = u.offset + u.len;
+            let mut off = u.offset;
+            while off < end {
+                let len = seg.min(end - off);
+                cut.push((
+                    k,
+                    Unit {
+                        offset: off,
+                        len,
+                        ..u
+                    },
+                ));
+                off += len;
+            }
+        }
+        self.units = cut;
+    }
+
     /// How many units the window has.
     pub(crate) fn len(&self) -> usize {
         self.units.len()
@@ -414,7 +438,9 @@ pub(crate) fn compress_window(
     base: Option<&Base>,
     copies: &[Option<InodeId>],
 ) -> Result<Vec<Option<Vec<Extent>>>> {
-    let (units, settled) = prepare_window(tree, zc, opts, ids, fragments, sample, base, copies)?;
+    let (mut units, settled) =
+        prepare_window(tree, zc, opts, ids, fragments, sample, base, copies)?;
+    units.cut_alone();
     // Every thread of the pool takes the next unit, longest first, until
     // none is left (a parallel iterator would hand each thread runs of
     // units, and the last run would keep one core busy alone).

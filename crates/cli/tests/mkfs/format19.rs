@@ -238,15 +238,22 @@ fn fsck_notices_a_fingerprint_that_does_not_match() {
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
 
-#[test]
-fn images_in_the_2025_format_read_back_through_the_kernel() {
-    if let Err(why) = can_mount() {
-        return println!("skipped: {why}");
-    }
+/// Whether the kernel can mount images here (else why not); fsck.erofs
+/// 1.9.x must be installed.
+fn kernel_and_fsck_next() -> Result<(), String> {
+    can_mount()?;
     assert!(
         tools::fsck_next().is_some(),
         "fsck.erofs 1.9.x is missing: run ../shared/tools/upstream-tools --next or set UPSTREAM_NEXT_BIN"
     );
+    Ok(())
+}
+
+#[test]
+fn images_in_the_2025_format_read_back_through_the_kernel() {
+    if let Err(why) = kernel_and_fsck_next() {
+        return println!("skipped: {why}");
+    }
     let work = work_dir!("mkfs_format19");
     let src = work.join("tree");
     corpus::make_corner_tree(&src).expect("corner tree");
@@ -337,6 +344,55 @@ fn images_in_the_2025_format_read_back_through_the_kernel() {
         }
         f
     });
+}
+
+/// A metabox over 512 KiB is compressed in several segments at once (an
+/// inode compressed alone is cut finer than a file): built at `-j1` and
+/// `-j2` (identical), it reads back through the kernel, `ferrofs
+/// extract`, `ferrofs fsck` and fsck.erofs 1.9.4, for zstd (the prefix
+/// search below 16 KiB) and LZ4HC (native fixed output).
+#[test]
+fn a_metabox_of_several_segments_reads_back_through_the_kernel() {
+    if let Err(why) = kernel_and_fsck_next() {
+        return println!("skipped: {why}");
+    }
+    let work = work_dir!("mkfs_metabox_segments");
+    let src = work.join("tree");
+    // 12,000 small files with inline tails: about 1.2 MB of inode records.
+    for d in 0..120 {
+        let dir = src.join(format!("directory-{d:03}"));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        for f in 0..100 {
+            let body = format!("file {f} of directory {d}: {}\n", "x".repeat(f % 37));
+            std::fs::write(
+                dir.join(format!("a-file-with-a-longer-name-{f:03}.txt")),
+                body,
+            )
+            .expect("write");
+        }
+    }
+    let cases: [(&str, &[&str]); 2] = [
+        ("zstd", &["-m4096:zstd", "-zzstd", "-Eztailpacking"]),
+        ("lz4hc", &["-m4096:lz4hc", "-zlz4hc", "-Efragments"]),
+    ];
+    ferrofs_testkit::tmp::parallel_checks(&work, cases.len(), |i| {
+        let (name, opts) = cases[i];
+        let img = work.join(format!("{name}.img"));
+        let owned: Vec<String> = opts.iter().map(|s| s.to_string()).collect();
+        let mut f = verify::build_and_read_back(FERROFS.as_ref(), name, &owned, &img, &src, &work);
+        if let Ok(image) = Image::open_path(&img) {
+            match image.raw().metabox_file() {
+                Some(m) if m.size() > 512 << 10 => {}
+                Some(m) => f.push(format!(
+                    "{name}: metabox of {} bytes, one segment",
+                    m.size()
+                )),
+                None => f.push(format!("{name}: no metabox")),
+            }
+        }
+        f
+    });
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
 
 /// Fields of the 48-bit layout mkfs never writes for this tree, patched in

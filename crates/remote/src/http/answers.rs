@@ -1,0 +1,217 @@
+//! What an HTTP answer means: the failure a transport error or an
+//! unexpected status is (and whether another attempt may succeed), the
+//! check that an answer names the object opened (its ETag, Last-Modified
+//! and length), and the parsing of the headers those checks read.
+
+use ureq::http::{HeaderMap, Response, StatusCode};
+use ureq::Body;
+
+use super::{Client, Failure, Validators, Wait};
+use crate::error::{RemoteError, Result};
+use crate::s3;
+
+pub(super) fn header(h: &HeaderMap, name: &str) -> Option<String> {
+    h.get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_owned())
+}
+
+/// A Content-Range header: `bytes FIRST-LAST/TOTAL`, either part `*`.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct ContentRange {
+    /// First and last byte.
+    pub(super) range: Option<(u64, u64)>,
+    pub(super) total: Option<u64>,
+}
+
+pub(super) fn content_range(v: &str) -> Option<ContentRange> {
+    let rest = v.strip_prefix("bytes")?.trim_start();
+    let (range, total) = rest.split_once('/')?;
+    let total = match total.trim() {
+        "*" => None,
+        t => Some(t.parse().ok()?),
+    };
+    let range = match range.trim() {
+        "*" => None,
+        r => {
+            let (a, b) = r.split_once('-')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        }
+    };
+    Some(ContentRange { range, total })
+}
+
+impl Client {
+    /// The failure a transport error means; `phase` says what was being
+    /// waited for when a timeout struck.
+    pub(super) fn transport(&self, e: ureq::Error, wait: Wait, phase: &'static str) -> Failure {
+        use ureq::Timeout as T;
+        if let ureq::Error::Timeout(t) = e {
+            let (phase, limit, option) = match t {
+                T::Global => (phase, self.opts.deadline, "--http-deadline"),
+                T::Connect => ("connecting", wait.limit, wait.option),
+                T::Resolve => ("resolving the host name", wait.limit, wait.option),
+                _ => (phase, wait.limit, wait.option),
+            };
+            return Failure::Retry(RemoteError::TimedOut {
+                url: self.url.clone(),
+                phase,
+                limit,
+                option,
+                attempts: 1,
+            });
+        }
+        // Dropped, refused or stalled connections; not a certificate or
+        // protocol error, which another attempt would only repeat.
+        use std::io::ErrorKind as K;
+        let retry = match &e {
+            ureq::Error::Io(io) => matches!(
+                io.kind(),
+                K::ConnectionReset
+                    | K::ConnectionAborted
+                    | K::ConnectionRefused
+                    | K::BrokenPipe
+                    | K::UnexpectedEof
+                    | K::TimedOut
+                    | K::Interrupted
+                    | K::NotConnected
+            ),
+            ureq::Error::ConnectionFailed => true,
+            _ => false,
+        };
+        let e = RemoteError::Transport {
+            url: self.url_and_host(),
+            attempts: 1,
+            source: e,
+        };
+        if retry {
+            Failure::Retry(e)
+        } else {
+            Failure::Fatal(e)
+        }
+    }
+
+    pub(super) fn bad(&self, what: String) -> Failure {
+        Failure::Fatal(RemoteError::BadResponse {
+            url: self.url.clone(),
+            what,
+        })
+    }
+
+    /// [`RemoteError::Changed`] if the headers name another object than `v`.
+    pub(super) fn check_same(&self, v: &Validators, h: &HeaderMap) -> Result<()> {
+        let changed = |what, was: &str, now: &str| RemoteError::Changed {
+            url: self.url.clone(),
+            what,
+            was: was.to_owned(),
+            now: now.to_owned(),
+        };
+        if let (Some(was), Some(now)) = (&v.etag, header(h, "etag")) {
+            if *was != now {
+                return Err(changed("ETag", was, &now));
+            }
+        }
+        if let (Some(was), Some(now)) = (&v.last_modified, header(h, "last-modified")) {
+            if *was != now {
+                return Err(changed("Last-Modified", was, &now));
+            }
+        }
+        let total = header(h, "content-range")
+            .as_deref()
+            .and_then(content_range)
+            .and_then(|c| c.total);
+        if let Some(now) = total {
+            if now != v.len {
+                return Err(changed("length", &v.len.to_string(), &now.to_string()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The failure a response other than 206 means: for S3, a refusal or a
+    /// missing object or bucket is read from the error answer's body.
+    pub(super) fn failure(&self, resp: Response<Body>, v: Option<&Validators>) -> Failure {
+        let code = resp.status().as_u16();
+        match &self.s3 {
+            Some(t) if matches!(code, 400 | 401 | 403 | 404) => {
+                let body = s3::read_small(resp.into_body().into_reader());
+                Failure::Fatal(t.failure("GET", code, &body))
+            }
+            _ => self.status_failure(resp.status(), &resp, v),
+        }
+    }
+
+    /// The failure a response other than 206 means. `v` is set when the
+    /// object was opened: a 200 then answers an `If-Range` that no longer
+    /// matches, or a Range the server ignored.
+    pub(super) fn status_failure(
+        &self,
+        s: StatusCode,
+        resp: &Response<Body>,
+        v: Option<&Validators>,
+    ) -> Failure {
+        let url = self.url.clone();
+        let code = s.as_u16();
+        match code {
+            200 => {
+                let len = header(resp.headers(), "content-length").and_then(|l| l.parse().ok());
+                if let Some(v) = v {
+                    let mut h = resp.headers().clone();
+                    if let Some(l) = len {
+                        // A whole-object answer: its length is the object's.
+                        if let Ok(cr) = format!("bytes */{l}").parse::<ureq::http::HeaderValue>() {
+                            h.insert("content-range", cr);
+                        }
+                    }
+                    if let Err(e) = self.check_same(v, &h) {
+                        return Failure::Fatal(e);
+                    }
+                }
+                Failure::Fatal(RemoteError::NoRangeSupport {
+                    url,
+                    status: code,
+                    len,
+                })
+            }
+            404 | 410 => Failure::Fatal(RemoteError::NotFound { url, status: code }),
+            416 => {
+                if let Some(v) = v {
+                    if let Err(e) = self.check_same(v, resp.headers()) {
+                        return Failure::Fatal(e);
+                    }
+                }
+                Failure::Fatal(RemoteError::Status {
+                    url,
+                    status: code,
+                    attempts: 1,
+                })
+            }
+            408 | 429 | 500 | 502 | 503 | 504 => Failure::Retry(RemoteError::Status {
+                url,
+                status: code,
+                attempts: 1,
+            }),
+            _ => Failure::Fatal(RemoteError::Status {
+                url,
+                status: code,
+                attempts: 1,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_range_forms() {
+        let cr = |range, total| Some(ContentRange { range, total });
+        assert_eq!(content_range("bytes 0-0/10"), cr(Some((0, 0)), Some(10)));
+        assert_eq!(content_range("bytes 5-9/*"), cr(Some((5, 9)), None));
+        assert_eq!(content_range("bytes */0"), cr(None, Some(0)));
+        assert_eq!(content_range("items 0-1/2"), None);
+        assert_eq!(content_range("bytes 0-x/2"), None);
+        assert_eq!(content_range("bytes 0-1"), None);
+    }
+}

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use crate::verified::VerityArgs;
+use crate::verified::{TreeSources, VerityArgs};
 use anyhow::{Context, Result};
 use ferrofs::source::Offset;
 use ferrofs::{Image, OpenOptions, ReadAt};
@@ -205,6 +205,9 @@ impl ReadAt for Shared {
     }
 }
 
+/// Bytes per fetch of [`Sources::open_blockwise`]: a hash block.
+const BLOCKWISE: u64 = 4096;
+
 /// Opens image and device arguments, all URLs sharing one chunk cache.
 pub struct Sources<'a> {
     args: &'a RemoteArgs,
@@ -227,6 +230,33 @@ impl<'a> Sources<'a> {
         });
         self.cache = Some(cache.clone());
         Ok(cache)
+    }
+
+    /// For a URL, the object `arg` names opened again with fetches of one
+    /// 4 KiB block (a hash tree's block) instead of cache chunks, sharing
+    /// the chunk cache; `None` for a local file, or a server without range
+    /// requests (whose whole object the cache holds already).
+    pub fn open_blockwise(&mut self, arg: &Path, what: &str) -> Result<Option<Box<dyn ReadAt>>> {
+        let Some(url) = arg.to_str().filter(|s| ferrofs_remote::is_url(s)) else {
+            return Ok(None);
+        };
+        let cache = self.cache()?;
+        let opts = RemoteOptions {
+            chunk_size: BLOCKWISE,
+            whole_download: false,
+            ..self.args.options()
+        };
+        let src =
+            match ferrofs_remote::open(url, &self.args.s3.options(), cache, &opts, &mut |_| {}) {
+                Ok(src) => Arc::new(src),
+                Err(RemoteError::NoRangeSupport { .. }) => return Ok(None),
+                Err(e) => return Err(e).with_context(|| format!("cannot open {what}{url}")),
+            };
+        REMOTES
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::downgrade(&src));
+        Ok(Some(Box::new(Shared(src))))
     }
 
     /// The source `arg` names (`what` says which argument, for errors).
@@ -327,12 +357,24 @@ pub fn open_image(
     }
     let mut sources = Sources::new(remote);
     let primary = sources.open(image, "", Some(offset))?;
-    let hash_source = match verity.hash_file() {
-        Some(f) if verity.is_on() => Some(sources.open(f, "verity hash file ", None)?),
-        _ => None,
+    // A remote tree is read a hash block at a time: a cold read then
+    // fetches the few blocks on its path, not a cache chunk around each.
+    let tree = match verity.hash_file() {
+        _ if !verity.is_on() => TreeSources::default(),
+        Some(f) => TreeSources {
+            hash_file: Some(match sources.open_blockwise(f, "verity hash file ")? {
+                Some(fine) => fine,
+                None => sources.open(f, "verity hash file ", None)?,
+            }),
+            tree_reader: None,
+        },
+        None => TreeSources {
+            hash_file: None,
+            tree_reader: sources.open_blockwise(image, "")?,
+        },
     };
     let primary = verity
-        .wrap(primary, offset, hash_source)
+        .wrap(primary, offset, tree)
         .with_context(|| image.display().to_string())?;
     for d in devices {
         opts.devices.push(sources.open(d, "device ", None)?);

@@ -67,6 +67,16 @@ pub struct VerityArgs {
     verity_format: HashType,
 }
 
+/// Where a tree is read from, when not from the image's own source.
+#[derive(Default)]
+pub struct TreeSources {
+    /// [`VerityArgs::hash_file`] opened.
+    pub hash_file: Option<Box<dyn ReadAt>>,
+    /// An appended tree read through this source of the image's bytes (a
+    /// remote image opened again with block-sized fetches).
+    pub tree_reader: Option<Box<dyn ReadAt>>,
+}
+
 impl VerityArgs {
     /// Checking against an appended tree with root hash `root`, if any.
     pub fn appended(root: Option<RootHash>) -> Self {
@@ -89,13 +99,17 @@ impl VerityArgs {
 
     /// `data` (the whole image file, the image `image_offset` bytes in:
     /// `--offset`) checked as these options say, or as it is without
-    /// `--verity`; `hash_source` is [`VerityArgs::hash_file`] opened.
+    /// `--verity`, its tree read from `tree`.
     pub fn wrap(
         &self,
         data: Box<dyn ReadAt>,
         image_offset: u64,
-        hash_source: Option<Box<dyn ReadAt>>,
+        tree: TreeSources,
     ) -> Result<Box<dyn ReadAt>> {
+        let TreeSources {
+            hash_file: hash_source,
+            tree_reader,
+        } = tree;
         let Some(root) = &self.verity else {
             return Ok(data);
         };
@@ -111,6 +125,7 @@ impl VerityArgs {
         let opts = VerityOptions {
             root_hash: root.clone(),
             hash_source,
+            tree_reader,
             hash_offset: self.verity_hash_offset,
             image_offset,
             no_superblock,

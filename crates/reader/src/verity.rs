@@ -53,6 +53,12 @@ pub struct VerityOptions {
     pub root_hash: RootHash,
     /// The hash device: `None`, the image's own source (an appended tree).
     pub hash_source: Option<Box<dyn ReadAt>>,
+    /// For an appended tree (`hash_source` `None`): read the tree through
+    /// this source of the same bytes instead of the image's own. A remote
+    /// image opened a second time with block-sized fetches: a read then
+    /// brings the few hash blocks on its path, not a whole cache chunk
+    /// around each.
+    pub tree_reader: Option<Box<dyn ReadAt>>,
     /// Byte of the hash device where the verity superblock (or, without
     /// one, the tree) starts. `None`: 0 in a separate hash device; in the
     /// image's own source, the end of the EROFS image (its superblock's
@@ -75,6 +81,7 @@ impl VerityOptions {
         VerityOptions {
             root_hash,
             hash_source: None,
+            tree_reader: None,
             hash_offset: None,
             image_offset: 0,
             no_superblock: None,
@@ -110,13 +117,14 @@ impl Verity {
     pub fn open(data: Box<dyn ReadAt>, opts: VerityOptions) -> Result<Self> {
         let data = Src(Arc::from(data));
         let appended = opts.hash_source.is_none();
-        let hash = opts
-            .hash_source
-            .map_or_else(|| data.clone(), |h| Src(Arc::from(h)));
+        let hash = match (opts.hash_source, opts.tree_reader) {
+            (Some(h), _) | (None, Some(h)) => Src(Arc::from(h)),
+            (None, None) => data.clone(),
+        };
         let superblock = opts.no_superblock.is_none();
         let offset = match opts.hash_offset {
             Some(o) => o,
-            None if appended => default_hash_offset(&data, opts.image_offset, superblock)?,
+            None if appended => default_hash_offset(&data, &hash, opts.image_offset, superblock)?,
             None => 0,
         };
         let params = match opts.no_superblock {
@@ -217,8 +225,9 @@ fn mapped_blocks(data: &Src, sb: &Superblock, image_offset: u64) -> Option<u64> 
 /// `image_offset` in the data; read
 /// unverified: the tree, checked against the root hash, then covers that
 /// superblock too) rounded up to 4096, or to 512 bytes, whichever holds a
-/// verity superblock (4096 without a superblock to look for).
-fn default_hash_offset(data: &Src, image_offset: u64, superblock: bool) -> Result<u64> {
+/// verity superblock (4096 without a superblock to look for). The
+/// candidates are probed through `tree`, the source the tree is read from.
+fn default_hash_offset(data: &Src, tree: &Src, image_offset: u64, superblock: bool) -> Result<u64> {
     let mut raw = [0u8; SB_BASE_SIZE];
     let at = SUPERBLOCK_OFFSET.saturating_add(image_offset);
     data.read_exact_at(&mut raw, at)
@@ -265,7 +274,7 @@ fn default_hash_offset(data: &Src, image_offset: u64, superblock: bool) -> Resul
     }
     for at in candidates {
         let mut magic = [0u8; 8];
-        if data.read_exact_at(&mut magic, at).is_ok() && &magic == SUPERBLOCK_MAGIC {
+        if tree.read_exact_at(&mut magic, at).is_ok() && &magic == SUPERBLOCK_MAGIC {
             return Ok(at);
         }
     }

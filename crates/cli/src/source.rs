@@ -139,6 +139,15 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
 /// Every remote source opened, to ask whether its object changed.
 static REMOTES: Mutex<Vec<Weak<HttpSource>>> = Mutex::new(Vec::new());
 
+/// Adds `src` to [`REMOTES`] (its object checked for changes, its fetches
+/// counted).
+fn remember(src: &Arc<HttpSource>) {
+    REMOTES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Arc::downgrade(src));
+}
+
 /// The change of a remote image (or device) any source of this process
 /// has seen: what was read is a mix of two objects, not a damaged image.
 pub fn remote_change() -> Option<RemoteError> {
@@ -252,10 +261,7 @@ impl<'a> Sources<'a> {
                 Err(RemoteError::NoRangeSupport { .. }) => return Ok(None),
                 Err(e) => return Err(e).with_context(|| format!("cannot open {what}{url}")),
             };
-        REMOTES
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Arc::downgrade(&src));
+        remember(&src);
         Ok(Some(Box::new(Shared(src))))
     }
 
@@ -284,10 +290,7 @@ impl<'a> Sources<'a> {
                     &self.args.options(),
                     &mut say,
                 )?);
-                REMOTES
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(Arc::downgrade(&src));
+                remember(&src);
                 let hot = match image_at {
                     Some(at) => src.hot_ranges(at),
                     None => Ok(None),

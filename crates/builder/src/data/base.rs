@@ -44,6 +44,7 @@ use ferrofs_codec::Algorithm;
 use rayon::prelude::*;
 
 use crate::data::compress::{first_extent, Shape};
+use crate::data::cuts::segments;
 use crate::data::extent::{segment_len, Extent, MAX_EXTENT_BLOCKS};
 use crate::error::{BuildError, Result};
 use crate::options::compress::Compressor;
@@ -175,6 +176,7 @@ impl Base {
             old_frags,
             max_extent: c.max_extent_bytes,
             ztail: c.ztailpacking && !(c.fragments || c.all_fragments),
+            dedupe: opts.dedupe,
         };
         let found: Vec<(Option<(u64, usize)>, Found)> = (0..tree.inodes.len())
             .into_par_iter()
@@ -275,10 +277,15 @@ impl Base {
             };
             let ino = tree.inode(id);
             let size = ino.data_size();
-            // At most a segment (16 pclusters or 4 MiB) of a local file.
-            let seg = usize::try_from(segment_len(pcl).min(size)).unwrap_or(usize::MAX);
+            // The file's first segment, cut as this build cuts it.
+            let r = ContentReader::open(ino)?;
+            let content = ctx.dedupe && pcl >= self.bs.saturating_mul(4);
+            let read = |buf: &mut [u8], off: u64| r.read_exact_at(buf, off);
+            let first = segments(read, (0, size), segment_len(pcl), content)?;
+            let seg_end = first.first().map_or(size, |&(o, l)| o.saturating_add(l));
+            let seg = usize::try_from(seg_end).unwrap_or(usize::MAX);
             let mut input = vec![0u8; seg];
-            ContentReader::open(ino)?.read_exact_at(&mut input, 0)?;
+            r.read_exact_at(&mut input, 0)?;
             let shape = Shape {
                 pcluster: pcl,
                 bs: self.bs,
@@ -286,6 +293,7 @@ impl Base {
                 leave_tail: (ctx.fragments && seg as u64 == size).then_some(pcl),
                 max_extent: ctx.max_extent,
                 ztail: ctx.ztail && seg as u64 == size,
+                cut_end: seg_end < size && !seg_end.is_multiple_of(self.bs),
             };
             let elf = crate::data::compress::is_machine_code(&input);
             enc.set_machine_code(elf);
@@ -458,6 +466,8 @@ struct Ctx<'a> {
     /// This build may put last pclusters inline (ztailpacking without
     /// fragments).
     ztail: bool,
+    /// This build cuts long files where their bytes say (`-E dedupe`).
+    dedupe: bool,
 }
 
 /// What OLD holds for one file of this build.

@@ -66,6 +66,14 @@ pub struct Shape {
     /// ztailpacking, and the segment ends the file: its last pcluster may
     /// go inline (see [`compress_segment`]).
     pub ztail: bool,
+    /// The segment ends inside the file off a block boundary (a
+    /// content-defined cut): its last extent starts at least two
+    /// lclusters before the one the cut is in, so the next segment's
+    /// first extent has that lcluster to itself and a multi-block last
+    /// extent has the NONHEAD lcluster its block count goes in. Needs
+    /// pclusters of at least four blocks (a last extent of under three
+    /// blocks then always fits one).
+    pub cut_end: bool,
 }
 
 /// The first extent [`compress_segment`] makes of a segment (the same
@@ -129,6 +137,12 @@ fn extents_upto(
             },
             false => cut.raw_extent(pos),
         };
+        if let Some(y) = cut.before_cut(pos, ex.llen) {
+            // Made again, ending where the segment's last extent can start.
+            cut.end = y;
+            continue;
+        }
+        cut.end = input.len();
         pos += ex.llen as usize;
         out.push(ex);
     }
@@ -152,6 +166,9 @@ struct Cut<'a> {
     inplace: bool,
     /// Most input bytes one extent takes.
     cap: usize,
+    /// Where the current extent's input ends: the segment's end, or
+    /// earlier when [`Cut::before_cut`] asked.
+    end: usize,
     /// The current extent's stream.
     dst: Vec<u8>,
     /// A second stream, for ztailpacking's whole-blocks attempt (made on
@@ -194,6 +211,7 @@ impl<'a> Cut<'a> {
             shape,
             inplace,
             cap,
+            end: input.len(),
             dst: vec![0u8; shape.pcluster as usize],
             alt: None,
             probe_buf: None,
@@ -203,7 +221,31 @@ impl<'a> Cut<'a> {
     /// The most input an extent starting at `pos` may take.
     fn src(&self, pos: usize) -> &'a [u8] {
         let input = self.input;
-        &input[pos..input.len().min(pos + self.cap)]
+        &input[pos..self.end.min(pos + self.cap)]
+    }
+
+    /// With [`Shape::cut_end`]: where an extent from `pos` that would take
+    /// `llen` bytes must end instead, because the extent after it would
+    /// start in the lcluster before the cut's or in the cut's own: at the
+    /// start of the lcluster two before the cut's. `None` when it may
+    /// stay as it is.
+    fn before_cut(&self, pos: usize, llen: u64) -> Option<usize> {
+        let len = self.input.len();
+        let next = pos.checked_add(usize::try_from(llen).ok()?)?;
+        if !self.shape.cut_end || next >= len || self.end != len {
+            return None;
+        }
+        let bs = self.shape.bs;
+        let cut_lcluster = (self.base + len as u64) / bs;
+        if (self.base + next as u64) / bs + 2 <= cut_lcluster {
+            return None;
+        }
+        let y = cut_lcluster
+            .checked_sub(2)?
+            .checked_mul(bs)?
+            .checked_sub(self.base)?;
+        let y = usize::try_from(y).ok()?;
+        (y > pos && y < next).then_some(y)
     }
 
     /// Whether the stream from `pos` reaches the segment's end.
@@ -384,7 +426,7 @@ impl<'a> Cut<'a> {
             ..
         } = self.shape;
         let c = (self.base + pos as u64) % bs;
-        let rest = (self.input.len() - pos) as u64;
+        let rest = (self.end - pos) as u64;
         let mut llen = rest.min(pcluster).min(self.cap as u64);
         if ztail && big && llen == rest && rest > bs && !rest.is_multiple_of(bs) {
             // Whole blocks only: the rest, less than a block, is the last
@@ -422,6 +464,7 @@ mod tests {
             leave_tail,
             max_extent: None,
             ztail,
+            cut_end: false,
         }
     }
 
@@ -475,6 +518,58 @@ mod tests {
                 ex.iter().any(|e| e.compressed.is_none()),
                 "{alg}: random tail stored raw"
             );
+        }
+    }
+
+    #[test]
+    fn a_segment_cut_off_a_block_boundary_leaves_the_next_its_lcluster() {
+        // Segments that end at a content-defined cut (any byte), just past
+        // where the first extent ends on its own: the last extent starts
+        // at least two lclusters before the cut's, so the next segment's
+        // head has the cut's lcluster and a multi-block last extent its
+        // NONHEAD; where the first extent would end too near the cut, it
+        // is made shorter.
+        let bs = 4096u64;
+        let data = ferrofs_testkit::corpus::mixed_bytes(1 << 20, 9);
+        for (alg, pcl) in [("lz4hc", 131_072u64), ("zstd", 65536), ("lz4", 16384)] {
+            let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
+            let mut limited = 0;
+            for base in [5_000_123u64, 77] {
+                let plain = shape(pcl, None, false);
+                let e0 = first_extent(&mut enc, &data, base, &plain)
+                    .unwrap()
+                    .unwrap();
+                let from = e0.llen as usize;
+                for end in (from..from + 3 * bs as usize).step_by(97) {
+                    let shape = Shape {
+                        cut_end: true,
+                        ..plain
+                    };
+                    let (ex, _) =
+                        compress_segment(&mut enc, &data[..end], base, &shape, false).unwrap();
+                    let cut = base + end as u64;
+                    let mut pos = base;
+                    for e in &ex {
+                        assert_eq!(e.la, pos, "{alg}: extents tile the segment");
+                        assert!(e.blocks(bs) * bs <= pcl);
+                        if e.blocks(bs) > 1 {
+                            assert!(e.la % bs + e.llen >= 2 * bs, "{alg}: no NONHEAD");
+                        }
+                        pos += e.llen;
+                    }
+                    assert_eq!(pos, cut, "{alg}: extents end at the cut");
+                    let last = ex.last().unwrap();
+                    assert!(
+                        last.la / bs + 2 <= cut / bs,
+                        "{alg}: last extent at {} too near the cut at {cut}",
+                        last.la
+                    );
+                    if ex[0].llen < e0.llen {
+                        limited += 1;
+                    }
+                }
+            }
+            assert!(limited > 0, "{alg}: no first extent was made shorter");
         }
     }
 

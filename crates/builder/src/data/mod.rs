@@ -1,7 +1,8 @@
 //! The data pass: every regular file's bytes become placed data, in the
 //! plan's order. `pass` drives it: `schedule` cuts the files into windows
 //! and a dispatcher thread compresses them on the pool (`zpass`, with the
-//! fixed-output encoders in `compress` and the rules of an `extent`;
+//! fixed-output encoders in `compress`, the rules of an `extent`, and with
+//! dedupe long files cut where their bytes say, `cuts`;
 //! `worth` decides which files compression can shrink), while the writer
 //! (`write`, compressed files in `zfile`) stores each file in order:
 //! identical files and pclusters once (`dedupe`, `stored`), tails and small
@@ -11,6 +12,7 @@
 
 pub(crate) mod base;
 pub(crate) mod compress;
+pub(crate) mod cuts;
 pub(crate) mod dedupe;
 pub(crate) mod extent;
 pub(crate) mod fragments;

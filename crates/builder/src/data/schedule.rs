@@ -115,6 +115,7 @@ impl<'a> Dispatch<'a, '_> {
                         true,
                         self.base,
                         self.copies,
+                        false,
                     )
                 });
                 let units = match prepared {

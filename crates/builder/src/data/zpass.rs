@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use crate::data::base::{Base, Reused};
 use crate::data::compress::{compress_segment, is_machine_code, Shape};
+use crate::data::cuts::segments;
 use crate::data::extent::{alone_segment_len, segment_len, Extent};
 use crate::data::worth::{
     compressed_file_still_shrinks, flat_is_no_bigger, looks_compressed, worth_compressing,
@@ -72,6 +73,8 @@ pub(crate) struct Settled {
 /// inode's (pcluster bytes, compressor index), `None` for data stored flat.
 /// Files with an entry in `copies` (indexed by inode; may be empty) are
 /// skipped: the writer gives them the extents of the earlier file they copy.
+/// `alone`: the window is one inode compressed while nothing else is (the
+/// packed inode, the metabox), cut at [`alone_segment_len`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prepare_window<'a>(
     tree: &'a Tree,
@@ -82,6 +85,7 @@ pub(crate) fn prepare_window<'a>(
     sample: bool,
     base: Option<&Base>,
     copies: &[Option<InodeId>],
+    alone: bool,
 ) -> Result<(WindowUnits<'a>, Settled)> {
     let mut units = WindowUnits {
         tree,
@@ -111,20 +115,28 @@ pub(crate) fn prepare_window<'a>(
         // last pcluster, or the whole of a small file, may go inline.
         ztail: c.ztailpacking && !fragments,
         comps: &c.compressors,
+        alone,
     };
     let reused = window.reused(base)?;
     let worth = window.worth(&reused, copies, sample)?;
     let mut out: Vec<Option<Vec<Extent>>> = vec![None; ids.len()];
+    // Cut on the pool: with dedupe, a long file's cuts are where its
+    // bytes say, which takes reading them.
+    let cut: Vec<Vec<(usize, Unit)>> = ids
+        .par_iter()
+        .enumerate()
+        .map(|(k, &id)| match worth[k] {
+            Worth::No => Ok(Vec::new()),
+            _ if window.whole_fragment(id) => Ok(Vec::new()),
+            _ => window.cut_file(k, id),
+        })
+        .collect::<Result<_>>()?;
     for (k, &id) in ids.iter().enumerate() {
-        if worth[k] == Worth::No {
-            continue;
-        }
-        if window.whole_fragment(id) {
+        if worth[k] != Worth::No && window.whole_fragment(id) {
             out[k] = Some(Vec::new());
-            continue;
         }
-        window.cut_file(k, id, &mut units.units);
     }
+    units.units = cut.into_iter().flatten().collect();
     units.worth = worth;
     Ok((units, Settled { out, reused }))
 }
@@ -141,6 +153,8 @@ struct Window<'w> {
     /// A file's last pcluster may go inline.
     ztail: bool,
     comps: &'w [Compressor],
+    /// The window is one inode compressed while nothing else is.
+    alone: bool,
 }
 
 impl Window<'_> {
@@ -238,27 +252,43 @@ impl Window<'_> {
 
     /// Phase B's units of file `id` (the window's `k`th): every segment of
     /// every piece of it, added to `units`.
-    fn cut_file(&self, k: usize, id: InodeId, units: &mut Vec<(usize, Unit)>) {
+    fn cut_file(&self, k: usize, id: InodeId) -> Result<Vec<(usize, Unit)>> {
         let (pcl, comp) = self.zc[id].unwrap_or((self.bs, 0));
-        let size = self.tree.inodes[id].data_size();
-        let seg = segment_len(pcl);
-        for (start, end) in pieces(&hot_pieces(self.tree, self.opts, id), size) {
-            let mut off = start;
-            while off < end {
-                let len = seg.min(end - off);
-                units.push((
-                    k,
-                    Unit {
-                        id,
-                        offset: off,
-                        len,
-                        pcluster: pcl,
-                        compressor: comp,
-                    },
-                ));
-                off += len;
+        let ino = &self.tree.inodes[id];
+        let size = ino.data_size();
+        // The packed inode and the metabox (compressed alone) are cut finer
+        // to keep every core busy, and never by content: no other file
+        // shares their bytes.
+        let seg = match self.alone {
+            true => alone_segment_len(pcl),
+            false => segment_len(pcl),
+        };
+        let content = self.opts.dedupe && !self.alone && pcl >= 4 * self.bs;
+        let mut reader = None;
+        let mut units = Vec::new();
+        for piece in pieces(&hot_pieces(self.tree, self.opts, id), size) {
+            let read = |buf: &mut [u8], off: u64| -> Result<()> {
+                if reader.is_none() {
+                    reader = Some(ContentReader::open(ino)?);
+                }
+                match &reader {
+                    Some(r) => r.read_exact_at(buf, off),
+                    None => Ok(()),
+                }
+            };
+            let segs = segments(read, piece, seg, content)?;
+            for (offset, len) in segs {
+                let unit = Unit {
+                    id,
+                    offset,
+                    len,
+                    pcluster: pcl,
+                    compressor: comp,
+                };
+                units.push((k, unit));
             }
         }
+        Ok(units)
     }
 }
 
@@ -287,30 +317,6 @@ fn pieces(hot: &[(u64, u64)], size: u64) -> Vec<(u64, u64)> {
 }
 
 impl WindowUnits<'_> {
-    /// Cuts the units again at [`alone_segment_len`]: the window is one
-    /// inode compressed while nothing else is.
-    fn cut_alone(&mut self) {
-        let mut cut = Vec::with_capacity(self.units.len());
-        for (k, u) in self.units.drain(..) {
-            let seg = alone_segment_len(u.pcluster);
-            let end = u.offset + u.len;
-            let mut off = u.offset;
-            while off < end {
-                let len = seg.min(end - off);
-                cut.push((
-                    k,
-                    Unit {
-                        offset: off,
-                        len,
-                        ..u
-                    },
-                ));
-                off += len;
-            }
-        }
-        self.units = cut;
-    }
-
     /// How many units the window has.
     pub(crate) fn len(&self) -> usize {
         self.units.len()
@@ -362,6 +368,7 @@ impl WindowUnits<'_> {
         enc.set_machine_code(is_machine_code(head));
         // The file's last segment leaves its tail to the packed inode.
         let last = u.offset + u.len == ino.data_size();
+        let cut_end = !last && !(u.offset + u.len).is_multiple_of(bs);
         let leave = (self.fragments && last).then_some(u.pcluster);
         let shape = Shape {
             pcluster: u.pcluster,
@@ -370,6 +377,7 @@ impl WindowUnits<'_> {
             leave_tail: leave,
             max_extent: c.max_extent_bytes,
             ztail: c.ztailpacking && !self.fragments && last,
+            cut_end,
         };
         let (ex, keep) = compress_segment(enc, &buf, u.offset, &shape, decide)?;
         Ok((!decide || keep).then_some(ex))
@@ -438,9 +446,8 @@ pub(crate) fn compress_window(
     base: Option<&Base>,
     copies: &[Option<InodeId>],
 ) -> Result<Vec<Option<Vec<Extent>>>> {
-    let (mut units, settled) =
-        prepare_window(tree, zc, opts, ids, fragments, sample, base, copies)?;
-    units.cut_alone();
+    let (units, settled) =
+        prepare_window(tree, zc, opts, ids, fragments, sample, base, copies, true)?;
     // Every thread of the pool takes the next unit, longest first, until
     // none is left (a parallel iterator would hand each thread runs of
     // units, and the last run would keep one core busy alone).

@@ -152,9 +152,10 @@ pub(crate) struct MkfsArgs {
     /// of their own; directories and symlinks stay inline), ztailpacking,
     /// fragments[=PCLUSTER] (tails and small files compressed together in
     /// the packed inode), all-fragments (every file there), dedupe
-    /// (identical files stored once, also done with fragments; without -z,
-    /// identical blocks: files become chunk-based with one-block chunks
-    /// unless --chunksize says otherwise), force-chunk-indexes (chunk
+    /// (identical files stored once, also done with fragments, and runs
+    /// shared inside long files; without -z, identical blocks: files become
+    /// chunk-based with one-block chunks unless --chunksize says
+    /// otherwise), force-chunk-indexes (chunk
     /// tables of 8-byte indexes), force-inode-blockmap (4-byte block maps,
     /// the default), nosbcrc (no superblock checksum), ^xattr-name-filter
     /// (no xattr name bloom filters), 48bit (the 48-bit layout, Linux

@@ -93,10 +93,10 @@ impl CutRule {
     }
 
     /// The segments `(offset, length)` that tile `[start, end)` of a file
-    /// whose bytes `read(buf, offset)` gives: one when the piece is at most
-    /// half a segment long, else cut where the bytes say. No segment is
-    /// longer than two nominal ones, none shorter than a quarter (but a
-    /// piece shorter than that).
+    /// whose bytes `read(buf, offset)` gives, cut where the bytes say. No
+    /// segment is longer than two nominal ones, and none but the last is
+    /// shorter than a quarter of one (the last is what follows the last
+    /// cut, as on the fixed grid: short ones go whole to the fragment).
     pub(crate) fn segments(
         &self,
         mut read: impl FnMut(&mut [u8], u64) -> Result<()>,
@@ -106,9 +106,10 @@ impl CutRule {
         let mut out = Vec::new();
         let mut at = start;
         let mut buf = Vec::new();
-        // A nominal segment's worth (min + mean gap) or less left: one more.
-        while end.saturating_sub(at) > self.min.saturating_mul(2) {
-            let next = self.next_cut(&mut read, at, end, &mut buf)?;
+        while end.saturating_sub(at) > self.min {
+            let Some(next) = self.next_cut(&mut read, at, end, &mut buf)? else {
+                break;
+            };
             out.push((at, next - at));
             at = next;
         }
@@ -119,18 +120,17 @@ impl CutRule {
     }
 
     /// The cut after the one at `at`: the first window end in
-    /// `[at + min, at + max]` whose hash is under the threshold, leaving at
-    /// least `min` bytes before `end`; else `at + max` (or, nearer the end,
-    /// the latest allowed point).
+    /// `[at + min, at + max]` before `end` whose hash is under the
+    /// threshold; else `at + max`, or `None` when `end` comes first.
     fn next_cut(
         &self,
         read: &mut impl FnMut(&mut [u8], u64) -> Result<()>,
         at: u64,
         end: u64,
         buf: &mut Vec<u8>,
-    ) -> Result<u64> {
+    ) -> Result<Option<u64>> {
         let first = at + self.min;
-        let last = at.saturating_add(self.max).min(end - self.min);
+        let last = at.saturating_add(self.max).min(end);
         let mut h = 0u64;
         // Warm the hash up on the window before the first candidate.
         let mut off = first - WINDOW;
@@ -141,13 +141,13 @@ impl CutRule {
             for (i, &b) in buf.iter().enumerate() {
                 h = (h << 1).wrapping_add(GEAR[usize::from(b)]);
                 let pos = off + i as u64 + 1;
-                if pos >= first && h < self.threshold {
-                    return Ok(pos);
+                if pos >= first && pos < end && h < self.threshold {
+                    return Ok(Some(pos));
                 }
             }
             off += n as u64;
         }
-        Ok(last)
+        Ok((last < end).then_some(last))
     }
 }
 
@@ -187,6 +187,7 @@ mod tests {
                 assert_eq!(o, at);
                 assert!(l <= rule.max, "segment {k} of {l} bytes");
                 assert!(l >= rule.min || k + 1 == s.len());
+                assert!(l > 0);
                 at += l;
             }
         }
@@ -219,9 +220,10 @@ mod tests {
         let zeros = vec![0u8; 1 << 20];
         let s = cuts_of(&rule, &zeros);
         assert!(s.len() > 1);
-        assert!(s.iter().all(|&(_, l)| l >= rule.min && l <= rule.max));
+        assert!(s.iter().all(|&(_, l)| l <= rule.max));
+        assert!(s[..s.len() - 1].iter().all(|&(_, l)| l >= rule.min));
         assert_eq!(at_end(&s), 1 << 20);
-        // A piece of at most two minimums is one segment.
-        assert_eq!(cuts_of(&rule, &zeros[..30_000]), vec![(0, 30_000)]);
+        // A piece of at most the minimum is one segment.
+        assert_eq!(cuts_of(&rule, &zeros[..16_000]), vec![(0, 16_000)]);
     }
 }

@@ -12,9 +12,10 @@
 //! previous cut (so runs of equal bytes, which hash alike, do not cut
 //! often), or two segments past it when there is none. The hash depends
 //! only on the window, so two files agree on every cut inside a common run
-//! after the first one both take. (LZ4 pclusters keep the kernel's in-place
-//! margin, which depends on where they end in a page: LZ4 copies share
-//! pclusters only when shifted by whole pages.) The table, the threshold and the bounds
+//! after the first one both take. (LZ4 streams depend on more than the
+//! bytes: the kernel's in-place margin on where a pcluster ends in its
+//! page, and, measured on a shared library and its static archive,
+//! something else not yet found; LZ4 copies are not shared yet.) The table, the threshold and the bounds
 //! fix where images cut: changing them changes the bytes of every image
 //! built with dedupe.
 

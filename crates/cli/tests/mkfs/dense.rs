@@ -222,9 +222,9 @@ fn dense_images_match_kernel() {
 /// once. Every image reads back through the kernel, fsck.erofs and our
 /// tools, the same for any thread count; with zstd (whose pclusters
 /// depend only on their bytes) the second copy of the run costs less
-/// than a quarter of the first. LZ4 keeps the kernel's in-place margin,
-/// which depends on where a pcluster ends in its page, so runs shifted by
-/// other than whole pages are not shared there: that case checks only
+/// than a quarter of the first. LZ4 streams depend on more than their
+/// bytes (the kernel's in-place margin depends on where a pcluster ends
+/// in its page), so LZ4 copies are not shared: that case checks only
 /// that the cuts read back.
 #[test]
 fn a_run_two_files_share_at_any_shift_is_stored_once() {

@@ -267,14 +267,13 @@ impl Window<'_> {
         let mut reader = None;
         let mut units = Vec::new();
         for piece in pieces(&hot_pieces(self.tree, self.opts, id), size) {
+            // Opened on the first read: files cut on the grid are not.
             let read = |buf: &mut [u8], off: u64| -> Result<()> {
-                if reader.is_none() {
-                    reader = Some(ContentReader::open(ino)?);
-                }
-                match &reader {
-                    Some(r) => r.read_exact_at(buf, off),
-                    None => Ok(()),
-                }
+                let r = match &mut reader {
+                    Some(r) => r,
+                    None => reader.insert(ContentReader::open(ino)?),
+                };
+                r.read_exact_at(buf, off)
             };
             let segs = segments(read, piece, seg, content)?;
             for (offset, len) in segs {

@@ -9,11 +9,17 @@ use ferrofs_codec::{Algorithm, Encoder};
 use crate::data::extent::{saves_a_block, Extent, MAX_EXTENT_BLOCKS};
 use crate::error::{BuildError, Result};
 
-/// Whether a file starting with `head` holds machine code (an ELF file),
+/// Bytes of a file's head [`is_machine_code`] looks at.
+pub(crate) const MAGIC_LEN: usize = 8;
+
+/// Whether a file starting with `head` (its first [`MAGIC_LEN`] bytes)
+/// holds machine code: an ELF file, or a static archive (of ELF objects),
 /// which the encoder is told ([`Encoder::set_machine_code`]) before any of
-/// the file's data.
+/// the file's data. Archives count too because a static library and its
+/// shared build often hold the same data: given different encoders, the
+/// copies would compress to different pclusters and not be shared.
 pub(crate) fn is_machine_code(head: &[u8]) -> bool {
-    head.starts_with(b"\x7fELF")
+    head.starts_with(b"\x7fELF") || head.starts_with(b"!<arch>\n")
 }
 
 /// Compresses one segment (`input`, starting at file offset `base`) into
@@ -74,6 +80,13 @@ pub struct Shape {
     /// pclusters of at least four blocks (a last extent of under three
     /// blocks then always fits one).
     pub cut_end: bool,
+    /// The file is cut by content (`-E dedupe`): a run it shares with
+    /// another file, at any shift, must compress alike in both. LZ4 then
+    /// keeps no in-place margin, which depends on where an extent ends in
+    /// its page and so would end the two copies' extents differently (the
+    /// kernel decodes such a pcluster from a copy of its compressed bytes
+    /// instead of in place).
+    pub by_content: bool,
 }
 
 /// The first extent [`compress_segment`] makes of a segment (the same
@@ -375,7 +388,7 @@ impl<'a> Cut<'a> {
     /// once.
     fn keep_inplace_margin(&mut self, pos: usize, stream: Stream) -> Result<Stream> {
         let (consumed, written) = stream;
-        if !self.inplace || self.ends_input(pos, consumed) {
+        if !self.inplace || self.shape.by_content || self.ends_input(pos, consumed) {
             return Ok(stream);
         }
         let la = self.base + pos as u64;
@@ -465,7 +478,17 @@ mod tests {
             max_extent: None,
             ztail,
             cut_end: false,
+            by_content: false,
         }
+    }
+
+    #[test]
+    fn elf_files_and_static_archives_are_machine_code() {
+        assert!(is_machine_code(b"\x7fELF\x02\x01\x01\0"));
+        assert!(is_machine_code(b"!<arch>\n"));
+        assert!(!is_machine_code(b"!<thin>\n"));
+        assert!(!is_machine_code(b"#!/bin/sh"));
+        assert!(!is_machine_code(b"\x7fEL"));
     }
 
     #[test]
@@ -543,6 +566,7 @@ mod tests {
                 for end in (from..from + 3 * bs as usize).step_by(97) {
                     let shape = Shape {
                         cut_end: true,
+                        by_content: true,
                         ..plain
                     };
                     let (ex, _) =
@@ -631,6 +655,50 @@ mod tests {
             }
         }
         assert!(checked > 0);
+    }
+
+    /// LZ4 extents (but a segment's last) keep the kernel's in-place
+    /// margin, which depends on where in its page an extent ends; a file
+    /// cut by content keeps none, so the same bytes make the same extents
+    /// wherever they lie in the file, for liblz4 and for the machine-code
+    /// encoder alike.
+    #[test]
+    fn a_file_cut_by_content_compresses_its_bytes_alike_at_any_offset() {
+        let data = ferrofs_testkit::corpus::mixed_bytes(3 << 20, 5);
+        let pcl = 131_072u64;
+        let relative = |ex: &[Extent], base: u64| -> Vec<(u64, u64, Option<Vec<u8>>)> {
+            ex.iter()
+                .map(|e| (e.la - base, e.llen, e.compressed.clone()))
+                .collect()
+        };
+        for machine_code in [false, true] {
+            let mut enc = Compressor::parse("lz4hc,12").unwrap().encoder(pcl).unwrap();
+            enc.set_machine_code(machine_code);
+            let mut runs = Vec::new();
+            for by_content in [false, true] {
+                let shape = Shape {
+                    by_content,
+                    ..shape(pcl, None, false)
+                };
+                let mut alike = true;
+                let (first, _) = compress_segment(&mut enc, &data, 0, &shape, false).unwrap();
+                for base in [77u64, 4096 * 1000 + 3001, 2050] {
+                    let (ex, _) = compress_segment(&mut enc, &data, base, &shape, false).unwrap();
+                    alike &= relative(&ex, base) == relative(&first, 0);
+                    let (_, rest) = ex.split_last().unwrap();
+                    let kept = rest.iter().all(|e| {
+                        let oend = e.la % 4096 + e.llen;
+                        let need = e.compressed.as_ref().map_or(0, |c| c.len() as u64) / 256 + 32;
+                        oend.div_ceil(4096) * 4096 - oend >= need
+                    });
+                    // Without content cuts the margin holds; with them it
+                    // is not looked at.
+                    assert!(kept || by_content, "machine code {machine_code}: margin");
+                }
+                runs.push(alike);
+            }
+            assert_eq!(runs, [false, true], "machine code {machine_code}");
+        }
     }
 
     #[test]

@@ -10,14 +10,20 @@
 //! A cut is the end of a 64-byte window whose gear hash falls under a
 //! threshold, the first such end at least a quarter segment past the
 //! previous cut (so runs of equal bytes, which hash alike, do not cut
-//! often), or two segments past it when there is none. The hash depends
-//! only on the window, so two files agree on every cut inside a common run
-//! after the first one both take. (LZ4 streams depend on more than the
-//! bytes: the kernel's in-place margin on where a pcluster ends in its
-//! page, and, measured on a shared library and its static archive,
-//! something else not yet found; LZ4 copies are not shared yet.) The table, the threshold and the bounds
-//! fix where images cut: changing them changes the bytes of every image
-//! built with dedupe.
+//! often). Where there is none within two segments, the cut is the last
+//! window end before that whose hash falls under a threshold sixteen times
+//! looser, or two segments on when there is none either. A file's first
+//! cut is the first window end past a sixteenth of a segment under the
+//! looser threshold: two files that hold a common run a few KiB apart
+//! from their starts then take the same first cut inside it, instead of
+//! each ending its first segment where its own head says and sharing
+//! nothing before the run's first strict cut. The hash depends only on
+//! the window, so two files agree on every cut inside a common run after
+//! the first one both take; the extents in between depend only on the
+//! segment's bytes (see
+//! [`Shape::by_content`](crate::data::compress::Shape::by_content)). The
+//! table, the thresholds and the bounds fix where images cut: changing
+//! them changes the bytes of every image built with dedupe.
 
 use crate::error::Result;
 
@@ -68,6 +74,9 @@ pub(crate) fn segments(
 /// so after 64 bytes earlier ones are gone.
 const WINDOW: u64 = 64;
 
+/// How many times more often [`CutRule::backup`] cuts than the threshold.
+const BACKUP_DENSITY: u64 = 16;
+
 /// Bytes read at a time while looking for a cut.
 const CHUNK: usize = 1 << 20;
 
@@ -79,6 +88,12 @@ pub(crate) struct CutRule {
     min: u64,
     max: u64,
     threshold: u64,
+    /// A looser threshold: where no window end passes [`Self::threshold`]
+    /// before the longest segment, the last that passes this one is the
+    /// cut; a file's first cut is the first that passes it.
+    backup: u64,
+    /// The shortest first segment.
+    lead_min: u64,
 }
 
 impl CutRule {
@@ -90,14 +105,17 @@ impl CutRule {
             min,
             max: seg.saturating_mul(2),
             threshold: u64::MAX / (seg - min),
+            backup: (u64::MAX / (seg - min)).saturating_mul(BACKUP_DENSITY),
+            lead_min: min / 4,
         }
     }
 
     /// The segments `(offset, length)` that tile `[start, end)` of a file
     /// whose bytes `read(buf, offset)` gives, cut where the bytes say. No
-    /// segment is longer than two nominal ones, and none but the last is
-    /// shorter than a quarter of one (the last is what follows the last
-    /// cut, as on the fixed grid: short ones go whole to the fragment).
+    /// segment is longer than two nominal ones; the first is at least a
+    /// sixteenth of one, and the others but the last at least a quarter
+    /// (the last is what follows the last cut, as on the fixed grid: short
+    /// ones go whole to the fragment).
     pub(crate) fn segments(
         &self,
         mut read: impl FnMut(&mut [u8], u64) -> Result<()>,
@@ -108,7 +126,8 @@ impl CutRule {
         let mut at = start;
         let mut buf = Vec::new();
         while end.saturating_sub(at) > self.min {
-            let Some(next) = self.next_cut(&mut read, at, end, &mut buf)? else {
+            let lead = at == start;
+            let Some(next) = self.next_cut(&mut read, at, end, &mut buf, lead)? else {
                 break;
             };
             out.push((at, next - at));
@@ -121,20 +140,28 @@ impl CutRule {
     }
 
     /// The cut after the one at `at`: the first window end in
-    /// `[at + min, at + max]` before `end` whose hash is under the
-    /// threshold; else `at + max`, or `None` when `end` comes first.
+    /// `[at + min, at + max)` before `end` whose hash is under the
+    /// threshold, else the last one there under the looser one, else
+    /// `at + max`; `None` when `end` comes first. With `lead` (the file's
+    /// first cut), the first window end past `at + lead_min` under the
+    /// looser threshold.
     fn next_cut(
         &self,
         read: &mut impl FnMut(&mut [u8], u64) -> Result<()>,
         at: u64,
         end: u64,
         buf: &mut Vec<u8>,
+        lead: bool,
     ) -> Result<Option<u64>> {
-        let first = at + self.min;
+        let (first, threshold) = match lead {
+            true => (at + self.lead_min, self.backup),
+            false => (at + self.min, self.threshold),
+        };
         let last = at.saturating_add(self.max).min(end);
         let mut h = 0u64;
+        let mut backup = None;
         // Warm the hash up on the window before the first candidate.
-        let mut off = first - WINDOW;
+        let mut off = first.saturating_sub(WINDOW).max(at);
         while off < last {
             let n = usize::try_from(last - off).map_or(CHUNK, |n| n.min(CHUNK));
             buf.resize(n, 0);
@@ -142,13 +169,16 @@ impl CutRule {
             for (i, &b) in buf.iter().enumerate() {
                 h = (h << 1).wrapping_add(GEAR[usize::from(b)]);
                 let pos = off + i as u64 + 1;
-                if pos >= first && pos < end && h < self.threshold {
-                    return Ok(Some(pos));
+                if pos >= first && pos < end && h < self.backup {
+                    if h < threshold {
+                        return Ok(Some(pos));
+                    }
+                    backup = Some(pos);
                 }
             }
             off += n as u64;
         }
-        Ok((last < end).then_some(last))
+        Ok((last < end).then(|| backup.unwrap_or(last)))
     }
 }
 
@@ -187,7 +217,7 @@ mod tests {
             for (k, &(o, l)) in s.iter().enumerate() {
                 assert_eq!(o, at);
                 assert!(l <= rule.max, "segment {k} of {l} bytes");
-                assert!(l >= rule.min || k + 1 == s.len());
+                assert!(l >= rule.min || k + 1 == s.len() || (k == 0 && l >= rule.lead_min));
                 assert!(l > 0);
                 at += l;
             }
@@ -209,6 +239,50 @@ mod tests {
         assert!(common + 3 >= ia.len().min(ib.len()), "{ia:?} vs {ib:?}");
     }
 
+    /// Where no window passes the strict threshold, the looser one cuts a
+    /// common run alike in both files (the files' first cuts included,
+    /// when the run starts near their heads); cut every two segments
+    /// instead, the copies never line up.
+    #[test]
+    fn a_run_without_strict_cuts_is_cut_alike_by_the_looser_threshold() {
+        let strict = CutRule::new(64 << 10);
+        let shared = noise(8, 2 << 20);
+        let mut a = noise(4, 300);
+        a.extend_from_slice(&shared);
+        let mut b = noise(5, 500);
+        b.extend_from_slice(&shared);
+        let inner = |s: &[(u64, u64)], base: u64| -> Vec<u64> {
+            s.iter()
+                .map(|&(o, _)| o)
+                .filter(|&o| o > base)
+                .map(|o| o - base)
+                .collect()
+        };
+        let common = |rule: &CutRule| {
+            let (ia, ib) = (
+                inner(&cuts_of(rule, &a), 300),
+                inner(&cuts_of(rule, &b), 500),
+            );
+            assert!(ia.len() > 10, "{} cuts", ia.len());
+            (ia.iter().filter(|c| ib.contains(c)).count(), ia.len())
+        };
+        // No window passes a zero threshold. The looser one passes one
+        // every 3 KiB or so, far more than the 200 bytes between the
+        // copies.
+        let looser = CutRule {
+            threshold: 0,
+            ..strict
+        };
+        let (shared_cuts, n) = common(&looser);
+        assert!(shared_cuts + 1 >= n, "{shared_cuts} of {n} cuts common");
+        let grid = CutRule {
+            threshold: 0,
+            backup: 0,
+            ..strict
+        };
+        assert_eq!(common(&grid).0, 0);
+    }
+
     fn at_end(s: &[(u64, u64)]) -> u64 {
         s.last().map_or(0, |&(o, l)| o + l)
     }
@@ -222,7 +296,8 @@ mod tests {
         let s = cuts_of(&rule, &zeros);
         assert!(s.len() > 1);
         assert!(s.iter().all(|&(_, l)| l <= rule.max));
-        assert!(s[..s.len() - 1].iter().all(|&(_, l)| l >= rule.min));
+        assert!(s[0].1 >= rule.lead_min);
+        assert!(s[1..s.len() - 1].iter().all(|&(_, l)| l >= rule.min));
         assert_eq!(at_end(&s), 1 << 20);
         // A piece of at most the minimum is one segment.
         assert_eq!(cuts_of(&rule, &zeros[..16_000]), vec![(0, 16_000)]);

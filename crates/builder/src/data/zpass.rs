@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 use crate::data::base::{Base, Reused};
-use crate::data::compress::{compress_segment, is_machine_code, Shape};
+use crate::data::compress::{compress_segment, is_machine_code, Shape, MAGIC_LEN};
 use crate::data::cuts::segments;
 use crate::data::extent::{alone_segment_len, segment_len, Extent};
 use crate::data::worth::{
@@ -29,6 +29,8 @@ struct Unit {
     len: u64,
     pcluster: u64,
     compressor: usize,
+    /// The file is cut where its bytes say ([`Shape::by_content`]).
+    by_content: bool,
 }
 
 /// Whether a file's data is compressed (decided by sampling its first
@@ -275,6 +277,7 @@ impl Window<'_> {
                 };
                 r.read_exact_at(buf, off)
             };
+            let by_content = content && piece.1 - piece.0 > seg;
             let segs = segments(read, piece, seg, content)?;
             for (offset, len) in segs {
                 let unit = Unit {
@@ -283,6 +286,7 @@ impl Window<'_> {
                     len,
                     pcluster: pcl,
                     compressor: comp,
+                    by_content,
                 };
                 units.push((k, unit));
             }
@@ -356,9 +360,9 @@ impl WindowUnits<'_> {
             return Ok(None);
         }
         let enc = encoder_for(encs, &c.compressors, u.compressor, u.pcluster)?;
-        let mut magic = [0u8; 4];
+        let mut magic = [0u8; MAGIC_LEN];
         let head = match u.offset {
-            0 => &buf[..buf.len().min(4)],
+            0 => &buf[..buf.len().min(MAGIC_LEN)],
             _ => {
                 r.read_exact_at(&mut magic, 0)?;
                 &magic[..]
@@ -377,6 +381,7 @@ impl WindowUnits<'_> {
             max_extent: c.max_extent_bytes,
             ztail: c.ztailpacking && !self.fragments && last,
             cut_end,
+            by_content: u.by_content,
         };
         let (ex, keep) = compress_segment(enc, &buf, u.offset, &shape, decide)?;
         Ok((!decide || keep).then_some(ex))

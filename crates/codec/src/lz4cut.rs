@@ -2,8 +2,9 @@
 //! point and end it with the rest of the input as literals, so the block
 //! decodes to a given prefix of what it decoded to before. The builder uses
 //! it where an extent must end a little earlier than the encoder stopped
-//! (the kernel's in-place margin), instead of compressing the shorter input
-//! again.
+//! (the kernel's in-place margin; a file's last stream cut to whole blocks
+//! for ztailpacking, or before its tail goes to the fragment), instead of
+//! compressing the shorter input again.
 
 /// LZ4's block-end rules: the last 5 bytes are literals, and the last
 /// match starts at least 12 bytes before the end.

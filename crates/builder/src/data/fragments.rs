@@ -30,12 +30,44 @@ pub(crate) struct Fragments {
     pub(crate) by_hash: HashMap<(u128, u64), usize>,
 }
 
-/// One distinct fragment: the inode it came from first and its bytes' place
-/// in the spool.
+/// One distinct fragment: the inode it came from first, its bytes' place
+/// in the spool, and its sketch when it was made on the way in.
 pub(crate) struct FragEntry {
     pub(crate) owner: InodeId,
     pub(crate) at: u64,
     pub(crate) len: u64,
+    pub(crate) sketch: Option<Sketch>,
+}
+
+/// Largest file [`ReadAhead`] reads.
+pub(crate) const READ_AHEAD_MAX: u64 = 1 << 20;
+
+/// A file that goes whole to the packed inode, read on the worker pool
+/// ahead of the writer: its bytes, their hash and their sketch. The writer
+/// then only appends the bytes to the spool, instead of reading, hashing
+/// and (after the data pass) sketching every small file on one thread.
+pub(crate) struct ReadAhead {
+    bytes: Vec<u8>,
+    hash: u128,
+    sketch: Sketch,
+}
+
+impl ReadAhead {
+    /// Reads the file `r` opens whole (`len` bytes), checking that it did
+    /// not change meanwhile.
+    pub(crate) fn read(r: &ContentReader, len: u64) -> Result<Self> {
+        let mut bytes = vec![0u8; len as usize];
+        r.read_exact_at(&mut bytes, 0)?;
+        r.unchanged()?;
+        let hash = xxhash_rust::xxh3::xxh3_128(&bytes);
+        let mut sketch = Sketch::start(&bytes);
+        sketch.add(&bytes);
+        Ok(Self {
+            bytes,
+            hash,
+            sketch,
+        })
+    }
 }
 
 impl Fragments {
@@ -76,31 +108,32 @@ impl Fragments {
                 .map_err(self.io())?;
             off += n as u64;
         }
-        let key = (h.digest128(), len);
-        if let Some(&i) = self.by_hash.get(&key) {
-            if self.same(i, self.len, len)? {
-                return Ok(i);
-            }
-        }
-        let i = self.entries.len();
-        self.entries.push(FragEntry {
-            owner,
-            at: self.len,
-            len,
-        });
-        self.by_hash.entry(key).or_insert(i);
-        self.len += len;
-        Ok(i)
+        self.keep(owner, (h.digest128(), len), None)
     }
 
     /// Adds bytes made by the build (a directory's blocks); returns the
     /// fragment's index.
     pub(crate) fn add_bytes(&mut self, owner: InodeId, bytes: &[u8]) -> Result<usize> {
-        let len = bytes.len() as u64;
         self.spool
             .write_all_at(bytes, self.len)
             .map_err(self.io())?;
-        let key = (xxhash_rust::xxh3::xxh3_128(bytes), len);
+        let key = (xxhash_rust::xxh3::xxh3_128(bytes), bytes.len() as u64);
+        self.keep(owner, key, None)
+    }
+
+    /// Adds a whole file [`ReadAhead`] read; returns the fragment's index.
+    pub(crate) fn add_read(&mut self, owner: InodeId, r: ReadAhead) -> Result<usize> {
+        self.spool
+            .write_all_at(&r.bytes, self.len)
+            .map_err(self.io())?;
+        self.keep(owner, (r.hash, r.bytes.len() as u64), Some(r.sketch))
+    }
+
+    /// The bytes just written at the spool's end, of hash and length
+    /// `key`: an earlier fragment's index when it holds the same bytes
+    /// (they are then overwritten by what comes next), else a new entry's.
+    fn keep(&mut self, owner: InodeId, key: (u128, u64), sketch: Option<Sketch>) -> Result<usize> {
+        let len = key.1;
         if let Some(&i) = self.by_hash.get(&key) {
             if self.same(i, self.len, len)? {
                 return Ok(i);
@@ -111,6 +144,7 @@ impl Fragments {
             owner,
             at: self.len,
             len,
+            sketch,
         });
         self.by_hash.entry(key).or_insert(i);
         self.len += len;
@@ -204,14 +238,18 @@ pub(crate) fn fragment_offsets(
     (order, offsets)
 }
 
-/// Sketches every fragment (on the current rayon pool), reading its bytes
-/// back from the spool a MiB at a time.
+/// Every fragment's sketch: the one made on its way in, or made now (on
+/// the current rayon pool) from its bytes read back from the spool a MiB
+/// at a time.
 pub(crate) fn sketch_all(frags: &Fragments) -> Result<Vec<Sketch>> {
     const PIECE: u64 = 1 << 20;
     frags
         .entries
         .par_iter()
         .map_init(Vec::new, |buf: &mut Vec<u8>, e| -> Result<Sketch> {
+            if let Some(s) = &e.sketch {
+                return Ok(s.clone());
+            }
             let mut sketch = None;
             let mut off = 0;
             while off < e.len || sketch.is_none() {
@@ -355,4 +393,59 @@ pub(crate) fn add_internal_file(
         stored_at: None,
     });
     id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::Inode;
+    use ferrofs_testkit::corpus::{mixed_bytes, text_bytes};
+
+    fn file(dir: &Path, name: &str, bytes: &[u8]) -> Inode {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let kind = Kind::File {
+            size: bytes.len() as u64,
+            data: None,
+        };
+        Inode::new(kind, name.as_bytes(), 0, path)
+    }
+
+    /// A file read ahead on the pool joins the fragments as one the writer
+    /// reads itself would: same bytes at the same place, identical bytes
+    /// kept once whichever way either came, and the sketch made on the way
+    /// in is the one `sketch_all` makes from the spool.
+    #[test]
+    fn a_file_read_ahead_is_kept_as_one_read_by_the_writer() {
+        let dir = ferrofs_testkit::tmp::TempDir::new("read-ahead").unwrap();
+        let (a, b) = (text_bytes(70_000, 3), mixed_bytes(50_000, 4));
+        let inodes = [
+            file(dir.path(), "a", &a),
+            file(dir.path(), "a-again", &a),
+            file(dir.path(), "b", &b),
+            file(dir.path(), "b-again", &b),
+        ];
+        let mut frags = Fragments::new(&dir.path().join("out.img")).unwrap();
+        let read = |k: usize| {
+            let r = ContentReader::open(&inodes[k]).unwrap();
+            ReadAhead::read(&r, inodes[k].data_size()).unwrap()
+        };
+        let by_writer = |frags: &mut Fragments, k: usize| {
+            let r = ContentReader::open(&inodes[k]).unwrap();
+            frags.add(k, &r, 0, inodes[k].data_size()).unwrap()
+        };
+        let fa = frags.add_read(0, read(0)).unwrap();
+        assert_eq!(by_writer(&mut frags, 1), fa);
+        let fb = by_writer(&mut frags, 2);
+        assert_eq!(frags.add_read(3, read(3)).unwrap(), fb);
+        assert_eq!((fa, fb, frags.entries.len()), (0, 1, 2));
+        assert_eq!(frags.len, (a.len() + b.len()) as u64);
+        let mut spool = vec![0u8; frags.len as usize];
+        frags.spool.read_exact_at(&mut spool, 0).unwrap();
+        assert!(spool[..a.len()] == a[..] && spool[a.len()..] == b[..]);
+        assert!(frags.entries[0].sketch.is_some() && frags.entries[1].sketch.is_none());
+        let made = sketch_all(&frags).unwrap();
+        let fresh: Vec<Sketch> = [&a, &b].iter().map(|x| Sketch::of(x)).collect();
+        assert_eq!(format!("{made:?}"), format!("{fresh:?}"));
+    }
 }

@@ -106,11 +106,12 @@ fn write_files<'a>(
         let mut inbox = Inbox::default();
         for (n, r) in windows.iter().enumerate() {
             let window = &files[r.clone()];
-            let compressed = inbox.take(n, &msg_rx, window, &zc, base.as_ref(), output)?;
+            let (compressed, mut read) =
+                inbox.take(n, &msg_rx, window, &zc, base.as_ref(), output)?;
             for (k, &id) in window.iter().enumerate() {
                 check_stop(interrupted, output)?;
                 let extents = fw.extents_of(id, &compressed[k]);
-                fw.write_file(id, extents)?;
+                fw.write_file(id, extents, read.get_mut(k).and_then(Option::take))?;
                 prog.files_done += 1;
                 prog.bytes_done += tree.inodes[id].data_size();
                 progress(prog);

@@ -11,6 +11,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
 use crate::data::extent::Extent;
+use crate::data::fragments::ReadAhead;
 use crate::data::zpass::{prepare_window, Encoders, Settled, WindowUnits};
 use crate::error::{BuildError, Result};
 use crate::options::view::DataOptions;
@@ -49,6 +50,10 @@ pub(crate) fn windows(tree: &Tree, files: &[InodeId]) -> Vec<Range<usize>> {
 pub(crate) fn window_bytes(tree: &Tree, window: &[InodeId]) -> u64 {
     window.iter().map(|&id| tree.inodes[id].data_size()).sum()
 }
+
+/// A written window's extents per file (`None`: stored flat) and its
+/// whole fragments read ahead, both indexed like its files.
+pub(crate) type Taken = (Vec<Option<Vec<Extent>>>, Vec<Option<ReadAhead>>);
 
 /// What the dispatcher tells the writer.
 pub(crate) enum Msg<'a> {
@@ -167,7 +172,8 @@ struct Gathering<'a> {
 }
 
 impl<'a> Inbox<'a> {
-    /// Window `n`'s extents per file, waiting for its units.
+    /// Window `n`'s extents per file and the whole fragments read ahead
+    /// (indexed like `ids`; empty when none were), waiting for its units.
     pub(crate) fn take(
         &mut self,
         n: usize,
@@ -176,12 +182,14 @@ impl<'a> Inbox<'a> {
         zc: &[Option<(u64, usize)>],
         base: Option<&crate::data::base::Base>,
         output: &std::path::Path,
-    ) -> Result<Vec<Option<Vec<Extent>>>> {
+    ) -> Result<Taken> {
         loop {
             if self.windows.get(&n).is_some_and(|g| g.left == 0) {
-                if let Some(g) = self.windows.remove(&n) {
+                if let Some(mut g) = self.windows.remove(&n) {
+                    let read = std::mem::take(&mut g.settled.read);
                     let results = g.results.into_iter().map(Option::flatten).collect();
-                    return Ok(g.units.finish(g.settled, results, ids, zc, base));
+                    let extents = g.units.finish(g.settled, results, ids, zc, base);
+                    return Ok((extents, read));
                 }
             }
             let msg = rx.recv().map_err(|_| BuildError::Interrupted {

@@ -9,10 +9,10 @@
 use std::collections::HashMap;
 
 use crate::data::extent::Extent;
-use crate::data::fragments::Fragments;
+use crate::data::fragments::{Fragments, ReadAhead};
 use crate::data::placed::Placed;
 use crate::data::stored::{PclusterDedupe, CHUNK_KEY};
-use crate::data::zfile::{compact_ok, write_compressed};
+use crate::data::zfile::{compact_ok, read_ahead_fragment, write_compressed};
 use crate::error::Result;
 use crate::options::view::DataOptions;
 use crate::plan::zmap::{encode_map, Tail, ZInode};
@@ -114,8 +114,14 @@ impl<'p, 'a> FileWriter<'p, 'a> {
     }
 
     /// Writes file `id`'s data: shared with an earlier file, compressed
-    /// (`extents`), rebuild mode's tail, or flat.
-    pub(crate) fn write_file(&mut self, id: InodeId, extents: Option<Vec<Extent>>) -> Result<()> {
+    /// (`extents`; whole into the packed inode from `read` when the pool
+    /// read it ahead), rebuild mode's tail, or flat.
+    pub(crate) fn write_file(
+        &mut self,
+        id: InodeId,
+        extents: Option<Vec<Extent>>,
+        read: Option<ReadAhead>,
+    ) -> Result<()> {
         let bs = self.opts.block_size();
         let tree = self.tree;
         match (self.dup[id], extents) {
@@ -129,16 +135,21 @@ impl<'p, 'a> FileWriter<'p, 'a> {
                 None => self.start_blk[id] = self.start_blk[orig],
             },
             (None, Some(ex)) => {
-                let z = write_compressed(
-                    self.w,
-                    tree,
-                    self.plan,
-                    id,
-                    ex,
-                    self.opts,
-                    self.frags.as_mut(),
-                    self.pdedupe.as_mut(),
-                )?;
+                let z = match (read, self.frags.as_mut()) {
+                    (Some(r), Some(fr)) if ex.is_empty() => {
+                        read_ahead_fragment(fr, self.plan, id, r, self.opts)?
+                    }
+                    (_, frags) => write_compressed(
+                        self.w,
+                        tree,
+                        self.plan,
+                        id,
+                        ex,
+                        self.opts,
+                        frags,
+                        self.pdedupe.as_mut(),
+                    )?,
+                };
                 self.z.insert(id, z);
             }
             (None, None) if tree.inodes[id].content.external().is_some() => {

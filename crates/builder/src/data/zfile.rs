@@ -4,7 +4,7 @@
 //! in front, or shared with `-E dedupe`), and the file's map.
 
 use crate::data::extent::Extent;
-use crate::data::fragments::Fragments;
+use crate::data::fragments::{Fragments, ReadAhead};
 use crate::data::stored::PclusterDedupe;
 use crate::error::Result;
 use crate::options::view::DataOptions;
@@ -18,6 +18,41 @@ use crate::util::out::Writer;
 /// legacy-compress`).
 pub(crate) fn compact_ok(opts: &DataOptions<'_>) -> bool {
     !opts.compress.as_ref().is_some_and(|c| c.legacy_compress)
+}
+
+/// A file the pool read ahead (all of it goes to the packed inode): its
+/// fragment and its inode state.
+pub(crate) fn read_ahead_fragment(
+    frags: &mut Fragments,
+    plan: &Plan,
+    id: InodeId,
+    read: ReadAhead,
+    opts: &DataOptions<'_>,
+) -> Result<ZInode> {
+    let fid = frags.add_read(id, read)?;
+    Ok(whole_fragment(alg_of(plan, id, opts), fid))
+}
+
+/// The inode state of a file that is all fragment `fid`.
+fn whole_fragment(alg: u8, fid: usize) -> ZInode {
+    ZInode {
+        alg,
+        extents: Vec::new(),
+        inline: None,
+        index: encode_whole_fragment(0),
+        compact: false,
+        blocks: 0,
+        fragment: Some((fid, 0)),
+    }
+}
+
+/// The algorithm id file `id` is compressed with.
+fn alg_of(plan: &Plan, id: InodeId, opts: &DataOptions<'_>) -> u8 {
+    let comp = opts
+        .compress
+        .as_ref()
+        .map(|c| c.compressors[plan.inodes[id].compress.map_or(0, |x| x.1)]);
+    comp.map_or(0, |c| c.alg.id())
 }
 
 /// Writes one compressed file's pclusters and returns its inode state:
@@ -37,13 +72,8 @@ pub(crate) fn write_compressed(
 ) -> Result<ZInode> {
     let bs = opts.block_size();
     let ino = &tree.inodes[id];
-    let p = &plan.inodes[id];
     let size = ino.data_size();
-    let comp = opts
-        .compress
-        .as_ref()
-        .map(|c| c.compressors[p.compress.map_or(0, |x| x.1)]);
-    let alg = comp.map_or(0, |c| c.alg.id());
+    let alg = alg_of(plan, id, opts);
     let f = ContentReader::open(ino)?;
     let inode_and_xattrs = plan.head_len(id);
     // Extents stop short of the end when the rest is the file's fragment.
@@ -54,15 +84,7 @@ pub(crate) fn write_compressed(
     };
     if let Some((fid, 0)) = fragment {
         f.finish()?;
-        return Ok(ZInode {
-            alg,
-            extents: Vec::new(),
-            inline: None,
-            index: encode_whole_fragment(0),
-            compact: false,
-            blocks: 0,
-            fragment: Some((fid, 0)),
-        });
+        return Ok(whole_fragment(alg, fid));
     }
     if !extents.is_empty() {
         w.align_data()?;

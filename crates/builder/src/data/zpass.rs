@@ -13,6 +13,7 @@ use crate::data::base::{Base, Reused};
 use crate::data::compress::{compress_segment, is_machine_code, Shape, MAGIC_LEN};
 use crate::data::cuts::segments;
 use crate::data::extent::{alone_segment_len, segment_len, Extent};
+use crate::data::fragments::{ReadAhead, READ_AHEAD_MAX};
 use crate::data::worth::{
     compressed_file_still_shrinks, flat_is_no_bigger, looks_compressed, worth_compressing,
 };
@@ -46,6 +47,10 @@ enum Worth {
     Decide,
 }
 
+/// One file's units (each with the file's index in the window), or the
+/// file itself when it is a whole fragment read ahead.
+type FileUnits = (Vec<(usize, Unit)>, Option<ReadAhead>);
+
 /// A thread's encoders, one per (compressor index, pcluster size), made
 /// on first use.
 pub(crate) type Encoders = HashMap<(usize, u64), ferrofs_codec::Encoder>;
@@ -62,10 +67,13 @@ pub(crate) struct WindowUnits<'a> {
 }
 
 /// What a window settled without compressing: whole fragments (`Some`
-/// with no extents) and files an earlier image holds.
+/// with no extents; those small enough also [`ReadAhead`]) and files an
+/// earlier image holds.
 pub(crate) struct Settled {
     out: Vec<Option<Vec<Extent>>>,
     reused: Vec<Option<Reused>>,
+    /// Indexed like the window's ids (empty when nothing was read).
+    pub(crate) read: Vec<Option<ReadAhead>>,
 }
 
 /// Decides, for one window of files, which are worth compressing (a
@@ -103,6 +111,7 @@ pub(crate) fn prepare_window<'a>(
             Settled {
                 out,
                 reused: Vec::new(),
+                read: Vec::new(),
             },
         ));
     };
@@ -123,14 +132,15 @@ pub(crate) fn prepare_window<'a>(
     let worth = window.worth(&reused, copies, sample)?;
     let mut out: Vec<Option<Vec<Extent>>> = vec![None; ids.len()];
     // Cut on the pool: with dedupe, a long file's cuts are where its
-    // bytes say, which takes reading them.
-    let cut: Vec<Vec<(usize, Unit)>> = ids
+    // bytes say, which takes reading them. Small whole fragments are
+    // read here too, for the writer.
+    let cut: Vec<FileUnits> = ids
         .par_iter()
         .enumerate()
         .map(|(k, &id)| match worth[k] {
-            Worth::No => Ok(Vec::new()),
-            _ if window.whole_fragment(id) => Ok(Vec::new()),
-            _ => window.cut_file(k, id),
+            Worth::No => Ok((Vec::new(), None)),
+            _ if window.whole_fragment(id) => Ok((Vec::new(), window.read_ahead(id)?)),
+            _ => Ok((window.cut_file(k, id)?, None)),
         })
         .collect::<Result<_>>()?;
     for (k, &id) in ids.iter().enumerate() {
@@ -138,9 +148,10 @@ pub(crate) fn prepare_window<'a>(
             out[k] = Some(Vec::new());
         }
     }
+    let (cut, read): (Vec<_>, Vec<_>) = cut.into_iter().unzip();
     units.units = cut.into_iter().flatten().collect();
     units.worth = worth;
-    Ok((units, Settled { out, reused }))
+    Ok((units, Settled { out, reused, read }))
 }
 
 /// What [`prepare_window`]'s steps share: the build's inputs and the
@@ -163,6 +174,16 @@ impl Window<'_> {
     /// Whether file `id` goes whole to the packed inode.
     fn whole_fragment(&self, id: InodeId) -> bool {
         whole_fragment(self.tree, self.zc, self.opts, self.fragments, id)
+    }
+
+    /// A whole fragment of at most [`READ_AHEAD_MAX`] bytes, read.
+    fn read_ahead(&self, id: InodeId) -> Result<Option<ReadAhead>> {
+        let ino = &self.tree.inodes[id];
+        let size = ino.data_size();
+        match size <= READ_AHEAD_MAX {
+            true => Ok(Some(ReadAhead::read(&ContentReader::open(ino)?, size)?)),
+            false => Ok(None),
+        }
     }
 
     /// Files an earlier image holds as this build would store them
@@ -398,7 +419,9 @@ impl WindowUnits<'_> {
         zc: &[Option<(u64, usize)>],
         base: Option<&Base>,
     ) -> Vec<Option<Vec<Extent>>> {
-        let Settled { mut out, reused } = settled;
+        let Settled {
+            mut out, reused, ..
+        } = settled;
         for ((k, _), ex) in self.units.iter().zip(results) {
             match ex {
                 Some(ex) => out[*k].get_or_insert_with(Vec::new).extend(ex),

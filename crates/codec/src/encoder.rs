@@ -96,11 +96,15 @@ impl Encoder {
     /// parser, which finds its matches with a binary tree in about 0.8x
     /// liblz4's time at the same size; everything else (text, data that
     /// hardly compresses, tables) goes to liblz4, which is faster there.
-    /// Other algorithms and levels ignore it. Both make valid LZ4 blocks,
-    /// but not the same bytes: say the same for the same input wherever
-    /// output must be reproducible.
+    /// zstd levels 13-15 give machine code the optimal parser with short
+    /// matches (see `zstd::fill`). Other algorithms and levels ignore it.
+    /// The streams are valid either way, but not the same bytes: say the
+    /// same for the same input wherever output must be reproducible.
     pub fn set_machine_code(&mut self, yes: bool) {
         self.machine_code = yes;
+        if let Engine::Zstd(e) = &mut self.engine {
+            e.set_machine_code(yes);
+        }
     }
 
     /// The configuration this encoder was made with.

@@ -233,6 +233,62 @@ fn machine_code_hint_picks_the_tree_encoder() {
     );
 }
 
+/// zstd levels 13-15 give large frames of machine code the optimal parser
+/// with 3-byte matches when told so: the frames decode to exactly the
+/// consumed input, take more input into the same 128 KiB, and once the
+/// hint is taken back the encoder makes exactly the frames a fresh one
+/// makes (no setting of the machine-code frames stays behind).
+#[test]
+fn zstd_machine_code_hint_packs_code_denser_and_is_taken_back() {
+    let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    let code = &exe[..exe.len().min(4 << 20)];
+    let cfg = EncoderConfig {
+        level: Some(15),
+        ..EncoderConfig::new(Algorithm::Zstd)
+    };
+    let mut dec = decoder();
+    let frames = |enc: &mut ferrofs_codec::Encoder, data: &[u8], dec: &mut _| {
+        let (mut pos, mut all) = (0, Vec::new());
+        while pos < data.len() {
+            let mut buf = vec![0u8; 128 << 10];
+            let (consumed, written) = enc.compress_fixed_output(&data[pos..], &mut buf).unwrap();
+            assert!(consumed > 0 && written <= buf.len(), "at {pos}");
+            let out = decode(
+                dec,
+                Algorithm::Zstd,
+                &buf[..written],
+                consumed,
+                DecodeMode::Exact,
+            )
+            .unwrap_or_else(|e| panic!("at {pos}: {e}"));
+            assert!(out == data[pos..pos + consumed], "at {pos}: bytes differ");
+            all.push(buf[..written].to_vec());
+            pos += consumed;
+        }
+        all
+    };
+    let mut plain = ferrofs_codec::Encoder::new(cfg).unwrap();
+    let as_data = frames(&mut plain, code, &mut dec);
+    let mut enc = ferrofs_codec::Encoder::new(cfg).unwrap();
+    enc.set_machine_code(true);
+    let as_code = frames(&mut enc, code, &mut dec);
+    let bytes = |f: &[Vec<u8>]| f.iter().map(Vec::len).sum::<usize>();
+    assert!(
+        bytes(&as_code) < bytes(&as_data) * 99 / 100,
+        "machine code: {} bytes in {} frames, as data {} in {}",
+        bytes(&as_code),
+        as_code.len(),
+        bytes(&as_data),
+        as_data.len()
+    );
+    // Taken back: text compresses as a fresh encoder compresses it.
+    let words = text(1 << 20, 5);
+    enc.set_machine_code(false);
+    enc.reset();
+    let mut fresh = ferrofs_codec::Encoder::new(cfg).unwrap();
+    assert!(frames(&mut enc, &words, &mut dec) == frames(&mut fresh, &words, &mut dec));
+}
+
 /// zstd's one-pass fill on inputs whose ratio changes inside a pcluster:
 /// a long zero run before random bytes (the ratio of the start would
 /// make the next piece megabytes long), text before random, random

@@ -70,11 +70,39 @@ const LARGE_TABLE_LEVELS: std::ops::RangeInclusive<i32> = 13..=15;
 /// toolchain, 0.25 % on a Debian root (mostly text) for 4 %.
 const FRAME_MATCH_FINDER: (u32, u32, u32) = (4, 19, 19);
 
+/// What [`LARGE_TABLE_LEVELS`] use instead for a frame over
+/// [`LARGE_SOURCE`] of machine code (FPC §3.2.2: the codec's settings
+/// chosen per class of data): the optimal parser (btopt) with 3-byte
+/// minimum matches, a target length of 16, 4 candidates per position and
+/// 256 Ki-entry tables (minimum match, target length, search log, chain
+/// log, hash log). Machine code is full of short matches that btlazy2's
+/// 4-byte floor cannot take. Level 15 at 128 KiB pclusters (densest
+/// preset), against the frame finder above: 2.2 % smaller on the Go
+/// toolchain's binaries, 2.3 % on Debian's /usr/bin, 3.7 % on a sample of
+/// /usr/lib/x86_64-linux-gnu's shared libraries, for about 16 % more CPU
+/// on them (bench/results/densest-32.md). Searching 8 candidates instead
+/// of 4 is 0.5 % smaller still for 10 % more CPU; zstd's own level-15 row
+/// for small inputs (64 candidates, a target of 128) 0.7 % for twice it.
+const MACHINE_CODE_MATCH_FINDER: (u32, u32, u32, u32, u32) = (3, 16, 2, 18, 18);
+
+/// The match finder of a frame.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Finder {
+    /// The level's own, for the frame's size.
+    Level,
+    /// [`FRAME_MATCH_FINDER`].
+    Frame,
+    /// [`MACHINE_CODE_MATCH_FINDER`].
+    MachineCode,
+}
+
 /// The fill state kept between calls: the level, and the ratio of the
 /// last frame.
 pub(crate) struct Filler {
     level: i32,
     ratio: Option<f64>,
+    /// The next frames hold machine code.
+    pub(crate) machine_code: bool,
 }
 
 /// Where the frame stood after a flush that fit.
@@ -100,7 +128,16 @@ struct Schedule {
 impl Filler {
     /// A filler for frames of zstd level `level`.
     pub(crate) fn new(level: i32) -> Self {
-        Filler { level, ratio: None }
+        Filler {
+            level,
+            ratio: None,
+            machine_code: false,
+        }
+    }
+
+    /// The level frames are made at.
+    pub(crate) fn level(&self) -> i32 {
+        self.level
     }
 
     /// Forgets the ratio learned from earlier calls.
@@ -125,13 +162,15 @@ impl Filler {
         // match finder is the safer side).
         let expect = 0.9 * cap as f64 * self.ratio.unwrap_or(FIRST_RATIO);
         let hint = u32::try_from((expect as u64).max(1)).unwrap_or(u32::MAX);
-        // (A frame the last call cut is still open: parameters change
-        // only between frames.)
-        cctx.reset(ResetDirective::SessionOnly).map_err(internal)?;
+        let finder =
+            match u64::from(hint) > LARGE_SOURCE && LARGE_TABLE_LEVELS.contains(&self.level) {
+                false => Finder::Level,
+                true if self.machine_code => Finder::MachineCode,
+                true => Finder::Frame,
+            };
+        set_match_finder(cctx, self.level, finder)?;
         cctx.set_parameter(CParameter::SrcSizeHint(hint))
             .map_err(internal)?;
-        let retune = u64::from(hint) > LARGE_SOURCE && LARGE_TABLE_LEVELS.contains(&self.level);
-        set_match_finder(cctx, retune)?;
         let mut plan = Schedule {
             ratio: self
                 .ratio
@@ -225,16 +264,47 @@ fn frame(
     Ok((mark, false))
 }
 
-/// Sets [`FRAME_MATCH_FINDER`] (`on`), or gives those parameters back to
-/// the level (they stay set on the context from frame to frame).
-/// Zero gives a parameter back to the level.
-pub(crate) fn set_match_finder(cctx: &mut CCtx<'static>, on: bool) -> Result<(), CodecError> {
-    let (min_match, chain_log, hash_log) = if on { FRAME_MATCH_FINDER } else { (0, 0, 0) };
-    for p in [
-        CParameter::MinMatch(min_match),
-        CParameter::ChainLog(chain_log),
-        CParameter::HashLog(hash_log),
-    ] {
+/// Starts the context over (a frame the last call cut is still open) with
+/// every frame's settings: `level`, a window of at most
+/// [`ZSTD_ENCODER_WINDOW_LOG`](super::ZSTD_ENCODER_WINDOW_LOG), no
+/// checksum, the content size in the header; and `finder`'s parameters
+/// (the ones a frame before may have changed go back to the level's).
+pub(crate) fn set_match_finder(
+    cctx: &mut CCtx<'static>,
+    level: i32,
+    finder: Finder,
+) -> Result<(), CodecError> {
+    cctx.reset(ResetDirective::SessionAndParameters)
+        .map_err(internal)?;
+    let mut params = vec![
+        CParameter::CompressionLevel(level),
+        CParameter::WindowLog(super::ZSTD_ENCODER_WINDOW_LOG),
+        CParameter::ChecksumFlag(false),
+        CParameter::ContentSizeFlag(true),
+    ];
+    match finder {
+        Finder::Level => {}
+        Finder::Frame => {
+            let (min_match, chain_log, hash_log) = FRAME_MATCH_FINDER;
+            params.extend([
+                CParameter::MinMatch(min_match),
+                CParameter::ChainLog(chain_log),
+                CParameter::HashLog(hash_log),
+            ]);
+        }
+        Finder::MachineCode => {
+            let (min_match, target, search_log, chain_log, hash_log) = MACHINE_CODE_MATCH_FINDER;
+            params.extend([
+                CParameter::Strategy(zstd_safe::Strategy::ZSTD_btopt),
+                CParameter::MinMatch(min_match),
+                CParameter::TargetLength(target),
+                CParameter::SearchLog(search_log),
+                CParameter::ChainLog(chain_log),
+                CParameter::HashLog(hash_log),
+            ]);
+        }
+    }
+    for p in params {
         cctx.set_parameter(p).map_err(internal)?;
     }
     Ok(())

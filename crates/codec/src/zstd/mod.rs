@@ -5,7 +5,7 @@ mod header;
 
 use crate::fit::{Fit, Search, WholeCompressor};
 use crate::{Algorithm, CodecError, DecodeMode};
-use zstd_safe::{CCtx, CParameter, DCtx, DParameter, InBuffer, OutBuffer, ResetDirective};
+use zstd_safe::{CCtx, DCtx, DParameter, InBuffer, OutBuffer, ResetDirective};
 
 const ALG: Algorithm = Algorithm::Zstd;
 
@@ -162,15 +162,7 @@ impl ZstdEncoder {
             ));
         }
         let mut cctx = CCtx::try_create().ok_or(CodecError::OutOfMemory { alg: ALG })?;
-        for p in [
-            CParameter::CompressionLevel(level),
-            CParameter::WindowLog(ZSTD_ENCODER_WINDOW_LOG),
-            CParameter::ChecksumFlag(false),
-            CParameter::ContentSizeFlag(true),
-        ] {
-            cctx.set_parameter(p)
-                .map_err(|c| CodecError::internal(ALG, zstd_error(c)))?;
-        }
+        fill::set_match_finder(&mut cctx, level, fill::Finder::Level)?;
         Ok(Self {
             cctx,
             filler: fill::Filler::new(level),
@@ -190,9 +182,15 @@ impl ZstdEncoder {
         if dst.len() >= FILL_FROM {
             self.filler.fill(&mut self.cctx, src, dst)
         } else {
-            fill::set_match_finder(&mut self.cctx, false)?;
+            fill::set_match_finder(&mut self.cctx, self.filler.level(), fill::Finder::Level)?;
             search.run(self, src, dst)
         }
+    }
+
+    /// Says whether the next inputs are machine code: large frames at
+    /// levels 13-15 then get [`fill::Finder::MachineCode`].
+    pub fn set_machine_code(&mut self, yes: bool) {
+        self.filler.machine_code = yes;
     }
 
     /// Forgets the ratio learned from earlier calls.

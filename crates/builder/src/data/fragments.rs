@@ -12,6 +12,7 @@ use ferrofs_format::inode::DataLayout;
 use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::data::compress::{is_machine_code, MAGIC_LEN};
 use crate::data::similarity::{self, Class, Sketch};
 use crate::error::{BuildError, Result};
 use crate::options::view::DataOptions;
@@ -37,6 +38,8 @@ pub(crate) struct FragEntry {
     pub(crate) at: u64,
     pub(crate) len: u64,
     pub(crate) sketch: Option<Sketch>,
+    /// The file it came from holds machine code ([`is_machine_code`]).
+    pub(crate) machine_code: bool,
 }
 
 /// Largest file [`ReadAhead`] reads.
@@ -50,6 +53,7 @@ pub(crate) struct ReadAhead {
     bytes: Vec<u8>,
     hash: u128,
     sketch: Sketch,
+    machine_code: bool,
 }
 
 impl ReadAhead {
@@ -63,6 +67,7 @@ impl ReadAhead {
         let mut sketch = Sketch::start(&bytes);
         sketch.add(&bytes);
         Ok(Self {
+            machine_code: is_machine_code(&bytes[..bytes.len().min(MAGIC_LEN)]),
             bytes,
             hash,
             sketch,
@@ -108,7 +113,11 @@ impl Fragments {
                 .map_err(self.io())?;
             off += n as u64;
         }
-        self.keep(owner, (h.digest128(), len), None)
+        let mut head = [0u8; MAGIC_LEN];
+        let head = &mut head[..to.min(MAGIC_LEN as u64) as usize];
+        r.read_exact_at(head, 0)?;
+        let machine_code = is_machine_code(head);
+        self.keep(owner, (h.digest128(), len), None, machine_code)
     }
 
     /// Adds bytes made by the build (a directory's blocks); returns the
@@ -118,7 +127,7 @@ impl Fragments {
             .write_all_at(bytes, self.len)
             .map_err(self.io())?;
         let key = (xxhash_rust::xxh3::xxh3_128(bytes), bytes.len() as u64);
-        self.keep(owner, key, None)
+        self.keep(owner, key, None, false)
     }
 
     /// Adds a whole file [`ReadAhead`] read; returns the fragment's index.
@@ -126,13 +135,20 @@ impl Fragments {
         self.spool
             .write_all_at(&r.bytes, self.len)
             .map_err(self.io())?;
-        self.keep(owner, (r.hash, r.bytes.len() as u64), Some(r.sketch))
+        let key = (r.hash, r.bytes.len() as u64);
+        self.keep(owner, key, Some(r.sketch), r.machine_code)
     }
 
     /// The bytes just written at the spool's end, of hash and length
     /// `key`: an earlier fragment's index when it holds the same bytes
     /// (they are then overwritten by what comes next), else a new entry's.
-    fn keep(&mut self, owner: InodeId, key: (u128, u64), sketch: Option<Sketch>) -> Result<usize> {
+    fn keep(
+        &mut self,
+        owner: InodeId,
+        key: (u128, u64),
+        sketch: Option<Sketch>,
+        machine_code: bool,
+    ) -> Result<usize> {
         let len = key.1;
         if let Some(&i) = self.by_hash.get(&key) {
             if self.same(i, self.len, len)? {
@@ -145,6 +161,7 @@ impl Fragments {
             at: self.len,
             len,
             sketch,
+            machine_code,
         });
         self.by_hash.entry(key).or_insert(i);
         self.len += len;
@@ -268,6 +285,30 @@ pub(crate) fn sketch_all(frags: &Fragments) -> Result<Vec<Sketch>> {
         .collect()
 }
 
+/// The packed inode [`add_packed_inode`] added.
+pub(crate) struct PackedInode {
+    pub(crate) id: InodeId,
+    /// Each fragment's offset in it.
+    pub(crate) offsets: Vec<u64>,
+    /// Its byte ranges that hold machine code (the fragments of files that
+    /// do), touching ones merged: what the encoder is told of its segments.
+    pub(crate) machine_code: Vec<(u64, u64)>,
+}
+
+/// The ranges (start, end) of the fragments in `order` that come from
+/// machine code, at their `offsets`, touching ones merged.
+fn machine_code_ranges(order: &[usize], entries: &[FragEntry], offsets: &[u64]) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &i in order.iter().filter(|&&i| entries[i].machine_code) {
+        let (a, b) = (offsets[i], offsets[i] + entries[i].len);
+        match ranges.last_mut() {
+            Some(last) if last.1 == a => last.1 = b,
+            _ => ranges.push((a, b)),
+        }
+    }
+    ranges
+}
+
 /// Adds the packed inode to the tree and the plan: a regular file no
 /// directory names, whose bytes are the long xattr prefix table (unless
 /// `-E plain-xattr-prefixes` keeps it on the device: every kernel finds it
@@ -278,7 +319,7 @@ pub(crate) fn add_packed_inode(
     plan: &mut Plan,
     frags: Fragments,
     opts: &DataOptions<'_>,
-) -> Result<(InodeId, Vec<u64>)> {
+) -> Result<PackedInode> {
     let bs = opts.block_size();
     let sketches = sketch_all(&frags)?;
     let (order, mut offsets) = fragment_offsets(tree, &frags.entries, opts.profile, &sketches);
@@ -327,7 +368,12 @@ pub(crate) fn add_packed_inode(
         },
         bs,
     );
-    Ok((id, offsets))
+    let machine_code = machine_code_ranges(&order, &frags.entries, &offsets);
+    Ok(PackedInode {
+        id,
+        offsets,
+        machine_code,
+    })
 }
 
 /// A regular file the build makes itself (the packed inode, the metabox):

@@ -12,7 +12,7 @@ use crate::data::placed::Placed;
 use crate::data::schedule::{window_bytes, windows, Dispatch, Inbox};
 use crate::data::write::{write_flat, FileWriter};
 use crate::data::zfile::write_compressed;
-use crate::data::zpass::compress_window;
+use crate::data::zpass::compress_alone;
 use crate::error::Result;
 use crate::options::view::DataOptions;
 use crate::plan::Plan;
@@ -217,16 +217,19 @@ pub(crate) fn write_packed(
     placed: &mut Placed,
     pool: &rayon::ThreadPool,
 ) -> Result<InodeId> {
-    let (pid, offsets) = pool.install(|| add_packed_inode(tree, plan, fr, opts))?;
+    let packed = pool.install(|| add_packed_inode(tree, plan, fr, opts))?;
+    let pid = packed.id;
     plan.order.push(pid);
-    write_synthetic(w, tree, plan, placed, pid, opts, pool)?;
-    placed.frag_offsets = Some(offsets);
+    write_synthetic(w, tree, plan, placed, pid, opts, &packed.machine_code, pool)?;
+    placed.frag_offsets = Some(packed.offsets);
     Ok(pid)
 }
 
 /// Writes the data of an inode the build made itself (the packed inode,
 /// the metabox), just added to the tree and the plan: compressed as its
-/// plan says when that saves space, else flat.
+/// plan says when that saves space, else flat. `machine_code`: its byte
+/// ranges that hold machine code.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_synthetic(
     w: &mut Writer,
     tree: &Tree,
@@ -234,13 +237,14 @@ pub(crate) fn write_synthetic(
     placed: &mut Placed,
     id: InodeId,
     opts: &DataOptions<'_>,
+    machine_code: &[(u64, u64)],
     pool: &rayon::ThreadPool,
 ) -> Result<()> {
     let bs = opts.block_size();
     placed.grow(tree.inodes.len());
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
-    let ex = pool.install(|| compress_window(tree, &zc, opts, &[id], false, false, None, &[]))?;
-    match ex.into_iter().next().flatten() {
+    let ex = pool.install(|| compress_alone(tree, &zc, opts, id, machine_code))?;
+    match ex {
         Some(ex) => {
             let z = write_compressed(w, tree, plan, id, ex, opts, None, None)?;
             placed.z.insert(id, z);

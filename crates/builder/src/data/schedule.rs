@@ -120,7 +120,7 @@ impl<'a> Dispatch<'a, '_> {
                         true,
                         self.base,
                         self.copies,
-                        false,
+                        None,
                     )
                 });
                 let units = match prepared {

@@ -32,6 +32,9 @@ struct Unit {
     compressor: usize,
     /// The file is cut where its bytes say ([`Shape::by_content`]).
     by_content: bool,
+    /// Whether the segment holds machine code, when the window says
+    /// (an inode the build made); else the file's first bytes tell.
+    machine_code: Option<bool>,
 }
 
 /// Whether a file's data is compressed (decided by sampling its first
@@ -84,7 +87,8 @@ pub(crate) struct Settled {
 /// Files with an entry in `copies` (indexed by inode; may be empty) are
 /// skipped: the writer gives them the extents of the earlier file they copy.
 /// `alone`: the window is one inode compressed while nothing else is (the
-/// packed inode, the metabox), cut at [`alone_segment_len`].
+/// packed inode, the metabox), cut at [`alone_segment_len`], with the byte
+/// ranges of it that hold machine code.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prepare_window<'a>(
     tree: &'a Tree,
@@ -95,7 +99,7 @@ pub(crate) fn prepare_window<'a>(
     sample: bool,
     base: Option<&Base>,
     copies: &[Option<InodeId>],
-    alone: bool,
+    alone: Option<&[(u64, u64)]>,
 ) -> Result<(WindowUnits<'a>, Settled)> {
     let mut units = WindowUnits {
         tree,
@@ -166,8 +170,9 @@ struct Window<'w> {
     /// A file's last pcluster may go inline.
     ztail: bool,
     comps: &'w [Compressor],
-    /// The window is one inode compressed while nothing else is.
-    alone: bool,
+    /// The window is one inode compressed while nothing else is, and
+    /// these byte ranges of it hold machine code.
+    alone: Option<&'w [(u64, u64)]>,
 }
 
 impl Window<'_> {
@@ -283,10 +288,10 @@ impl Window<'_> {
         // to keep every core busy, and never by content: no other file
         // shares their bytes.
         let seg = match self.alone {
-            true => alone_segment_len(pcl),
-            false => segment_len(pcl),
+            Some(_) => alone_segment_len(pcl),
+            None => segment_len(pcl),
         };
-        let content = self.opts.dedupe && !self.alone && pcl >= 4 * self.bs;
+        let content = self.opts.dedupe && self.alone.is_none() && pcl >= 4 * self.bs;
         let mut reader = None;
         let mut units = Vec::new();
         for piece in pieces(&hot_pieces(self.tree, self.opts, id), size) {
@@ -308,6 +313,7 @@ impl Window<'_> {
                     pcluster: pcl,
                     compressor: comp,
                     by_content,
+                    machine_code: self.alone.map(|r| mostly_within(r, offset, len)),
                 };
                 units.push((k, unit));
             }
@@ -381,15 +387,16 @@ impl WindowUnits<'_> {
             return Ok(None);
         }
         let enc = encoder_for(encs, &c.compressors, u.compressor, u.pcluster)?;
-        let mut magic = [0u8; MAGIC_LEN];
-        let head = match u.offset {
-            0 => &buf[..buf.len().min(MAGIC_LEN)],
-            _ => {
+        let machine_code = match u.machine_code {
+            Some(m) => m,
+            None if u.offset == 0 => is_machine_code(&buf[..buf.len().min(MAGIC_LEN)]),
+            None => {
+                let mut magic = [0u8; MAGIC_LEN];
                 r.read_exact_at(&mut magic, 0)?;
-                &magic[..]
+                is_machine_code(&magic)
             }
         };
-        enc.set_machine_code(is_machine_code(head));
+        enc.set_machine_code(machine_code);
         // The file's last segment leaves its tail to the packed inode.
         let last = u.offset + u.len == ino.data_size();
         let cut_end = !last && !(u.offset + u.len).is_multiple_of(bs);
@@ -459,22 +466,30 @@ impl WindowUnits<'_> {
     }
 }
 
-/// The whole compression pass for one window of files, on the current
-/// pool: [`prepare_window`], every unit in parallel, [`WindowUnits::finish`].
-/// The result depends only on the input bytes.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn compress_window(
+/// The whole compression pass for one inode the build made itself (the
+/// packed inode, the metabox), compressed while nothing else is, on the
+/// current pool: [`prepare_window`], every unit in parallel,
+/// [`WindowUnits::finish`]. `machine_code`: its byte ranges that hold
+/// machine code. The result depends only on the input bytes.
+pub(crate) fn compress_alone(
     tree: &Tree,
     zc: &[Option<(u64, usize)>],
     opts: &DataOptions<'_>,
-    ids: &[InodeId],
-    fragments: bool,
-    sample: bool,
-    base: Option<&Base>,
-    copies: &[Option<InodeId>],
-) -> Result<Vec<Option<Vec<Extent>>>> {
-    let (units, settled) =
-        prepare_window(tree, zc, opts, ids, fragments, sample, base, copies, true)?;
+    id: InodeId,
+    machine_code: &[(u64, u64)],
+) -> Result<Option<Vec<Extent>>> {
+    let ids = [id];
+    let (units, settled) = prepare_window(
+        tree,
+        zc,
+        opts,
+        &ids,
+        false,
+        false,
+        None,
+        &[],
+        Some(machine_code),
+    )?;
     // Every thread of the pool takes the next unit, longest first, until
     // none is left (a parallel iterator would hand each thread runs of
     // units, and the last run would keep one core busy alone).
@@ -493,7 +508,19 @@ pub(crate) fn compress_window(
     .collect();
     done.sort_by_key(|d| d.0);
     let results = done.into_iter().map(|d| d.1).collect::<Result<Vec<_>>>()?;
-    Ok(units.finish(settled, results, ids, zc, base))
+    let out = units.finish(settled, results, &ids, zc, None);
+    Ok(out.into_iter().next().flatten())
+}
+
+/// Whether at least half of `len` bytes from `offset` lie in `ranges`
+/// (sorted, not overlapping).
+fn mostly_within(ranges: &[(u64, u64)], offset: u64, len: u64) -> bool {
+    let end = offset.saturating_add(len);
+    let inside: u64 = ranges
+        .iter()
+        .map(|&(a, b)| b.min(end).saturating_sub(a.max(offset)))
+        .sum();
+    inside.saturating_mul(2) >= len
 }
 
 /// Whether file `id` goes whole to the packed inode, without being
@@ -550,5 +577,24 @@ fn encoder_for<'a>(
     match encs.entry((comp, pcl)) {
         std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
         std::collections::hash_map::Entry::Vacant(e) => Ok(e.insert(comps[comp].encoder(pcl)?)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mostly_within;
+
+    #[test]
+    fn a_segment_is_machine_code_when_half_of_it_is() {
+        let ranges = [(100, 200), (300, 350)];
+        assert!(mostly_within(&ranges, 100, 100));
+        assert!(mostly_within(&ranges, 150, 100));
+        assert!(!mostly_within(&ranges, 151, 100));
+        // Two ranges together make half; either alone does not.
+        let two = [(0, 40), (60, 100)];
+        assert!(mostly_within(&two, 0, 160));
+        assert!(!mostly_within(&two, 0, 161));
+        assert!(!mostly_within(&two[..1], 0, 160));
+        assert!(!mostly_within(&[], 0, 10));
     }
 }

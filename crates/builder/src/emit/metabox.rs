@@ -67,7 +67,7 @@ pub(crate) fn write_meta(
     let prefix_start = lay.prefix_start;
 
     let mid = add_metabox_inode(tree, plan, &data, opts, mb, w.output)?;
-    write_synthetic(w, tree, plan, placed, mid, opts, pool)?;
+    write_synthetic(w, tree, plan, placed, mid, opts, &[], pool)?;
     placed.settle(plan, opts);
 
     // The primary metadata area: the packed inode and the metabox inode.

@@ -63,14 +63,11 @@ impl ReadAhead {
         let mut bytes = vec![0u8; len as usize];
         r.read_exact_at(&mut bytes, 0)?;
         r.unchanged()?;
-        let hash = xxhash_rust::xxh3::xxh3_128(&bytes);
-        let mut sketch = Sketch::start(&bytes);
-        sketch.add(&bytes);
         Ok(Self {
+            hash: xxhash_rust::xxh3::xxh3_128(&bytes),
+            sketch: Sketch::of(&bytes),
             machine_code: is_machine_code(&bytes[..bytes.len().min(MAGIC_LEN)]),
             bytes,
-            hash,
-            sketch,
         })
     }
 }

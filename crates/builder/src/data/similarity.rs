@@ -43,7 +43,6 @@ pub(crate) struct Sketch {
 
 impl Sketch {
     /// Sketches `bytes` (a whole fragment).
-    #[cfg(test)]
     pub(crate) fn of(bytes: &[u8]) -> Self {
         let mut s = Self::start(bytes);
         s.add(bytes);

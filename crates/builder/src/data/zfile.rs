@@ -30,11 +30,11 @@ pub(crate) fn read_ahead_fragment(
     opts: &DataOptions<'_>,
 ) -> Result<ZInode> {
     let fid = frags.add_read(id, read)?;
-    Ok(whole_fragment(alg_of(plan, id, opts), fid))
+    Ok(whole_fragment_map(alg_of(plan, id, opts), fid))
 }
 
 /// The inode state of a file that is all fragment `fid`.
-fn whole_fragment(alg: u8, fid: usize) -> ZInode {
+fn whole_fragment_map(alg: u8, fid: usize) -> ZInode {
     ZInode {
         alg,
         extents: Vec::new(),
@@ -84,7 +84,7 @@ pub(crate) fn write_compressed(
     };
     if let Some((fid, 0)) = fragment {
         f.finish()?;
-        return Ok(whole_fragment(alg, fid));
+        return Ok(whole_fragment_map(alg, fid));
     }
     if !extents.is_empty() {
         w.align_data()?;

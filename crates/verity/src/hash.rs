@@ -1,5 +1,6 @@
-//! The hash algorithms trees use (sha256, sha512), salted block digests,
-//! and hex text for root hashes and salts.
+//! The hash algorithms trees use (sha256, sha512), salted block digests
+//! (one at a time, or many blocks at once), and hex text for root hashes
+//! and salts.
 
 use sha2::{Digest as _, Sha256, Sha512};
 
@@ -7,6 +8,10 @@ use crate::error::{Error, Result};
 
 /// Largest digest of any algorithm here (sha512).
 pub const MAX_DIGEST: usize = 64;
+
+/// Blocks [`Algorithm::hash_blocks`] hands the multi-buffer kernel at once
+/// (enough for every lane of its widest backend).
+const GROUP: usize = 32;
 
 /// A tree's hash algorithm.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -26,6 +31,16 @@ pub struct Digest {
 }
 
 impl Digest {
+    /// A digest holding `bytes` (at most [`MAX_DIGEST`] of them).
+    fn from_bytes(bytes: &[u8]) -> Self {
+        let mut out = [0u8; MAX_DIGEST];
+        let len = bytes.len().min(MAX_DIGEST);
+        if let (Some(dst), Some(src)) = (out.get_mut(..len), bytes.get(..len)) {
+            dst.copy_from_slice(src);
+        }
+        Digest { bytes: out, len }
+    }
+
     /// The digest's bytes.
     pub fn as_bytes(&self) -> &[u8] {
         self.bytes.get(..self.len).unwrap_or_default()
@@ -84,6 +99,49 @@ impl Algorithm {
             }
         }
         Digest { bytes, len }
+    }
+
+    /// Appends to `out` the digest of `prefix`, a block and `suffix` for
+    /// each `block_size`-byte block of `blocks`, in order (a short last
+    /// block is hashed as it is). The blocks are independent messages, so
+    /// SHA-256 hashes many at once: while one message's rounds wait on each
+    /// other the CPU's SHA unit works on the others, which nearly doubles
+    /// its throughput over 4 KiB blocks.
+    pub fn hash_blocks(
+        self,
+        prefix: &[u8],
+        blocks: &[u8],
+        block_size: usize,
+        suffix: &[u8],
+        out: &mut Vec<Digest>,
+    ) {
+        if block_size == 0 {
+            return;
+        }
+        match self {
+            Algorithm::Sha256 => {
+                let mut digests = [[0u8; 32]; GROUP];
+                let mut msgs = Vec::with_capacity(GROUP);
+                for group in blocks.chunks(block_size.saturating_mul(GROUP)) {
+                    msgs.clear();
+                    msgs.extend(group.chunks(block_size).map(|body| tape_sha256::Message {
+                        prefix,
+                        body,
+                        tail: suffix,
+                    }));
+                    let Some(dst) = digests.get_mut(..msgs.len()) else {
+                        return;
+                    };
+                    tape_sha256::hash_messages(&msgs, dst);
+                    out.extend(dst.iter().map(|d| Digest::from_bytes(d)));
+                }
+            }
+            Algorithm::Sha512 => out.extend(
+                blocks
+                    .chunks(block_size)
+                    .map(|block| self.hash(&[prefix, block, suffix])),
+            ),
+        }
     }
 }
 
@@ -171,5 +229,34 @@ mod tests {
         assert_eq!(Algorithm::Sha512.hash(&[b"abc"]).as_bytes().len(), 64);
         assert_eq!(Algorithm::from_name("SHA512").unwrap(), Algorithm::Sha512);
         assert!(Algorithm::from_name("md5").is_err());
+    }
+
+    /// Many blocks at once give what one at a time gives: both algorithms,
+    /// with a prefix, a suffix or neither, block counts around the
+    /// multi-buffer group, and a short last block.
+    #[test]
+    fn hash_blocks_equals_one_block_at_a_time() {
+        let data: Vec<u8> = (0..(GROUP * 2 + 3) * 512 + 100)
+            .map(|i: usize| (i.wrapping_mul(2_654_435_761) >> 11).to_le_bytes()[0])
+            .collect();
+        let salt = b"a salt of some length";
+        for alg in [Algorithm::Sha256, Algorithm::Sha512] {
+            for (prefix, suffix) in [
+                (&salt[..], &[][..]),
+                (&[][..], &salt[..]),
+                (&[][..], &[][..]),
+            ] {
+                for len in [0, 512, 512 * GROUP, 512 * (GROUP + 1), data.len()] {
+                    let blocks = &data[..len];
+                    let mut got = Vec::new();
+                    alg.hash_blocks(prefix, blocks, 512, suffix, &mut got);
+                    let want: Vec<Digest> = blocks
+                        .chunks(512)
+                        .map(|b| alg.hash(&[prefix, b, suffix]))
+                        .collect();
+                    assert_eq!(got, want, "{alg} len {len}");
+                }
+            }
+        }
     }
 }

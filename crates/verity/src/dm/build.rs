@@ -7,7 +7,6 @@ use std::sync::Mutex;
 
 use super::{Geometry, Params};
 use crate::error::{Error, Result};
-use crate::hash::Digest;
 use crate::source::Bytes;
 
 /// A built tree: its root hash and its hash blocks, in on-disk order (top
@@ -153,7 +152,7 @@ fn hash_level(
     let work = Mutex::new(out.chunks_mut(item_bytes).enumerate());
     let failed: Mutex<Option<Error>> = Mutex::new(None);
     let worker = || {
-        let mut buf = vec![0u8; input.block_size as usize];
+        let mut buf = Vec::new();
         loop {
             let next = work.lock().ok().and_then(|mut w| w.next());
             let Some((item, chunk)) = next else { break };
@@ -179,26 +178,35 @@ fn hash_level(
 }
 
 /// Digests of input blocks `first..` into `chunk`, one slot each, until
-/// the chunk or the level's blocks run out.
+/// the chunk or the level's blocks run out: the blocks are read in one
+/// piece into `buf` and hashed together.
 fn hash_item(
     geometry: &Geometry,
     salt: &[u8],
     input: &LevelInput<'_>,
-    buf: &mut [u8],
+    buf: &mut Vec<u8>,
     chunk: &mut [u8],
     first: u64,
 ) -> Result<()> {
     let slot = geometry.digest_slot;
-    for (i, dst) in chunk.chunks_exact_mut(slot).enumerate() {
-        let index = first.saturating_add(i as u64);
-        if index >= input.count {
-            break;
-        }
-        let offset = index
-            .checked_mul(u64::from(input.block_size))
-            .ok_or_else(|| Error::Params("data offset overflows".into()))?;
-        read_padded(input.src, buf, offset, input.src_len)?;
-        let d: Digest = geometry.digest(salt, buf);
+    let slots = chunk.len().checked_div(slot).unwrap_or(0) as u64;
+    let count = slots.min(input.count.saturating_sub(first));
+    if count == 0 {
+        return Ok(());
+    }
+    let bs = input.block_size as usize;
+    let len = usize::try_from(count)
+        .ok()
+        .and_then(|c| c.checked_mul(bs))
+        .ok_or_else(|| Error::Params("hash item overflows".into()))?;
+    buf.resize(len, 0);
+    let offset = first
+        .checked_mul(u64::from(input.block_size))
+        .ok_or_else(|| Error::Params("data offset overflows".into()))?;
+    read_padded(input.src, buf, offset, input.src_len)?;
+    let mut digests = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+    geometry.digests(salt, buf, bs, &mut digests);
+    for (dst, d) in chunk.chunks_exact_mut(slot).zip(&digests) {
         let bytes = d.as_bytes();
         dst.get_mut(..bytes.len())
             .ok_or_else(|| Error::Params("digest slot too small".into()))?

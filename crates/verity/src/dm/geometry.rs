@@ -110,6 +110,19 @@ impl Geometry {
         self.hash_type.digest(self.algorithm, salt, block)
     }
 
+    /// Appends to `out` the salted digests of the `block_size`-byte blocks
+    /// `blocks` holds, many at a time.
+    pub fn digests(
+        &self,
+        salt: &[u8],
+        blocks: &[u8],
+        block_size: usize,
+        out: &mut Vec<crate::hash::Digest>,
+    ) {
+        self.hash_type
+            .digests(self.algorithm, salt, blocks, block_size, out);
+    }
+
     /// Hash blocks in the whole tree.
     pub fn tree_blocks(&self) -> u64 {
         self.levels

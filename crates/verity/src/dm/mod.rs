@@ -63,6 +63,22 @@ impl HashType {
             HashType::Normal => algorithm.hash(&[salt, block]),
         }
     }
+
+    /// Appends to `out` the salted digest of each `block_size`-byte block
+    /// of `blocks`, many at a time (see [`Algorithm::hash_blocks`]).
+    pub fn digests(
+        self,
+        algorithm: Algorithm,
+        salt: &[u8],
+        blocks: &[u8],
+        block_size: usize,
+        out: &mut Vec<crate::hash::Digest>,
+    ) {
+        match self {
+            HashType::ChromeOs => algorithm.hash_blocks(&[], blocks, block_size, salt, out),
+            HashType::Normal => algorithm.hash_blocks(salt, blocks, block_size, &[], out),
+        }
+    }
 }
 
 impl std::str::FromStr for HashType {

@@ -11,7 +11,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use super::build::read_padded;
 use super::{Geometry, Params};
 use crate::error::{Error, Result};
-use crate::hash::to_hex;
+use crate::hash::{to_hex, Digest};
 use crate::source::Bytes;
 
 /// Hash blocks kept verified by default (4 MiB of 4 KiB blocks: the upper
@@ -20,6 +20,10 @@ pub const DEFAULT_CACHE_BLOCKS: usize = 1024;
 
 /// Verified hash blocks by (level, index).
 type Cache = HashMap<(usize, u64), Arc<[u8]>>;
+
+/// Most data blocks [`Verified::verify_all`] and
+/// [`Verified::verify_rest`] read and check at once.
+const RUN_BLOCKS: usize = 64;
 
 /// Most data blocks whose checks are remembered (a 128 MiB bitmap; a tree
 /// over more blocks, or over more than the data holds, remembers none).
@@ -90,7 +94,7 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
             }
             None => {
                 let mut block = vec![0u8; v.params.data_block_size as usize];
-                v.read_data_block(0, &mut block)?;
+                v.read_data_blocks(0, &mut block)?;
             }
         }
         Ok(v)
@@ -146,12 +150,7 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
         };
         let whole: &mut [u8] = if aligned { buf } else { &mut span };
         read_padded(&self.data, whole, start, self.data_len)?;
-        for (i, block) in whole
-            .chunks_exact(self.params.data_block_size as usize)
-            .enumerate()
-        {
-            self.check_data_block(first.saturating_add(i as u64), block)?;
-        }
+        self.check_data_blocks(first, whole)?;
         if !aligned {
             let skip = usize::try_from(offset.saturating_sub(start)).unwrap_or(0);
             let src = skip
@@ -167,16 +166,33 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
         Ok(())
     }
 
-    /// Reads data block `index` into `buf` and checks it.
-    fn read_data_block(&self, index: u64, buf: &mut [u8]) -> Result<()> {
-        let offset = index.saturating_mul(u64::from(self.params.data_block_size));
+    /// Reads the data blocks from `first` on into `buf` (whole blocks)
+    /// and checks them.
+    fn read_data_blocks(&self, first: u64, buf: &mut [u8]) -> Result<()> {
+        let offset = first.saturating_mul(u64::from(self.params.data_block_size));
         read_padded(&self.data, buf, offset, self.data_len)?;
-        self.check_data_block(index, buf)
+        self.check_data_blocks(first, buf)
     }
 
-    /// Checks data block `index`, whose bytes are `block`.
-    fn check_data_block(&self, index: u64, block: &[u8]) -> Result<()> {
-        let digest = self.geometry.digest(&self.params.salt, block);
+    /// Checks the data blocks from `first` on, whose bytes are `blocks`
+    /// (whole blocks): their digests are taken together, then each is
+    /// checked in order, so the first bad block is the one reported.
+    fn check_data_blocks(&self, first: u64, blocks: &[u8]) -> Result<()> {
+        let mut digests = Vec::new();
+        self.geometry.digests(
+            &self.params.salt,
+            blocks,
+            self.params.data_block_size as usize,
+            &mut digests,
+        );
+        for (i, digest) in digests.iter().enumerate() {
+            self.check_digest(first.saturating_add(i as u64), digest)?;
+        }
+        Ok(())
+    }
+
+    /// Checks data block `index`, whose digest is `digest`.
+    fn check_digest(&self, index: u64, digest: &Digest) -> Result<()> {
         let good = if self.geometry.levels.is_empty() {
             index == 0 && digest.as_bytes() == self.root.as_slice()
         } else {
@@ -271,11 +287,7 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
 
     /// Reads and checks every data block (what `veritysetup verify` does).
     pub fn verify_all(&self) -> Result<()> {
-        let mut block = vec![0u8; self.params.data_block_size as usize];
-        for index in 0..self.params.data_blocks {
-            self.read_data_block(index, &mut block)?;
-        }
-        Ok(())
+        self.verify_where(|_| true).map(|_| ())
     }
 
     /// Reads and checks every data block no read has checked yet (the
@@ -283,13 +295,33 @@ impl<D: Bytes, H: Bytes> Verified<D, H> {
     /// that with the reads before it every block the tree covers has been
     /// checked once. Returns how many it checked.
     pub fn verify_rest(&self) -> Result<u64> {
-        let mut block = vec![0u8; self.params.data_block_size as usize];
+        self.verify_where(|index| !self.was_checked(index))
+    }
+
+    /// Reads and checks the data blocks `wanted` picks, in order, in runs
+    /// of up to [`RUN_BLOCKS`]; returns how many.
+    fn verify_where(&self, wanted: impl Fn(u64) -> bool) -> Result<u64> {
+        let dbs = self.params.data_block_size as usize;
+        let mut buf = vec![0u8; dbs.saturating_mul(RUN_BLOCKS)];
+        let total = self.params.data_blocks;
         let mut n = 0u64;
-        for index in 0..self.params.data_blocks {
-            if !self.was_checked(index) {
-                self.read_data_block(index, &mut block)?;
-                n = n.saturating_add(1);
+        let mut index = 0u64;
+        while index < total {
+            if !wanted(index) {
+                index = index.saturating_add(1);
+                continue;
             }
+            let mut run: usize = 1;
+            while run < RUN_BLOCKS
+                && index.saturating_add(run as u64) < total
+                && wanted(index.saturating_add(run as u64))
+            {
+                run = run.saturating_add(1);
+            }
+            let part = buf.get_mut(..run.saturating_mul(dbs)).unwrap_or_default();
+            self.read_data_blocks(index, part)?;
+            n = n.saturating_add(run as u64);
+            index = index.saturating_add(run as u64);
         }
         Ok(n)
     }

@@ -355,12 +355,28 @@ fn mkfs_calls(log: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Mounts snapshot `key` at `target` with the command `ctr snapshots
-/// mounts` prints.
-fn mount_snapshot(ctd: &Containerd, key: &str, target: &Path) -> Result<(), String> {
+/// Makes snapshot `key` on `parent` (`verb`: `view` or `prepare`) and
+/// mounts it at `target` with the mount command that same `ctr` call
+/// prints (`--target`). One call, not a second `ctr snapshots mounts`: a
+/// snapshot no lease holds may be collected between two calls.
+fn mount_snapshot(
+    ctd: &Containerd,
+    (verb, key, parent): (&str, &str, &str),
+    target: &Path,
+) -> Result<(), String> {
     fs::create_dir_all(target).map_err(|e| e.to_string())?;
     let t = target.to_string_lossy().into_owned();
-    let line = ctd.ctr(&["snapshots", "--snapshotter", "erofs", "mounts", &t, key])?;
+    let args = [
+        "snapshots",
+        "--snapshotter",
+        "erofs",
+        verb,
+        "--target",
+        &t,
+        key,
+        parent,
+    ];
+    let line = ctd.ctr(&args)?;
     containerd::run_mount_command(line.trim()).map_err(|e| e.to_string())
 }
 
@@ -473,16 +489,7 @@ fn check_with(maker: Maker, work: &Path) -> Vec<String> {
     // The image's snapshot mounted on the host: the rootfs with xattrs,
     // owners and times.
     let view = work.join("view");
-    ctd.ctr(&[
-        "snapshots",
-        "--snapshotter",
-        "erofs",
-        "view",
-        "view1",
-        &image_top,
-    ])
-    .expect("view of the image");
-    match mount_snapshot(&ctd, "view1", &view) {
+    match mount_snapshot(&ctd, ("view", "view1", &image_top), &view) {
         Ok(()) => {
             let opts = CompareOptions {
                 compare_nsec: false,
@@ -545,16 +552,7 @@ fn check_with(maker: Maker, work: &Path) -> Vec<String> {
 
     // A snapshot prepared on the committed one; a container on it.
     let top = work.join("top");
-    ctd.ctr(&[
-        "snapshots",
-        "--snapshotter",
-        "erofs",
-        "prepare",
-        "check1",
-        "committed1",
-    ])
-    .expect("prepare on the committed snapshot");
-    match mount_snapshot(&ctd, "check1", &top) {
+    match mount_snapshot(&ctd, ("prepare", "check1", "committed1"), &top) {
         Ok(()) => {
             let rootfs = top.to_string_lossy().into_owned();
             match ctd.ctr(&[

@@ -3,6 +3,7 @@
 use crate::deflate::DeflateEncoder;
 use crate::fit::{Fit, Search};
 use crate::lz4opt::Lz4Opt;
+use crate::lz4pick::Picker;
 use crate::lzma::MicroLzmaEncoder;
 use crate::zstd::ZstdEncoder;
 use crate::{Algorithm, CodecError};
@@ -43,8 +44,8 @@ enum Engine {
         hc_level: Option<i32>,
     },
     /// LZ4HC level 12; the tree encoder's buffers (about 1 MiB) are made
-    /// on the first machine-code input.
-    Lz4Opt(Option<Box<Lz4Opt>>),
+    /// on its first input.
+    Lz4Opt(Option<Box<Lz4Opt>>, Picker),
     Lzma(MicroLzmaEncoder),
     Deflate(DeflateEncoder),
     Zstd(ZstdEncoder),
@@ -57,6 +58,7 @@ pub struct Encoder {
     search: Search,
     last_trials: u32,
     machine_code: bool,
+    one_file: bool,
 }
 
 impl Encoder {
@@ -64,7 +66,7 @@ impl Encoder {
     pub fn new(cfg: EncoderConfig) -> Result<Self, CodecError> {
         let engine = match cfg.alg {
             Algorithm::Lz4 => match lz4_level(cfg)? {
-                Some(LZ4HC_MAX) => Engine::Lz4Opt(None),
+                Some(LZ4HC_MAX) => Engine::Lz4Opt(None, Picker::default()),
                 hc_level => Engine::Lz4 { hc_level },
             },
             Algorithm::Lzma => Engine::Lzma(MicroLzmaEncoder::new(cfg.level, cfg.lzma_dict_size)?),
@@ -77,6 +79,7 @@ impl Encoder {
             search: Search::default(),
             last_trials: 0,
             machine_code: false,
+            one_file: false,
         })
     }
 
@@ -95,7 +98,9 @@ impl Encoder {
     /// LZ4HC level 12 compresses machine code with ferrofs's own optimal
     /// parser, which finds its matches with a binary tree in about 0.8x
     /// liblz4's time at the same size; everything else (text, data that
-    /// hardly compresses, tables) goes to liblz4, which is faster there.
+    /// hardly compresses, tables) goes to liblz4, which is faster there,
+    /// unless it is one file's bytes whose 4-byte strings recur enough to
+    /// make liblz4's chains long ([`Encoder::set_one_file`]).
     /// zstd levels 13-15 give machine code the optimal parser with short
     /// matches (see `zstd::fill`). Other algorithms and levels ignore it.
     /// The streams are valid either way, but not the same bytes: say the
@@ -105,6 +110,17 @@ impl Encoder {
         if let Engine::Zstd(e) = &mut self.engine {
             e.set_machine_code(yes);
         }
+    }
+
+    /// Says whether the next inputs are one file's own bytes (not a run of
+    /// many small files, such as the packed inode). LZ4HC level 12 then
+    /// gives a pcluster of them that is not machine code to ferrofs's own
+    /// encoder where liblz4's hash chains would be long (see `lz4pick`);
+    /// other algorithms and levels ignore it. As for
+    /// [`Encoder::set_machine_code`], say the same for the same input
+    /// wherever output must be reproducible.
+    pub fn set_one_file(&mut self, yes: bool) {
+        self.one_file = yes;
     }
 
     /// The configuration this encoder was made with.
@@ -139,12 +155,12 @@ impl Encoder {
             Engine::Lz4 { hc_level } => {
                 return crate::lz4::compress_fixed_output(src, dst, *hc_level)
             }
-            Engine::Lz4Opt(e) if self.machine_code => {
-                let e = e.get_or_insert_with(|| Box::new(Lz4Opt::new()));
-                return Ok(e.compress_fill(crate::lz4::input_part(src), dst));
-            }
-            Engine::Lz4Opt(_) => {
-                return crate::lz4::compress_fixed_output(src, dst, Some(LZ4HC_MAX))
+            Engine::Lz4Opt(e, pick) => {
+                if self.machine_code || (self.one_file && pick.tree_is_faster(src)) {
+                    let e = e.get_or_insert_with(|| Box::new(Lz4Opt::new()));
+                    return Ok(e.compress_fill(crate::lz4::input_part(src), dst));
+                }
+                return crate::lz4::compress_fixed_output(src, dst, Some(LZ4HC_MAX));
             }
             Engine::Lzma(e) => return e.compress_fixed_output(src, dst),
             Engine::Deflate(e) => e.compress_fixed_output(&mut self.search, src, dst)?,

@@ -39,6 +39,7 @@ mod fit;
 mod lz4;
 pub mod lz4cut;
 mod lz4opt;
+mod lz4pick;
 mod lzma;
 mod zstd;
 

@@ -298,10 +298,14 @@ impl Base {
             };
             let elf = crate::data::compress::is_machine_code(&input);
             enc.set_machine_code(elf);
+            enc.set_one_file(true);
             let mut again = first_extent(&mut enc, &input, 0, &shape)?;
-            if elf && again.as_ref() != Some(&old) {
-                // mkfs.erofs compresses machine code with liblz4 too.
+            if again.as_ref() != Some(&old) {
+                // mkfs.erofs compresses every file with liblz4 (ferrofs
+                // gives machine code, and one file's text with long hash
+                // chains, to its own LZ4HC encoder).
                 enc.set_machine_code(false);
+                enc.set_one_file(false);
                 again = first_extent(&mut enc, &input, 0, &shape)?;
             }
             if again.as_ref() != Some(&old) {

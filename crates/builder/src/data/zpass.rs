@@ -271,6 +271,7 @@ impl Window<'_> {
         }
         let enc = encoder_for(encs, self.comps, comp, pcl)?;
         enc.set_machine_code(is_machine_code(head));
+        enc.set_one_file(true);
         Ok(if worth_compressing(enc, &[head, &middle[..m]], pcl, bs) {
             Worth::Yes
         } else {
@@ -397,6 +398,9 @@ impl WindowUnits<'_> {
             }
         };
         enc.set_machine_code(machine_code);
+        // A file's own segment, not one of the packed inode's (which the
+        // window names machine code or not).
+        enc.set_one_file(u.machine_code.is_none());
         // The file's last segment leaves its tail to the packed inode.
         let last = u.offset + u.len == ino.data_size();
         let cut_end = !last && !(u.offset + u.len).is_multiple_of(bs);

@@ -112,18 +112,6 @@ impl Encoder {
         }
     }
 
-    /// Says whether the next inputs are to be compressed as mkfs.erofs
-    /// compresses them at this level: LZMA's default level (6) then
-    /// searches as xz's preset 6 does (ferrofs's own stops at 48-byte
-    /// matches, not 64; see `lzma`). With [`Encoder::set_machine_code`] and
-    /// [`Encoder::set_one_file`] off as well, every algorithm writes what
-    /// its library writes at the level. Off by default.
-    pub fn set_upstream(&mut self, yes: bool) {
-        if let Engine::Lzma(e) = &mut self.engine {
-            e.set_upstream(yes);
-        }
-    }
-
     /// Says whether the next inputs are one file's own bytes (not a run of
     /// many small files, such as the packed inode). LZ4HC level 12 then
     /// gives a pcluster of them that is not machine code to ferrofs's own

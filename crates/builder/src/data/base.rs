@@ -299,16 +299,13 @@ impl Base {
             let elf = crate::data::compress::is_machine_code(&input);
             enc.set_machine_code(elf);
             enc.set_one_file(true);
-            enc.set_upstream(false);
             let mut again = first_extent(&mut enc, &input, 0, &shape)?;
             if again.as_ref() != Some(&old) {
                 // mkfs.erofs compresses every file with liblz4 (ferrofs
                 // gives machine code, and one file's text with long hash
-                // chains, to its own LZ4HC encoder) and LZMA's level 6
-                // with preset 6's full search.
+                // chains, to its own LZ4HC encoder).
                 enc.set_machine_code(false);
                 enc.set_one_file(false);
-                enc.set_upstream(true);
                 again = first_extent(&mut enc, &input, 0, &shape)?;
             }
             if again.as_ref() != Some(&old) {

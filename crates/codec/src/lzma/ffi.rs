@@ -80,15 +80,13 @@ impl Stream {
     }
 
     /// `lzma_microlzma_encoder` (of the `build` given) with
-    /// `lzma_lzma_preset(preset)` options, the dictionary size replaced
-    /// by `dict_size`, and the preset's `nice_len` lowered to `nice_cap`
-    /// where that is smaller.
+    /// `lzma_lzma_preset(preset)` options and the dictionary size replaced
+    /// by `dict_size`.
     pub fn init_microlzma_encoder(
         &mut self,
         build: EncoderBuild,
         preset: u32,
         dict_size: u32,
-        nice_cap: Option<u32>,
     ) -> sys::lzma_ret {
         // SAFETY: all-zero is a valid `lzma_options_lzma` (integers, integer
         // enums and a null preset_dict pointer); `lzma_lzma_preset` then
@@ -99,9 +97,6 @@ impl Stream {
             return sys::LZMA_OPTIONS_ERROR;
         }
         opts.dict_size = dict_size;
-        if let Some(cap) = nice_cap {
-            opts.nice_len = opts.nice_len.min(cap);
-        }
         // SAFETY: as in `init_microlzma_decoder`; `opts` outlives the call and
         // liblzma copies what it needs (preset_dict is null). Both encoders
         // take the same arguments; ferrofs's is compiled from the same

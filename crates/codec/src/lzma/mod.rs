@@ -20,15 +20,6 @@ const MIN_OUTPUT: usize = 6;
 const DEFAULT_PRESET: u32 = 6;
 /// Levels 100..=109 ask for preset 0..=9 with `LZMA_PRESET_EXTREME`.
 const EXTREME_BASE: i32 = 100;
-/// The longest match ferrofs's default level stops searching at (xz's
-/// preset 6 says 64, preset 5 says 32). A match finder over a pcluster's
-/// 300-500 KB of input spends much of its time extending matches past 48
-/// bytes that the optimal parser would have taken anyway: on a Go
-/// toolchain's sources 17 % less encoding CPU for 0.3 % more bytes, on its
-/// binaries 18 % for 0.1 % (bench/results/densest-32.md). Levels 7-9,
-/// whose larger dictionaries the pcluster's size overrides, are preset 6's
-/// search exactly.
-const DEFAULT_NICE_LEN: u32 = 48;
 
 /// The dictionary the decoder sets up for a configured `lzma_dict_size`.
 pub(crate) fn decoder_dict_size(cfg: u32) -> u32 {
@@ -167,27 +158,16 @@ pub(crate) struct MicroLzmaEncoder {
     build: EncoderBuild,
     preset: u32,
     dict: u32,
-    /// `nice_len` is capped at this (the default level's own search).
-    nice_cap: Option<u32>,
 }
 
 impl MicroLzmaEncoder {
     pub fn new(level: Option<i32>, dict_size: u32) -> Result<Self, CodecError> {
-        let preset = preset_for_level(level)?;
         Ok(Self {
             stream: Stream::new(),
             build: EncoderBuild::Guarded,
-            preset,
+            preset: preset_for_level(level)?,
             dict: encoder_dict_size(dict_size)?,
-            nice_cap: (preset == DEFAULT_PRESET).then_some(DEFAULT_NICE_LEN),
         })
-    }
-
-    /// Says whether the next inputs are to be searched exactly as liblzma's
-    /// preset says (as mkfs.erofs does), not with the default level's
-    /// shorter [`DEFAULT_NICE_LEN`].
-    pub fn set_upstream(&mut self, yes: bool) {
-        self.nice_cap = (!yes && self.preset == DEFAULT_PRESET).then_some(DEFAULT_NICE_LEN);
     }
 
     /// Encode as much of `src` as fits in `dst`.
@@ -203,9 +183,9 @@ impl MicroLzmaEncoder {
         if src.is_empty() || dst.len() < MIN_OUTPUT {
             return Ok((0, 0));
         }
-        let ret =
-            self.stream
-                .init_microlzma_encoder(self.build, self.preset, self.dict, self.nice_cap);
+        let ret = self
+            .stream
+            .init_microlzma_encoder(self.build, self.preset, self.dict);
         if ret != sys::LZMA_OK {
             return Err(init_error(ret, "lzma_microlzma_encoder"));
         }
@@ -284,40 +264,5 @@ mod tests {
             }
         }
         assert_eq!(checked, 4 * 6 * 15);
-    }
-
-    /// The default level stops at 48-byte matches; told to search as
-    /// upstream does it writes exactly what preset 6 (and levels 7-9, whose
-    /// dictionaries the pcluster overrides) write; both decode to the input.
-    #[test]
-    fn default_level_searches_shorter_matches_unless_told_upstream() {
-        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        let inputs = [
-            text_bytes(1 << 20, 7),
-            exe[..exe.len().min(1 << 20)].to_vec(),
-        ];
-        let mut reference = MicroLzmaEncoder::new(Some(7), 1 << 19).unwrap();
-        reference.build = EncoderBuild::Reference;
-        let mut dec = MicroLzmaDecoder::new();
-        for (i, input) in inputs.iter().enumerate() {
-            let mut want = vec![0u8; 128 << 10];
-            let (wc, ww) = reference.compress_fixed_output(input, &mut want).unwrap();
-            for level in [None, Some(6)] {
-                let mut enc = MicroLzmaEncoder::new(level, 1 << 19).unwrap();
-                let mut ours = vec![0u8; 128 << 10];
-                let (c, w) = enc.compress_fixed_output(input, &mut ours).unwrap();
-                assert!(
-                    c > 0 && (c, &ours[..w]) != (wc, &want[..ww]),
-                    "input {i}: same search"
-                );
-                let mut back = vec![0u8; c];
-                dec.decompress(&ours[..w], &mut back, DecodeMode::Exact, 1 << 19)
-                    .unwrap();
-                assert!(back[..] == input[..c], "input {i}: round trip");
-                enc.set_upstream(true);
-                let (c, w) = enc.compress_fixed_output(input, &mut ours).unwrap();
-                assert_eq!((c, &ours[..w]), (wc, &want[..ww]), "input {i}: upstream");
-            }
-        }
     }
 }

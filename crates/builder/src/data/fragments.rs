@@ -189,7 +189,8 @@ impl Fragments {
 }
 
 /// The order fragments take in the packed inode. What a profiled start
-/// reads comes first, in access order. The rest starts from a base order
+/// reads comes first, in access order; then directories (`--zD`) in the
+/// order a walk of the tree reads them. The rest starts from a base order
 /// that puts alike content together: by class (text, ELF, other binary),
 /// file name extension (not for ELF objects: `libfoo.so.1.2` says
 /// nothing; nor for directories), then name (the `copyright` files of many packages side by
@@ -239,8 +240,18 @@ pub(crate) fn fragment_offsets(
             .iter()
             .take_while(|&&i| rank(entries[i].owner) != usize::MAX)
             .count();
-        let rest = similarity::chain(&order[hot..], sketches);
+        // `--zD`'s directories next, in the order a walk of the tree
+        // reads them (depth first, names in order): listing the tree then
+        // decodes the packed inode's first pclusters only, not every one
+        // a directory happens to sit in (about 0.02-0.06 % more bytes).
+        let (mut dirs, files): (Vec<usize>, Vec<usize>) = order[hot..]
+            .iter()
+            .partition(|&&i| tree.inodes[entries[i].owner].is_dir());
+        let components = |i: usize| tree.inodes[entries[i].owner].rel.split(|&c| c == b'/');
+        dirs.sort_by(|&a, &b| components(a).cmp(components(b)));
+        let rest = similarity::chain(&files, sketches);
         order.truncate(hot);
+        order.extend(dirs);
         order.extend(rest);
     }
     let mut offsets = vec![0u64; entries.len()];

@@ -351,3 +351,80 @@ fn small_machine_code_files_are_packed_as_machine_code() {
     );
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
+
+/// The directories in walk order, depth first with names in byte order
+/// (the root first, as the empty path).
+fn dirs_in_walk_order(root: &Path, rel: &str, out: &mut Vec<String>) {
+    out.push(rel.to_string());
+    let mut subdirs: Vec<String> = fs::read_dir(root.join(rel))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    subdirs.sort_unstable();
+    for d in subdirs {
+        let p = if rel.is_empty() {
+            d
+        } else {
+            format!("{rel}/{d}")
+        };
+        dirs_in_walk_order(root, &p, out);
+    }
+}
+
+/// With `--zD` the directories lead the packed inode, in the order a walk
+/// of the tree reads them (names chosen so that byte order of whole paths
+/// would differ: `a-b` sorts before `a/`), ahead of every file's fragment:
+/// listing the tree decodes the packed inode's first pclusters only. The
+/// image reads back through the kernel, the checkers and our tools.
+#[test]
+fn zd_directories_lead_the_packed_inode_in_walk_order() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = work_dir!("mkfs_dense_zd_order");
+    let src = work.join("tree");
+    add_files(&src);
+    let vocab = vocabulary(2);
+    for (i, d) in ["a", "a/x", "a/x/deep", "a-b", "a.c", "b", "b/a"]
+        .iter()
+        .enumerate()
+    {
+        let dir = src.join(d);
+        fs::create_dir_all(&dir).unwrap();
+        for k in 0..40 {
+            let text = prose(&vocab, 300 + 37 * k, (i * 100 + k) as u64);
+            fs::write(dir.join(format!("file-with-a-long-name-{k:02}.txt")), text).unwrap();
+        }
+    }
+    let opts: Vec<String> = ["-zlzma", "-C4096", "-Efragments", "--zD"]
+        .map(String::from)
+        .to_vec();
+    let img = work.join("zd.img");
+    let f = verify::build_and_read_back(FERROFS.as_ref(), "zd-order", &opts, &img, &src, &work);
+    assert!(f.is_empty(), "{f:#?}");
+    let img = img.to_str().unwrap();
+    let offset = |path: &str| -> u64 {
+        let ex = extents(img, if path.is_empty() { "/" } else { path }).unwrap();
+        assert_eq!(ex.len(), 1, "{path}: {ex:?}");
+        assert_eq!(ex[0]["map"]["type"], "fragment", "{path}: {ex:?}");
+        ex[0]["map"]["offset"].as_u64().unwrap()
+    };
+    let mut dirs = Vec::new();
+    dirs_in_walk_order(&src, "", &mut dirs);
+    let at: Vec<u64> = dirs.iter().map(|d| offset(d)).collect();
+    for (w, d) in at.windows(2).zip(dirs.windows(2)) {
+        assert!(w[0] < w[1], "{d:?} at {w:?}: not in walk order");
+    }
+    let last_dir = *at.last().unwrap();
+    for d in ["a", "a-b", "b/a"] {
+        let first_file = offset(&format!("{d}/file-with-a-long-name-00.txt"));
+        assert!(
+            first_file > last_dir,
+            "{d}: a file at {first_file} before a directory at {last_dir}"
+        );
+    }
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}

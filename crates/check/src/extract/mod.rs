@@ -33,12 +33,14 @@ use ferrofs::{raw::Inode, Image};
 mod create;
 mod data;
 mod meta;
+mod tree;
 
 pub use create::raise_open_file_limit;
 use create::{fd_budget, reserve_descriptors, Create, Created, Entry, Pending, Regular};
 use meta::{set_metadata, MetaOut};
 use rustix::fs::{AtFlags, FileType as RxType, Mode, Timespec, Timestamps, CWD};
 use thiserror::Error;
+use tree::{Feed, Walker, BATCH};
 
 use crate::fsck::Checker;
 use crate::walk::{walk, Visit};
@@ -184,7 +186,6 @@ struct Extractor<'a> {
     target: PathBuf,
     opts: Options,
     summary: Summary,
-    first_path: HashMap<Nid, PathBuf>,
     /// Directories whose metadata is applied at the end, deepest last.
     dirs: Vec<(PathBuf, Inode)>,
     /// Regular files with data, by plan id (their metadata comes after
@@ -192,14 +193,7 @@ struct Extractor<'a> {
     files: Vec<Regular>,
     /// Regular files without data, in walk order.
     empty: Vec<Regular>,
-    /// Entries the walk queued for the creation pass.
-    pending: Vec<Entry>,
-    /// Hard links (to the first path, at this path), made last.
-    links: Vec<(PathBuf, PathBuf)>,
     plan: ReadPlan,
-    /// Descriptors of created files that may still be kept open.
-    fds_left: usize,
-    error: Option<ExtractError>,
 }
 
 fn valid_name(name: &[u8]) -> bool {
@@ -207,110 +201,14 @@ fn valid_name(name: &[u8]) -> bool {
 }
 
 impl Extractor<'_> {
-    fn out_path(&self, rel: &[u8]) -> PathBuf {
-        self.target.join(OsStr::from_bytes(rel))
-    }
-
-    /// One entry of the walk: directories are made now (parents come
-    /// first), hard links to a file seen before are noted, everything else
-    /// is queued for the parallel creation pass.
-    fn entry(&mut self, rel: &[u8], name: &[u8], inode: &Inode) -> Result<(), ExtractError> {
-        if !valid_name(name) {
-            return Err(ExtractError::BadName {
-                path: String::from_utf8_lossy(rel).into_owned(),
-                name: String::from_utf8_lossy(name).into_owned(),
-            });
-        }
-        let path = self.out_path(rel);
-        if !inode.is_dir() && inode.nlink() > 1 {
-            if let Some(first) = self.first_path.get(&inode.nid()) {
-                self.links.push((first.clone(), path));
-                return Ok(());
-            }
-            self.first_path.insert(inode.nid(), path.clone());
-        }
-        let img_err = |source| ExtractError::Image {
-            path: String::from_utf8_lossy(rel).into_owned(),
-            source,
-        };
-        let what = match inode.file_type() {
-            FileType::Directory => {
-                fs::create_dir(&path).map_err(io_err(&path))?;
-                rustix::fs::chmod(&path, Mode::from_raw_mode(0o700)).map_err(rx_err(&path))?;
-                self.summary.dirs += 1;
-                self.dirs.push((path, inode.clone()));
-                return Ok(());
-            }
-            FileType::Regular => Pending::File,
-            FileType::Symlink => {
-                Pending::Symlink(self.image.raw().read_link(inode).map_err(img_err)?)
-            }
-            FileType::CharDevice | FileType::BlockDevice | FileType::Fifo | FileType::Socket => {
-                let kind = match inode.file_type() {
-                    FileType::CharDevice => RxType::CharacterDevice,
-                    FileType::BlockDevice => RxType::BlockDevice,
-                    FileType::Fifo => RxType::Fifo,
-                    _ => RxType::Socket,
-                };
-                let is_dev = matches!(kind, RxType::CharacterDevice | RxType::BlockDevice);
-                if is_dev && !self.opts.devices {
-                    return Ok(());
-                }
-                Pending::Special(kind)
-            }
-        };
-        self.pending.push(Entry {
-            rel: rel.to_vec(),
-            path,
-            inode: inode.clone(),
-            what,
-        });
-        Ok(())
-    }
-
-    /// Creates the queued entries on the data pass's threads, in runs of
-    /// the walk order: regular files (their data mapped and planned),
-    /// symlinks and special files with their metadata; then the hard links.
-    /// The first error in walk order wins, whatever the thread count.
-    fn create_entries(&mut self) -> Result<(), ExtractError> {
-        let pending = std::mem::take(&mut self.pending);
-        let files = pending
-            .iter()
-            .filter(|e| matches!(e.what, Pending::File))
-            .count();
-        reserve_descriptors(&self.target, files.min(self.fds_left));
-        let jobs = self.opts.jobs.clamp(1, 256);
-        let chunk = pending.len().div_ceil(jobs).max(1);
-        let fds_left = AtomicUsize::new(self.fds_left);
-        let ctx = Create {
-            image: self.image,
-            opts: &self.opts,
-            target: &self.target,
-            plan: &self.plan,
-            fds_left: &fds_left,
-        };
-        let results: Vec<Created> = std::thread::scope(|s| {
-            let handles: Vec<_> = pending
-                .chunks(chunk)
-                .map(|part| {
-                    let ctx = &ctx;
-                    s.spawn(move || ctx.run(part))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| Created {
-                        error: Some(ExtractError::Io {
-                            path: self.target.clone(),
-                            source: io::Error::other("internal: a creating thread panicked"),
-                        }),
-                        ..Created::default()
-                    })
-                })
-                .collect()
-        });
-        self.fds_left = fds_left.into_inner();
+    /// Takes in what the creation threads made, in walk order: the files'
+    /// plans are committed (ids follow the walk) and the first error in
+    /// walk order wins, whatever the thread count; then the hard links.
+    fn created(
+        &mut self,
+        results: Vec<Created>,
+        links: Vec<(PathBuf, PathBuf)>,
+    ) -> Result<(), ExtractError> {
         for c in results {
             self.summary.symlinks += c.symlinks;
             self.summary.special += c.special;
@@ -334,7 +232,7 @@ impl Extractor<'_> {
                 return Err(e);
             }
         }
-        for (first, path) in std::mem::take(&mut self.links) {
+        for (first, path) in links {
             fs::hard_link(&first, &path).map_err(io_err(&path))?;
             self.summary.hardlinks += 1;
         }
@@ -451,23 +349,18 @@ pub fn extract(
         source,
     })?;
     let cancel = opts.cancel.clone();
-    let mut x = Extractor {
-        image,
-        target: target.to_path_buf(),
-        opts,
-        summary: Summary::default(),
-        first_path: HashMap::new(),
-        dirs: vec![(target.to_path_buf(), root)],
-        files: Vec::new(),
-        empty: Vec::new(),
-        pending: Vec::new(),
-        links: Vec::new(),
-        plan: ReadPlan::new(image),
-        fds_left: fd_budget(),
-        error: None,
-    };
     // 1. The tree, and the plan of every file's data; every directory and
-    // inode checked as fsck checks it before anything is made of it.
+    // inode checked as fsck checks it before anything is made of it. The
+    // walk makes directories as it meets them and hands the other entries,
+    // in batches, to creation threads running beside it.
+    let plan = ReadPlan::new(image);
+    let fds = fd_budget();
+    // The descriptor table grown once, before any thread starts, for as
+    // many files as the image says it has inodes (a hint).
+    let inodes = usize::try_from(image.superblock().inos).unwrap_or(usize::MAX);
+    reserve_descriptors(target, inodes.min(fds));
+    let fds_left = AtomicUsize::new(fds);
+    let mut w = Walker::new(image, target, opts.devices, root);
     let mut checker = Checker::for_extract(image);
     let damaged = |c: &Checker<'_>| {
         c.first_problem().map(|p| ExtractError::Damaged {
@@ -475,38 +368,54 @@ pub fn extract(
             message: p.message.clone(),
         })
     };
-    walk(image, |v| {
-        if x.error.is_some() {
-            return;
-        }
-        if cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
-            x.error = Some(ExtractError::Interrupted {
-                files_done: 0,
-                files: x.files.len() as u64,
-                bytes: 0,
-            });
-            return;
-        }
-        match v {
-            Visit::Error { path, error, .. } => {
-                x.error = Some(ExtractError::Image {
-                    path: show(path),
-                    source: error,
-                });
+    let ctx = Create {
+        image,
+        opts: &opts,
+        target,
+        plan: &plan,
+        fds_left: &fds_left,
+    };
+    let results = std::thread::scope(|s| {
+        let mut feed = Feed::start(s, &ctx, opts.jobs.clamp(1, 256));
+        walk(image, |v| {
+            if w.error.is_some() {
+                return;
             }
-            v => {
-                checker.visit(&v);
-                if let Some(e) = damaged(&checker) {
-                    x.error = Some(e);
-                } else if let Visit::Entry { path, entry, inode } = v {
-                    if let Err(e) = x.entry(path, &entry.name, inode) {
-                        x.error = Some(e);
+            if cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+                w.error = Some(ExtractError::Interrupted {
+                    files_done: 0,
+                    files: 0,
+                    bytes: 0,
+                });
+                return;
+            }
+            match v {
+                Visit::Error { path, error, .. } => {
+                    w.error = Some(ExtractError::Image {
+                        path: show(path),
+                        source: error,
+                    });
+                }
+                v => {
+                    checker.visit(&v);
+                    if let Some(e) = damaged(&checker) {
+                        w.error = Some(e);
+                    } else if let Visit::Entry { path, entry, inode } = v {
+                        if let Err(e) = w.entry(path, &entry.name, inode) {
+                            w.error = Some(e);
+                        } else if w.pending.len() >= BATCH {
+                            feed.send(std::mem::take(&mut w.pending));
+                        }
                     }
                 }
             }
+        });
+        if w.error.is_none() {
+            feed.send(std::mem::take(&mut w.pending));
         }
+        feed.finish(target)
     });
-    if let Some(e) = x.error.take() {
+    if let Some(e) = w.error.take() {
         return Err(e);
     }
     // The metabox whole, and every pcluster of the packed inode in the
@@ -515,13 +424,26 @@ pub fn extract(
     if let Some(e) = damaged(&checker) {
         return Err(e);
     }
+    let mut x = Extractor {
+        image,
+        target: target.to_path_buf(),
+        opts,
+        summary: Summary {
+            dirs: w.dirs_made,
+            ..Summary::default()
+        },
+        dirs: w.dirs,
+        files: Vec::new(),
+        empty: Vec::new(),
+        plan,
+    };
     x.plan
         .add_packed_inode()
         .map_err(|source| ExtractError::Image {
             path: "<packed inode>".into(),
             source,
         })?;
-    x.create_entries()?;
+    x.created(results, w.links)?;
     // 2. The data, each stored cluster read once, in physical order.
     x.write_data(progress)?;
     // 3. Files' metadata after their contents; directories' last, deepest

@@ -1,7 +1,7 @@
-//! The creation pass of an extraction: the entries the walk queued are
-//! made on several threads (regular files with their data planned,
-//! symlinks and devices with their metadata), and the files' descriptors
-//! are kept for the data and metadata passes.
+//! The creation pass of an extraction: the entries the walk hands over
+//! (`tree.rs`) are made on several threads (regular files with their data
+//! planned, symlinks and devices with their metadata), and the files'
+//! descriptors are kept for the data and metadata passes.
 
 // The parent's types and helpers (this pass is one of its stages).
 #[allow(clippy::wildcard_imports)]

@@ -3,11 +3,13 @@
 //! devices and fifos. Every name is checked so nothing lands outside the
 //! target, and nothing existing is ever followed or overwritten.
 //!
-//! Three passes: the walk creates the tree (directories, empty files,
-//! links, devices) and plans every file's data; the data pass
-//! ([`ferrofs::bulk`]) reads each stored cluster once, in physical order
-//! on all cores, and writes its pieces into the files; then the files'
-//! and directories' metadata is set, so times come after contents.
+//! Three passes: the walk makes the directories and hands every other
+//! entry, in batches, to threads that create it (empty files, links,
+//! devices) and plan its data while the walk goes on (`tree.rs`,
+//! `create.rs`); the data pass ([`ferrofs::bulk`]) reads each stored
+//! cluster once, in physical order on all cores, and writes its pieces
+//! into the files; then the files' and directories' metadata is set, so
+//! times come after contents.
 //!
 //! An xattr or owner the target refuses (Linux allows no `user.*` xattrs
 //! on a symlink; a filesystem holds only so many xattr bytes per inode;

@@ -260,15 +260,22 @@ impl Extractor<'_> {
     }
 
     /// The regular files' metadata, through their descriptors, on the data
-    /// pass's threads; what the target refused is recorded in file order
-    /// whatever the thread count, and the first error in that order wins.
-    fn files_metadata(&mut self, files: Vec<Regular>) -> Result<(), ExtractError> {
+    /// pass's threads, each descriptor closed there once used; what the
+    /// target refused is recorded in file order whatever the thread count,
+    /// and the first error in that order wins.
+    fn files_metadata(&mut self, mut files: Vec<Regular>) -> Result<(), ExtractError> {
         let jobs = self.opts.jobs.clamp(1, 256);
         let chunk = files.len().div_ceil(jobs).max(1);
+        let mut parts = Vec::with_capacity(jobs);
+        while files.len() > chunk {
+            let rest = files.split_off(chunk);
+            parts.push(std::mem::replace(&mut files, rest));
+        }
+        parts.push(files);
         let (image, opts, target) = (self.image, &self.opts, &self.target);
         let results: Vec<(MetaOut, Result<(), ExtractError>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = files
-                .chunks(chunk)
+            let handles: Vec<_> = parts
+                .into_iter()
                 .map(|part| {
                     s.spawn(move || {
                         let mut out = MetaOut::default();

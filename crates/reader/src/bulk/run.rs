@@ -37,12 +37,12 @@ impl ReadPlan {
             stop: AtomicUsize::new(usize::MAX),
             failure: Mutex::new(None),
             budget: Budget::new(opts.memory),
+            jobs: opts.jobs.clamp(1, 256),
             cancel: opts.cancel.clone(),
             stats: Counters::default(),
         };
-        // No more threads than batches of work; one runs on this thread.
-        let batches = self.units.len().div_ceil(BATCH).max(1);
-        let jobs = opts.jobs.clamp(1, 256).min(batches);
+        // No more threads than units; one runs on this thread.
+        let jobs = opts.jobs.clamp(1, 256).min(self.units.len().max(1));
         if jobs == 1 {
             run.worker(0, sink);
         } else {
@@ -113,9 +113,12 @@ impl Budget {
     }
 }
 
-/// Units a worker takes at a time. One: the last units of a run do not
-/// wait behind a neighbour's on one thread while the others idle.
-const BATCH: usize = 1;
+/// A worker claims this share of the units left (at least one): early
+/// claims are long runs far apart, so the workers write different files
+/// (two writers of one file wait on its lock) and each reads the image in
+/// order; the claims shrink towards the end, so no thread idles while
+/// another finishes a long run.
+const SHARE: usize = 2;
 
 struct Run<'a, E> {
     image: &'a Image,
@@ -123,6 +126,8 @@ struct Run<'a, E> {
     next: AtomicUsize,
     /// Units from this index on are skipped (a sink failed there).
     stop: AtomicUsize,
+    /// Workers sharing the units (sizes the claims).
+    jobs: usize,
     failure: Mutex<Option<(usize, E)>>,
     budget: Budget,
     cancel: Option<Arc<AtomicBool>>,
@@ -136,12 +141,8 @@ impl<E> Run<'_, E> {
         sink: &(dyn Fn(Delivery<'_>) -> std::result::Result<(), E> + Sync),
     ) {
         let mut buf: Vec<u8> = Vec::new();
-        loop {
-            let first = self.next.fetch_add(BATCH, Ordering::Relaxed);
-            if first >= self.units.len() {
-                return;
-            }
-            for i in first..first.saturating_add(BATCH).min(self.units.len()) {
+        while let Some(claim) = self.claim() {
+            for i in claim {
                 if i >= self.stop.load(Ordering::Relaxed) {
                     return;
                 }
@@ -164,6 +165,28 @@ impl<E> Run<'_, E> {
                     self.stop.fetch_min(i, Ordering::Relaxed);
                     return;
                 }
+            }
+        }
+    }
+
+    /// The next run of units for a worker: a share of those left, in
+    /// physical order, or `None` when every unit is taken.
+    fn claim(&self) -> Option<std::ops::Range<usize>> {
+        let total = self.units.len();
+        let mut first = self.next.load(Ordering::Relaxed);
+        loop {
+            let left = total.checked_sub(first).filter(|&n| n > 0)?;
+            let n = left
+                .checked_div(self.jobs.saturating_mul(SHARE))
+                .unwrap_or(1)
+                .max(1);
+            let end = first.saturating_add(n);
+            match self
+                .next
+                .compare_exchange_weak(first, end, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(first..end),
+                Err(now) => first = now,
             }
         }
     }

@@ -97,6 +97,10 @@ const FRAME_MATCH_FINDER: (u32, u32, u32) = (4, 19, 19);
 /// on them (bench/results/densest-32.md). Searching 8 candidates instead
 /// of 4 is 0.5 % smaller still for 10 % more CPU; zstd's own level-15 row
 /// for small inputs (64 candidates, a target of 128) 0.7 % for twice it.
+/// The price on the read side: the Go toolchain's image decodes in about
+/// 15 % more CPU than with the frame finder (1.4 % larger); 4-byte
+/// minimum matches here keep most of that cost (read-3trees.md, session
+/// 30).
 const MACHINE_CODE_MATCH_FINDER: (u32, u32, u32, u32, u32) = (3, 16, 2, 18, 18);
 
 /// The match finder of a frame.

@@ -2,8 +2,8 @@
 //! a [`ReadPlan`] gathers the extents of every file a tool wants (and,
 //! for a check, every pcluster of the packed inode), groups the pieces by
 //! the physical cluster that holds them, and [`ReadPlan::run`] reads each
-//! cluster once, in physical order, on several threads, handing every
-//! piece to a sink. A pcluster shared by many files (the packed inode's
+//! cluster once, in physical order, on several threads (each working
+//! through its own stretch of the image), handing every piece to a sink. A pcluster shared by many files (the packed inode's
 //! fragments, deduplicated extents) is decoded once and serves them all;
 //! memory stays within a byte budget whatever the image.
 //!

@@ -1,6 +1,8 @@
-//! Running a plan: workers take the units in physical order, read or
-//! decode each once within the byte budget, and hand the pieces to the
-//! sink; the first failure in physical order decides the result.
+//! Running a plan: workers claim runs of consecutive units (long, far
+//! apart runs first, single units at the end), read or decode each unit
+//! once within the byte budget, in physical order within the run, and hand
+//! the pieces to the sink; the first failure in physical order decides the
+//! result.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

@@ -365,8 +365,10 @@ pub fn extract(
     let plan = ReadPlan::new(image);
     let fds = fd_budget();
     // The descriptor table grown once, before any thread starts, for as
-    // many files as the image says it has inodes (a hint).
-    let inodes = usize::try_from(image.superblock().inos).unwrap_or(usize::MAX);
+    // many files as the image says it has inodes (a hint, and no more
+    // than its primary device's 32-byte inode slots).
+    let slots = image.source_len() / 32;
+    let inodes = usize::try_from(image.superblock().inos.min(slots)).unwrap_or(usize::MAX);
     reserve_descriptors(target, inodes.min(fds));
     let fds_left = AtomicUsize::new(fds);
     let mut w = Walker::new(image, target, opts.devices, root);

@@ -99,6 +99,7 @@ fn write_files<'a>(
                     base,
                     copies,
                     interrupted,
+                    output,
                 };
                 ctx.run(pool, windows, files, &msg_tx, &ack_rx);
             });
@@ -243,7 +244,8 @@ pub(crate) fn write_synthetic(
     let bs = opts.block_size();
     placed.grow(tree.inodes.len());
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
-    let ex = pool.install(|| compress_alone(tree, &zc, opts, id, machine_code))?;
+    let ex = pool.install(|| compress_alone(tree, &zc, opts, id, machine_code, w.stop))?;
+    check_stop(w.stop, w.output)?;
     match ex {
         Some(ex) => {
             let z = write_compressed(w, tree, plan, id, ex, opts, None, None)?;

@@ -75,6 +75,8 @@ pub(crate) struct Dispatch<'a, 'b> {
     pub(crate) base: Option<&'b crate::data::base::Base>,
     pub(crate) copies: &'b [Option<InodeId>],
     pub(crate) interrupted: Option<&'b AtomicBool>,
+    /// The image being written (named by an interruption).
+    pub(crate) output: &'b std::path::Path,
 }
 
 impl<'a> Dispatch<'a, '_> {
@@ -139,9 +141,20 @@ impl<'a> Dispatch<'a, '_> {
                         return;
                     }
                 };
+                let (interrupted, output) = (self.interrupted, self.output);
                 for i in units.start_order(n + 1 == windows.len()) {
                     let (units, msgs) = (units.clone(), msgs.clone());
                     scope.spawn_fifo(move |_| {
+                        // After an interrupt a queued unit is not
+                        // compressed: it reports the interruption, which
+                        // stops the writer if it waits for this unit, so
+                        // the build ends once the running units finish.
+                        if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                            let path = output.to_path_buf();
+                            let _ =
+                                msgs.send(Msg::Unit(n, i, Err(BuildError::Interrupted { path })));
+                            return;
+                        }
                         let t = rayon::current_thread_index().unwrap_or(0);
                         let mut encs = encoders[t % encoders.len()]
                             .lock()

@@ -5,7 +5,7 @@
 //! over threads; the writer places it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -474,13 +474,16 @@ impl WindowUnits<'_> {
 /// packed inode, the metabox), compressed while nothing else is, on the
 /// current pool: [`prepare_window`], every unit in parallel,
 /// [`WindowUnits::finish`]. `machine_code`: its byte ranges that hold
-/// machine code. The result depends only on the input bytes.
+/// machine code. The result depends only on the input bytes. Once `stop`
+/// is set no more units start, and `None` comes back (the caller checks
+/// the same flag).
 pub(crate) fn compress_alone(
     tree: &Tree,
     zc: &[Option<(u64, usize)>],
     opts: &DataOptions<'_>,
     id: InodeId,
     machine_code: &[(u64, u64)],
+    stop: Option<&AtomicBool>,
 ) -> Result<Option<Vec<Extent>>> {
     let ids = [id];
     let (units, settled) = prepare_window(
@@ -503,6 +506,9 @@ pub(crate) fn compress_alone(
         let mut encs = HashMap::new();
         let mut mine = Vec::new();
         while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if stopped(stop) {
+                break;
+            }
             mine.push((i, units.compress(i, &mut encs)));
         }
         mine
@@ -510,6 +516,11 @@ pub(crate) fn compress_alone(
     .into_iter()
     .flatten()
     .collect();
+    // Interrupted: units are missing, and the caller's own check of the
+    // same flag ends the build.
+    if stopped(stop) {
+        return Ok(None);
+    }
     done.sort_by_key(|d| d.0);
     let results = done.into_iter().map(|d| d.1).collect::<Result<Vec<_>>>()?;
     let out = units.finish(settled, results, &ids, zc, None);
@@ -582,6 +593,11 @@ fn encoder_for<'a>(
         std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
         std::collections::hash_map::Entry::Vacant(e) => Ok(e.insert(comps[comp].encoder(pcl)?)),
     }
+}
+
+/// Whether the build was interrupted.
+fn stopped(stop: Option<&AtomicBool>) -> bool {
+    stop.is_some_and(|f| f.load(Ordering::Relaxed))
 }
 
 #[cfg(test)]

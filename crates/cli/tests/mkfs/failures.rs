@@ -121,6 +121,43 @@ fn write_files(dir: &Path, range: std::ops::Range<usize>, size: usize) -> io::Re
     Ok(())
 }
 
+/// Writes `count` files of `size` bytes of words picked by a fixed pseudo-random
+/// sequence: text that compresses, slowly with lzma.
+fn write_text_files(dir: &Path, count: usize, size: usize) -> io::Result<()> {
+    const WORDS: [&str; 16] = [
+        "erofs ",
+        "block ",
+        "cluster ",
+        "inode ",
+        "fragment ",
+        "dedupe ",
+        "mount ",
+        "kernel ",
+        "extent ",
+        "zstd ",
+        "lzma ",
+        "image ",
+        "layer ",
+        "verity ",
+        "tail ",
+        "packed\n",
+    ];
+    fs::create_dir_all(dir)?;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..count {
+        let mut buf = Vec::with_capacity(size + 16);
+        while buf.len() < size {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            buf.extend_from_slice(WORDS[(x % 16) as usize].as_bytes());
+        }
+        buf.truncate(size);
+        fs::write(dir.join(format!("t{i:03}")), &buf)?;
+    }
+    Ok(())
+}
+
 /// Unmounts on drop.
 struct Mounted(PathBuf);
 
@@ -306,12 +343,15 @@ struct Interrupted {
     /// The temporary file still existed right after the signal was sent (so mkfs had not
     /// committed the image when the signal became pending).
     tmp_after_signal: bool,
+    /// From the signal to the exit.
+    exit_after: Duration,
 }
 
-/// Runs `ferrofs mkfs IMAGE SRC` and sends it `SIGsig` at `when`.
-fn interrupt(src: &Path, image: &Path, sig: &str, when: When) -> Interrupted {
+/// Runs `ferrofs mkfs ARGS IMAGE SRC` and sends it `SIGsig` at `when`.
+fn interrupt(src: &Path, image: &Path, args: &[&str], sig: &str, when: When) -> Interrupted {
     let mut child = Command::new(FERROFS)
         .arg("mkfs")
+        .args(args)
         .arg(image)
         .arg(src)
         .env_remove("SOURCE_DATE_EPOCH")
@@ -347,6 +387,7 @@ fn interrupt(src: &Path, image: &Path, sig: &str, when: When) -> Interrupted {
         thread::sleep(Duration::from_millis(1));
     }
     let _ = ferrofs_testkit::process::send_signal(pid, sig);
+    let signalled = Instant::now();
     let tmp_after_signal = tmpfile.exists();
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
@@ -365,6 +406,7 @@ fn interrupt(src: &Path, image: &Path, sig: &str, when: When) -> Interrupted {
         stderr: stderr_reader.join().unwrap_or_default(),
         tmp_seen,
         tmp_after_signal,
+        exit_after: signalled.elapsed(),
     }
 }
 
@@ -405,7 +447,7 @@ fn mkfs_interrupted_leaves_nothing() {
             fs::write(&image, p).unwrap();
         }
         let what = format!("SIG{sig} during the data pass");
-        let r = interrupt(&src, &image, sig, When::DataPass);
+        let r = interrupt(&src, &image, &[], sig, When::DataPass);
         if !r.tmp_seen {
             f.push(format!(
                 "{what}: the temporary file .img.erofs.ferrofs-PID.tmp never appeared"
@@ -420,10 +462,35 @@ fn mkfs_interrupted_leaves_nothing() {
     let one = tmp.path().join("one");
     write_files(&one, 0..1, 256 << 20).unwrap();
     let what = "SIGTERM while mkfs copies a single 256 MiB file";
-    let r = interrupt(&one, &image, "TERM", When::DataPass);
+    let r = interrupt(&one, &image, &[], "TERM", When::DataPass);
     if r.tmp_after_signal {
         check_interrupted(what, &r, &image, &mut f);
         check_nothing_left(&out, None, &mut f);
+    } else {
+        eprintln!("interrupted: {what}: not judged (mkfs committed before the signal)");
+    }
+    let _ = fs::remove_file(&image);
+    // A compressed build: the signal finds compression units queued on the pool (lzma is
+    // slow on text-like data). They must not be compressed first, nor waited for.
+    let text = tmp.path().join("text");
+    write_text_files(&text, 48, 2 << 20).unwrap();
+    let what = "SIGTERM during an lzma build's data pass";
+    let r = interrupt(
+        &text,
+        &image,
+        &["-zlzma,6", "-C131072"],
+        "TERM",
+        When::DataPass,
+    );
+    if r.tmp_after_signal {
+        check_interrupted(what, &r, &image, &mut f);
+        check_nothing_left(&out, None, &mut f);
+        if r.exit_after > Duration::from_secs(4) {
+            f.push(format!(
+                "{what}: exited {:?} after the signal",
+                r.exit_after
+            ));
+        }
     } else {
         eprintln!("interrupted: {what}: not judged (mkfs committed before the signal)");
     }
@@ -451,7 +518,7 @@ fn mkfs_interrupted_leaves_nothing() {
         let what = "SIGTERM after the data pass (while mkfs writes metadata, fsyncs, renames)";
         let mut decided = false;
         for _ in 0..3 {
-            let r = interrupt(&src, &image, "TERM", When::DataWritten(size));
+            let r = interrupt(&src, &image, &[], "TERM", When::DataWritten(size));
             if !r.tmp_after_signal {
                 // mkfs had committed the image before the signal: nothing to judge.
                 eprintln!("interrupted: {what}: mkfs committed before the signal; retrying");

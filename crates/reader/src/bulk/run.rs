@@ -115,8 +115,9 @@ impl Budget {
     }
 }
 
-/// A worker claims this share of the units left (at least one): early
-/// claims are long runs far apart, so the workers write different files
+/// A worker claims the units left divided by `SHARE` times the workers (at
+/// least one; a quarter with two workers): early claims are long runs far
+/// apart, so the workers write different files
 /// (two writers of one file wait on its lock) and each reads the image in
 /// order; the claims shrink towards the end, so no thread idles while
 /// another finishes a long run.

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +16,7 @@ use crate::data::zpass::{prepare_window, Encoders, Settled, WindowUnits};
 use crate::error::{BuildError, Result};
 use crate::options::view::DataOptions;
 use crate::tree::{InodeId, Tree};
+use crate::util::out::stopped;
 
 /// Files per window of the data pass, and input bytes per window.
 const WINDOW_FILES: usize = 1024;
@@ -106,7 +107,7 @@ impl<'a> Dispatch<'a, '_> {
                         Err(_) => return,
                     }
                 }
-                if self.interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                if stopped(self.interrupted) {
                     return;
                 }
                 let window = &files[r.clone()];
@@ -149,7 +150,7 @@ impl<'a> Dispatch<'a, '_> {
                         // compressed: it reports the interruption, which
                         // stops the writer if it waits for this unit, so
                         // the build ends once the running units finish.
-                        if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                        if stopped(interrupted) {
                             let path = output.to_path_buf();
                             let _ =
                                 msgs.send(Msg::Unit(n, i, Err(BuildError::Interrupted { path })));

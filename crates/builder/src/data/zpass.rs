@@ -22,6 +22,7 @@ use crate::options::compress::Compressor;
 use crate::options::view::DataOptions;
 use crate::tree::content::ContentReader;
 use crate::tree::{InodeId, Tree};
+use crate::util::out::stopped;
 
 /// One segment of a file to compress.
 struct Unit {
@@ -593,11 +594,6 @@ fn encoder_for<'a>(
         std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
         std::collections::hash_map::Entry::Vacant(e) => Ok(e.insert(comps[comp].encoder(pcl)?)),
     }
-}
-
-/// Whether the build was interrupted.
-fn stopped(stop: Option<&AtomicBool>) -> bool {
-    stop.is_some_and(|f| f.load(Ordering::Relaxed))
 }
 
 #[cfg(test)]

@@ -98,9 +98,14 @@ impl Writer<'_> {
     }
 }
 
+/// Whether the build was interrupted (`interrupted` is set).
+pub(crate) fn stopped(interrupted: Option<&AtomicBool>) -> bool {
+    interrupted.is_some_and(|f| f.load(Ordering::Relaxed))
+}
+
 /// Fails with [`BuildError::Interrupted`] once `interrupted` is set.
 pub(crate) fn check_stop(interrupted: Option<&AtomicBool>, output: &Path) -> Result<()> {
-    if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
+    if stopped(interrupted) {
         return Err(BuildError::Interrupted {
             path: output.to_path_buf(),
         });

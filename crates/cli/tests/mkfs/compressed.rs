@@ -67,7 +67,7 @@ fn kernel_and_fsck_accept(img: &Path, src: &Path) {
 fn add_text_files(dir: &Path) {
     let t = dir.join("text");
     fs::create_dir_all(&t).unwrap();
-    let body = text(200_000, 3); // ~10 MiB
+    let body = text(60_000, 3); // ~3.2 MiB
     for (name, size) in [
         ("empty", 0usize),
         ("one", 1),
@@ -81,7 +81,8 @@ fn add_text_files(dir: &Path) {
         ("p65537", 65537),
         ("m1plus3", (1 << 20) + 3),
         ("exact3blocks", 3 * 4096),
-        ("big5m", 5 << 20),
+        // Two whole 1 MiB pclusters and half a third.
+        ("big2m5", (5 << 20) / 2),
     ] {
         fs::write(t.join(name), &body[..size]).unwrap();
     }
@@ -90,9 +91,10 @@ fn add_text_files(dir: &Path) {
     fs::write(t.join("half-random"), half).unwrap();
     fs::write(t.join("zeros"), vec![0u8; 3 << 20]).unwrap();
     // Real machine code (this test's own executable): binary data, which
-    // LZ4HC level 12 compresses with ferrofs's own encoder.
+    // LZ4HC level 12 compresses with ferrofs's own encoder. 1.5 MiB: one
+    // whole 1 MiB pcluster and a part.
     let exe = fs::read(std::env::current_exe().unwrap()).unwrap();
-    fs::write(t.join("elf"), &exe[..exe.len().min(3 << 20)]).unwrap();
+    fs::write(t.join("elf"), &exe[..exe.len().min(3 << 19)]).unwrap();
 }
 
 struct Case {

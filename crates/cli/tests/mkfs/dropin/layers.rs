@@ -76,8 +76,15 @@ fn noinline_data_leaves_directories_and_symlinks_inline() {
         failures.push(format!("upstream vs ours: {d}"));
     }
     let (mut dirs, mut links) = (0, 0);
-    for rel in paths(a.path()) {
-        let (o, t) = (layout(&ours, &rel), layout(&theirs, &rel));
+    // One `dump` process per path and image: on two threads.
+    let rels = paths(a.path());
+    let found = std::sync::Mutex::new(vec![Default::default(); rels.len()]);
+    ferrofs_testkit::tmp::parallel(rels.len(), 2, |i| {
+        let got = (layout(&ours, &rels[i]), layout(&theirs, &rels[i]));
+        found.lock().unwrap()[i] = got;
+    });
+    let found: Vec<((String, String), (String, String))> = found.into_inner().unwrap();
+    for (rel, (o, t)) in rels.iter().zip(found) {
         match o.1.as_str() {
             "file" if o.0 == "flat_inline" => failures.push(format!("{rel}: inline tail")),
             "dir" | "symlink" if t.0 == "flat_inline" => {

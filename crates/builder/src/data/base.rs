@@ -295,6 +295,7 @@ impl Base {
                 ztail: ctx.ztail && seg as u64 == size,
                 cut_end: seg_end < size && !seg_end.is_multiple_of(self.bs),
                 by_content: content && size > segment_len(pcl),
+                page_end: false,
             };
             let elf = crate::data::compress::is_machine_code(&input);
             enc.set_machine_code(elf);

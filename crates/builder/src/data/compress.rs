@@ -87,6 +87,16 @@ pub struct Shape {
     /// kernel decodes such a pcluster from a copy of its compressed bytes
     /// instead of in place).
     pub by_content: bool,
+    /// Every extent but the last ends on a page boundary of the file
+    /// (4 KiB): for the packed inode and the metabox, whose bytes are read
+    /// at random. The kernel fills whole pages of the page cache, and
+    /// (for LZMA, DEFLATE and zstd) every page of the extent it decodes,
+    /// so an extent that ends inside a page makes a read of it decode, and
+    /// read from the device, the next pcluster too. For LZ4 this gives up
+    /// in-place decoding (see [`Cut::keep_inplace_margin`]): the kernel
+    /// copies such a pcluster's compressed bytes first, which costs less
+    /// than reading a second pcluster.
+    pub page_end: bool,
 }
 
 /// The first extent [`compress_segment`] makes of a segment (the same
@@ -142,6 +152,7 @@ fn extents_upto(
             break;
         };
         stream = cut.keep_inplace_margin(pos, s)?;
+        stream = cut.end_on_page(pos, stream)?;
         let ex = match cut.takes_stream(pos, stream) {
             true => Extent {
                 la: base + pos as u64,
@@ -417,7 +428,11 @@ impl<'a> Cut<'a> {
     /// once.
     fn keep_inplace_margin(&mut self, pos: usize, stream: Stream) -> Result<Stream> {
         let (consumed, written) = stream;
-        if !self.inplace || self.shape.by_content || self.ends_input(pos, consumed) {
+        if !self.inplace
+            || self.shape.by_content
+            || self.shape.page_end
+            || self.ends_input(pos, consumed)
+        {
             return Ok(stream);
         }
         let la = self.base + pos as u64;
@@ -435,6 +450,29 @@ impl<'a> Cut<'a> {
         match ferrofs_codec::lz4cut::truncate_block(&mut self.dst, written, src, shorter) {
             Some(w) => Ok((shorter, w)),
             None => fixed_output(self.enc, &src[..shorter], &mut self.dst),
+        }
+    }
+
+    /// With [`Shape::page_end`]: the stream from `pos` made again to end on
+    /// the last page boundary it reaches (unless it ends the segment or
+    /// reaches none).
+    fn end_on_page(&mut self, pos: usize, stream: Stream) -> Result<Stream> {
+        const PAGE: u64 = 4096;
+        let (mut consumed, mut written) = stream;
+        if !self.shape.page_end || self.ends_input(pos, consumed) {
+            return Ok(stream);
+        }
+        let la = self.base + pos as u64;
+        loop {
+            let end = (la + consumed as u64) / PAGE * PAGE;
+            if end <= la || end == la + consumed as u64 {
+                return Ok((consumed, written));
+            }
+            let src = &self.src(pos)[..(end - la) as usize];
+            (consumed, written) = fixed_output(self.enc, src, &mut self.dst)?;
+            if consumed == 0 {
+                return Ok(stream);
+            }
         }
     }
 
@@ -508,6 +546,7 @@ mod tests {
             ztail,
             cut_end: false,
             by_content: false,
+            page_end: false,
         }
     }
 
@@ -836,6 +875,63 @@ mod tests {
         assert!(ex[1].compressed.as_ref().unwrap().len() < ex[1].llen as usize);
         // Without ztailpacking such a file is stored flat.
         assert!(!cut(&mixed, false).1);
+    }
+
+    /// With `page_end`, every extent but the last ends on a page of the
+    /// file, whatever page offset the segment starts at, with every codec,
+    /// and the extents still tile the input and decode to it. Without it,
+    /// fixed-size output ends mid-page.
+    #[test]
+    fn page_ends_put_every_extent_end_but_the_last_on_a_page() {
+        let mut data = Vec::new();
+        for i in 0..40000 {
+            data.extend_from_slice(format!("{i} line {} of text\n", i * 7 % 23).as_bytes());
+        }
+        let mut dec = ferrofs_codec::Decoder::new(ferrofs_codec::DecoderConfig::default());
+        for (alg, algo) in [
+            ("lzma,6", Algorithm::Lzma),
+            ("zstd", Algorithm::Zstd),
+            ("deflate", Algorithm::Deflate),
+            ("lz4hc,12", Algorithm::Lz4),
+        ] {
+            let pcl = 16384u64;
+            let mut enc = Compressor::parse(alg).unwrap().encoder(pcl).unwrap();
+            for base in [0u64, 1000, 4096 * 3 + 17] {
+                let on = Shape {
+                    page_end: true,
+                    ..shape(pcl, None, false)
+                };
+                let (ex, _) = compress_segment(&mut enc, &data, base, &on, false).unwrap();
+                assert!(ex.len() > 2, "{alg}");
+                let mut at = base;
+                for e in &ex {
+                    assert_eq!(e.la, at, "{alg}");
+                    let src = &data[(at - base) as usize..][..e.llen as usize];
+                    if let Some(c) = &e.compressed {
+                        let mut out = vec![0u8; src.len()];
+                        dec.decompress(algo, c, &mut out, ferrofs_codec::DecodeMode::Exact)
+                            .unwrap();
+                        assert!(out == src, "{alg} at {at}");
+                    }
+                    at += e.llen;
+                }
+                assert_eq!(at, base + data.len() as u64, "{alg}");
+                let ends_on_page = ex[..ex.len() - 1]
+                    .iter()
+                    .filter(|e| (e.la + e.llen) % 4096 == 0)
+                    .count();
+                assert_eq!(ends_on_page, ex.len() - 1, "{alg} at {base}");
+                let (off, _) =
+                    compress_segment(&mut enc, &data, base, &shape(pcl, None, false), false)
+                        .unwrap();
+                assert!(
+                    off[..off.len() - 1]
+                        .iter()
+                        .any(|e| (e.la + e.llen) % 4096 != 0),
+                    "{alg}"
+                );
+            }
+        }
     }
 
     #[test]

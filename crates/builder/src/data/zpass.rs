@@ -324,6 +324,10 @@ impl Window<'_> {
     }
 }
 
+/// The smallest pclusters of the packed inode and the metabox whose extents
+/// end on page boundaries ([`Shape::page_end`]).
+const PAGE_END_MIN: u64 = 16 << 10;
+
 /// The pieces (start, end) a file of `size` bytes is compressed in, one
 /// after another: its `hot` pieces and the cold data between them. With a
 /// profile, the pieces a start reads in small bits get pclusters of their
@@ -415,6 +419,11 @@ impl WindowUnits<'_> {
             ztail: c.ztailpacking && !self.fragments && last,
             cut_end,
             by_content: u.by_content,
+            // The packed inode's and the metabox's units, where a
+            // pcluster read for nothing costs more than the bytes page
+            // ends lose (a 4 KiB pcluster of the metabox ending on a page
+            // would hold about 2 KiB less).
+            page_end: u.machine_code.is_some() && u.pcluster >= PAGE_END_MIN,
         };
         let (ex, keep) = compress_segment(enc, &buf, u.offset, &shape, decide)?;
         Ok((!decide || keep).then_some(ex))

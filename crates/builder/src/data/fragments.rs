@@ -1,7 +1,8 @@
 //! Fragments (`-E fragments`, `-E all-fragments`): file tails and small
 //! files spooled on their way to the packed inode, identical ones kept
-//! once, ordered so that alike content shares a pcluster, and the packed
-//! inode that holds them.
+//! once, ordered so that what one program reads together shares a
+//! pcluster (and, within that, alike content), and the packed inode that
+//! holds them.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -239,8 +240,8 @@ pub(crate) fn fragment_offsets(
     (order, offsets)
 }
 
-/// A file name borne by at least this many fragments' files marks a family
-/// of variants (see [`locality_order`]).
+/// A file name borne by at least this many fragments' files may mark a
+/// family of variants (see [`locality_order`]).
 const FAMILY_MIN: usize = 8;
 
 /// Orders the fragments of files so that what one program reads together
@@ -260,13 +261,16 @@ const FAMILY_MIN: usize = 8;
 /// [`similarity::chain`] lets a fragment follow the one its content is
 /// most like: content similarity where it costs no locality.
 ///
-/// Files whose name recurs in many directories ([`FAMILY_MIN`]) are the
-/// exception: the same message catalogue in each language, each package's
-/// `copyright`, each Python package's `__init__`. A program reads one of
-/// such a family (its own catalogue), or the same member of many packages
-/// at once; either way nothing is lost when the family is kept together,
-/// after the directories, ordered by name, where its alike members compress
-/// well (translations of one catalogue share their source strings).
+/// Parallel directories are the exception: a directory at least half of
+/// whose files bear names that many directories bear ([`FAMILY_MIN`]) is
+/// one of a set of variants (the message catalogues of one language, one
+/// package's documentation), of which a program reads one file (its own
+/// catalogue in its own language). Such files go together by name, after
+/// the directories, where the alike members of a family compress well
+/// (translations of one catalogue share their source strings) and no
+/// start loses. A recurring name in a directory of its own files
+/// (`doc.go`, `__init__.py` beside a package's modules) stays with them:
+/// a program that reads the directory reads it too.
 fn locality_order(
     tree: &Tree,
     entries: &[FragEntry],
@@ -316,9 +320,21 @@ fn locality_order(
     for &i in files {
         *names.entry(name(i)).or_default() += 1;
     }
-    let (mut family, mut near): (Vec<usize>, Vec<usize>) = files
-        .iter()
-        .partition(|&&i| names.get(name(i)).is_some_and(|&n| n >= FAMILY_MIN));
+    let recurs = |i: usize| names.get(name(i)).is_some_and(|&n| n >= FAMILY_MIN);
+    // Per directory: its fragments, and those whose names recur.
+    let mut per_dir: HashMap<usize, (usize, usize)> = HashMap::new();
+    for &i in files {
+        let e = per_dir.entry(group[entries[i].owner]).or_default();
+        e.0 += 1;
+        e.1 += usize::from(recurs(i));
+    }
+    let parallel = |i: usize| {
+        per_dir
+            .get(&group[entries[i].owner])
+            .is_some_and(|&(n, r)| r * 2 >= n)
+    };
+    let (mut family, mut near): (Vec<usize>, Vec<usize>) =
+        files.iter().partition(|&&i| recurs(i) && parallel(i));
     let kind = |a: usize, b: usize| {
         class(a)
             .cmp(&class(b))
@@ -694,10 +710,11 @@ mod tests {
         }
     }
 
-    /// A name that many directories bear (a message catalogue in every
-    /// language, each package's copyright) makes a family: its members
-    /// go together after the directories, by path, and every other file
-    /// stays with its directory.
+    /// A name that many directories bear, in directories mostly of such
+    /// names (a message catalogue in every language, each package's
+    /// copyright), makes a family: its members go together after the
+    /// directories, by path, and every other file stays with its
+    /// directory; so does a recurring name among a directory's own files.
     #[test]
     fn a_name_many_directories_bear_is_kept_as_a_family() {
         let mut files = Vec::new();
@@ -727,6 +744,32 @@ mod tests {
         let mut tail = got[own.len()..].to_vec();
         tail.sort();
         assert_eq!(tail, family);
+        // A recurring name in directories mostly of their own files
+        // (`doc.go` beside a package's sources) stays with them.
+        let mut src = Vec::new();
+        for k in 0..FAMILY_MIN {
+            src.push((format!("p{k}/doc.go"), 2000, text_bytes(2000, 9)));
+            src.push((
+                format!("p{k}/a{k}.go"),
+                2000,
+                text_bytes(2000, 200 + k as u64),
+            ));
+            src.push((
+                format!("p{k}/b{k}.go"),
+                2000,
+                text_bytes(2000, 300 + k as u64),
+            ));
+        }
+        let src: Vec<(&str, u64, Vec<u8>)> = src
+            .iter()
+            .map(|(p, s, b)| (p.as_str(), *s, b.clone()))
+            .collect();
+        let (tree, entries, sketches) = tree_of(&src);
+        let (order, _) = fragment_offsets(&tree, &entries, None, &sketches);
+        let got = paths(&tree, &entries, &order);
+        let mut runs: Vec<&str> = got.iter().map(|p| p.split('/').next().unwrap()).collect();
+        runs.dedup();
+        assert_eq!(runs.len(), FAMILY_MIN, "{got:?}");
         // One fewer directory bearing the name: no family.
         let (tree, entries, sketches) = tree_of(&files[..files.len() - 2]);
         let (order, _) = fragment_offsets(&tree, &entries, None, &sketches);

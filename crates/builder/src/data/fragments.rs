@@ -618,7 +618,7 @@ mod tests {
     /// A tree of `files` (path, file size, fragment bytes; parents made as
     /// needed, every directory's entries in name order) and its fragments,
     /// one per file, in the order given.
-    fn tree_of(files: &[(&str, u64, Vec<u8>)]) -> (Tree, Vec<FragEntry>, Vec<Sketch>) {
+    fn tree_of<S: AsRef<str>>(files: &[(S, u64, Vec<u8>)]) -> (Tree, Vec<FragEntry>, Vec<Sketch>) {
         let mut tree = Tree::default();
         let dir = || Kind::Dir {
             entries: Vec::new(),
@@ -629,7 +629,7 @@ mod tests {
         let mut sketches = Vec::new();
         for (path, size, bytes) in files {
             let mut parent = 0;
-            let parts: Vec<&str> = path.split('/').collect();
+            let parts: Vec<&str> = path.as_ref().split('/').collect();
             for (k, part) in parts.iter().enumerate() {
                 let rel = parts[..=k].join("/");
                 let last = k + 1 == parts.len();
@@ -717,20 +717,14 @@ mod tests {
     /// directory; so does a recurring name among a directory's own files.
     #[test]
     fn a_name_many_directories_bear_is_kept_as_a_family() {
+        // A 2000-byte text file at `path`, its content chosen by `seed`.
+        let small = |path: String, seed: u64| (path, 2000u64, text_bytes(2000, seed));
         let mut files = Vec::new();
         let langs: Vec<String> = (0..FAMILY_MIN).map(|k| format!("l{k}")).collect();
         for (k, l) in langs.iter().enumerate() {
-            files.push((format!("{l}/app.mo"), 2000, text_bytes(2000, 7)));
-            files.push((
-                format!("{l}/own{k}.mo"),
-                2000,
-                text_bytes(2000, 100 + k as u64),
-            ));
+            files.push(small(format!("{l}/app.mo"), 7));
+            files.push(small(format!("{l}/own{k}.mo"), 100 + k as u64));
         }
-        let files: Vec<(&str, u64, Vec<u8>)> = files
-            .iter()
-            .map(|(p, s, b)| (p.as_str(), *s, b.clone()))
-            .collect();
         let (tree, entries, sketches) = tree_of(&files);
         let (order, _) = fragment_offsets(&tree, &entries, None, &sketches);
         let got = paths(&tree, &entries, &order);
@@ -748,22 +742,10 @@ mod tests {
         // (`doc.go` beside a package's sources) stays with them.
         let mut src = Vec::new();
         for k in 0..FAMILY_MIN {
-            src.push((format!("p{k}/doc.go"), 2000, text_bytes(2000, 9)));
-            src.push((
-                format!("p{k}/a{k}.go"),
-                2000,
-                text_bytes(2000, 200 + k as u64),
-            ));
-            src.push((
-                format!("p{k}/b{k}.go"),
-                2000,
-                text_bytes(2000, 300 + k as u64),
-            ));
+            src.push(small(format!("p{k}/doc.go"), 9));
+            src.push(small(format!("p{k}/a{k}.go"), 200 + k as u64));
+            src.push(small(format!("p{k}/b{k}.go"), 300 + k as u64));
         }
-        let src: Vec<(&str, u64, Vec<u8>)> = src
-            .iter()
-            .map(|(p, s, b)| (p.as_str(), *s, b.clone()))
-            .collect();
         let (tree, entries, sketches) = tree_of(&src);
         let (order, _) = fragment_offsets(&tree, &entries, None, &sketches);
         let got = paths(&tree, &entries, &order);

@@ -114,6 +114,7 @@ fn put_fragment_offsets(plan: &mut Plan, offsets: &[u64], opts: &DataOptions<'_>
                 ix,
                 compact_ok(opts),
                 bit48,
+                false,
             );
         }
         p.layout = layout_of(z);

@@ -214,6 +214,7 @@ fn share_map(plan: &Plan, mut z: ZInode, id: InodeId, opts: &DataOptions<'_>) ->
             ix,
             compact_ok(opts),
             plan.bit48,
+            false,
         );
     }
     z

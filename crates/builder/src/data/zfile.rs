@@ -96,6 +96,7 @@ pub(crate) fn write_compressed(
         alg,
         inode_and_xattrs,
         compact: compact_ok(opts),
+        internal: ino.rel.is_empty(),
     };
     // ztailpacking: the last pcluster inline, when it fits in the inode's block.
     let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking) && fragment.is_none();
@@ -154,6 +155,7 @@ fn zinode(
         shape.inode_and_xattrs,
         shape.compact,
         bit48,
+        shape.internal,
     );
     ZInode {
         alg: shape.alg,
@@ -195,6 +197,8 @@ struct MapShape {
     alg: u8,
     inode_and_xattrs: u64,
     compact: bool,
+    /// The packed inode or the metabox (no directory names them).
+    internal: bool,
 }
 
 /// The bytes of the last pcluster (`last`), if they fit after the inode,

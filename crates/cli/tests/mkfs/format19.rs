@@ -138,15 +138,25 @@ fn features(img: &Path, opts: &[&str]) -> Vec<String> {
     if compact * 2 < total {
         f.push(format!("only {compact} of {total} inodes are compact"));
     }
-    // Pclusters of 16 KiB and more are mapped by extent records in 48-bit
-    // images (smaller than lcluster indexes).
+    // Files keep lcluster indexes (the kernel reads more around a file
+    // mapped by extent records); in 48-bit images the packed inode, read a
+    // page at a time, is mapped by extent records from 16 KiB pclusters up
+    // (smaller than its lcluster indexes).
+    if extent_mapped != 0 {
+        f.push(format!(
+            "{extent_mapped} files are mapped by encoded extents"
+        ));
+    }
     let big_pclusters = opts.iter().any(|o| {
         o.strip_prefix("-C")
             .and_then(|v| v.parse::<u64>().ok())
             .is_some_and(|c| c >= 16384)
     });
-    if bit48 && big_pclusters && extent_mapped == 0 {
-        f.push("no file is mapped by encoded extents".into());
+    if let Some(packed) = image.raw().packed_file() {
+        let by_extents = matches!(packed.data_map(), ferrofs::map::DataMap::Extents(_));
+        if bit48 && big_pclusters && !by_extents {
+            f.push("the packed inode is not mapped by encoded extents".into());
+        }
     }
     f
 }

@@ -6,8 +6,8 @@
 //! `worth` decides which files compression can shrink), while the writer
 //! (`write`, compressed files in `zfile`) stores each file in order:
 //! identical files and pclusters once (`dedupe`, `stored`), tails and small
-//! files into the packed inode (`fragments`, ordered by content
-//! `similarity`), pclusters copied from a `--base` image (`base`). The
+//! files into the packed inode (`fragments`, in the `order` that keeps
+//! what a start reads together, alike content by `similarity`), pclusters copied from a `--base` image (`base`). The
 //! pass reads the plan and returns what it `placed`.
 
 pub(crate) mod base;
@@ -16,6 +16,7 @@ pub(crate) mod cuts;
 pub(crate) mod dedupe;
 pub(crate) mod extent;
 pub(crate) mod fragments;
+pub(crate) mod order;
 pub(crate) mod pass;
 pub(crate) mod placed;
 pub(crate) mod schedule;

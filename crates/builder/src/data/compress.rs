@@ -471,7 +471,9 @@ impl<'a> Cut<'a> {
             let src = &self.src(pos)[..(end - la) as usize];
             (consumed, written) = fixed_output(self.enc, src, &mut self.dst)?;
             if consumed == 0 {
-                return Ok(stream);
+                // (`dst` no longer holds `stream`: make it again, unaligned.)
+                let src = &self.src(pos)[..stream.0];
+                return fixed_output(self.enc, src, &mut self.dst);
             }
         }
     }

@@ -105,21 +105,17 @@ fn locality_order(
     let mut pos = 0usize;
     while let Some(d) = stack.pop() {
         if let Kind::Dir { entries } = &tree.inodes[d].kind {
+            let first_child = stack.len();
             for (_, c) in entries {
                 if group[*c] == usize::MAX {
                     group[*c] = pos;
-                    // (A directory is named once, and only by its parent.)
+                    // (Each directory is pushed once: its group is set.)
                     if tree.inodes[*c].is_dir() && *c != d {
                         stack.push(*c);
                     }
                 }
             }
             // Popped last first: subdirectories in name order.
-            let first_child = stack.len()
-                - entries
-                    .iter()
-                    .filter(|(_, c)| tree.inodes[*c].is_dir() && group[*c] == pos && *c != d)
-                    .count();
             stack[first_child..].reverse();
         }
         pos += 1;

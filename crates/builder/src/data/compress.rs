@@ -468,8 +468,19 @@ impl<'a> Cut<'a> {
             if end <= la || end == la + consumed as u64 {
                 return Ok((consumed, written));
             }
-            let src = &self.src(pos)[..(end - la) as usize];
-            (consumed, written) = fixed_output(self.enc, src, &mut self.dst)?;
+            let keep = (end - la) as usize;
+            let src = self.src(pos);
+            // LZ4: the block cut short where it stands (as the in-place
+            // margin does), not compressed again.
+            if self.inplace {
+                if let Some(w) =
+                    ferrofs_codec::lz4cut::truncate_block(&mut self.dst, written, src, keep)
+                {
+                    (consumed, written) = (keep, w);
+                    continue;
+                }
+            }
+            (consumed, written) = fixed_output(self.enc, &src[..keep], &mut self.dst)?;
             if consumed == 0 {
                 // (`dst` no longer holds `stream`: make it again, unaligned.)
                 let src = &self.src(pos)[..stream.0];

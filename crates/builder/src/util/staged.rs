@@ -123,17 +123,50 @@ fn remove_dead_temps(dir: &Path, prefix: &str) {
         else {
             continue;
         };
-        if pid == me || Path::new(&format!("/proc/{pid}")).exists() {
+        if pid == me {
             continue;
         }
         let path = e.path();
         let Ok(f) = fs::OpenOptions::new().write(true).open(&path) else {
             continue;
         };
-        if f.try_lock().is_ok() && f.metadata().is_ok_and(|m| m.is_file()) {
+        // A live build holds its file's lock from the moment it makes it,
+        // so a free lock means its owner is gone, unless the file is that
+        // new (made, not yet locked) and its process still runs.
+        if f.try_lock().is_err() {
+            continue;
+        }
+        let Ok(meta) = f.metadata() else { continue };
+        let fresh = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_none_or(|age| age < LOCK_GRACE);
+        if meta.is_file() && !(fresh && runs(pid)) {
             let _ = fs::remove_file(&path);
         }
     }
+}
+
+/// How long a new temporary file may be seen without its lock: longer
+/// than any gap between making it and locking it. Past that, a free lock
+/// means a killed build even if its process number is in use again.
+const LOCK_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Whether process `pid` runs: it exists and is not a zombie, one killed
+/// but not yet waited for by its parent, whose files are all closed.
+fn runs(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        // Gone, or no /proc to ask: without /proc a process counts as
+        // running (the age above still lets its file go).
+        return !Path::new("/proc/self").exists();
+    };
+    // "PID (COMMAND) STATE ...": the command may hold parentheses and
+    // spaces, so the state follows the last ')'.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, Some('Z' | 'X' | 'x'))
 }
 
 /// The directory `path` is in (`.` for a bare file name): where files

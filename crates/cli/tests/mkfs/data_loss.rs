@@ -439,39 +439,91 @@ fn a_kill_at_any_commit_step_leaves_an_old_or_new_image_or_a_refusal() {
     ferrofs_testkit::tmp::finish(&work, &failures);
 }
 
-/// A build killed (SIGKILL) during its data pass leaves its temporary
-/// image; the next build of the same target removes it, and leaves alone
-/// one whose process still lives.
+/// When a build is killed, for the test of its leftovers.
+#[derive(Debug, Clone, Copy)]
+enum KillAt {
+    /// As soon as its temporary file exists, before a byte is in it.
+    Made,
+    /// 300 ms in (the walk of the tree, nothing written yet).
+    Early,
+    /// Once bytes are in its temporary file (the data pass).
+    Written,
+}
+
+/// A build killed (SIGKILL) at several points leaves its temporary image;
+/// the next build of the same target removes it, also while the killed
+/// process is a zombie (killed, not yet waited for by its parent, as a
+/// script's `Popen.kill()` leaves it), and leaves alone one whose process
+/// still lives.
 #[test]
 fn the_next_build_removes_a_killed_builds_temporary_file() {
     let work = work_dir!("data_loss_leftovers");
     let src = work.join("src");
     files(&src, "d", 48, 1 << 20, 3);
+    let small = work.join("small");
+    files(&small, "d", 2, 4096, 5);
     let out = work.join("out");
     fs::create_dir(&out).unwrap();
     let img = out.join("img.erofs");
-    let mut child = Command::new(FERROFS)
-        .args(["mkfs", "--quiet", "-zlz4hc,12"])
-        .arg(&img)
-        .arg(&src)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while temps(&out).is_empty() && start.elapsed() < Duration::from_secs(20) {
-        thread::sleep(Duration::from_millis(5));
-    }
-    thread::sleep(Duration::from_millis(100));
-    child.kill().unwrap();
-    child.wait().unwrap();
     let mut failures = Vec::new();
-    let left = temps(&out);
-    if left.len() != 1 {
-        failures.push(format!(
-            "the killed build left {left:?}, not one temporary file"
-        ));
+    for (at, reaped) in [
+        (KillAt::Made, false),
+        (KillAt::Made, true),
+        (KillAt::Early, false),
+        (KillAt::Written, true),
+        (KillAt::Written, false),
+    ] {
+        let what = format!(
+            "killed at {at:?}, {}",
+            if reaped { "waited for" } else { "a zombie" }
+        );
+        let mut child = Command::new(FERROFS)
+            .args(["mkfs", "--quiet", "-zlz4hc,12"])
+            .arg(&img)
+            .arg(&src)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let tmp = out.join(format!(".img.erofs.ferrofs-{}.tmp", child.id()));
+        let start = Instant::now();
+        let ready = |t: Duration| match at {
+            KillAt::Made => tmp.exists(),
+            KillAt::Early => t >= Duration::from_millis(300),
+            KillAt::Written => fs::metadata(&tmp).is_ok_and(|m| m.len() > 0),
+        };
+        while !ready(start.elapsed()) && start.elapsed() < Duration::from_secs(20) {
+            thread::sleep(Duration::from_micros(200));
+        }
+        child.kill().unwrap();
+        if reaped {
+            child.wait().unwrap();
+        } else {
+            // Dead, but not waited for: its /proc entry stays.
+            while fs::read_to_string(format!("/proc/{}/stat", child.id()))
+                .is_ok_and(|s| !s.contains(") Z"))
+            {
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+        let left = temps(&out);
+        if left.len() != 1 {
+            failures.push(format!(
+                "{what}: the build left {left:?}, not one temporary file"
+            ));
+        }
+        let o = ferrofs(&["mkfs", "--quiet", "-zlz4"], &[&img, &small]);
+        if !o.status.success() {
+            failures.push(format!("{what}: the next build: {}", stderr(&o)));
+        }
+        let now = temps(&out);
+        if !now.is_empty() {
+            failures.push(format!("{what}: after the next build: {now:?}"));
+        }
+        if !reaped {
+            child.wait().unwrap();
+        }
     }
     // A live build's file (this process holds its lock) stays.
     let live = out.join(format!(".img.erofs.ferrofs-{}.tmp", std::process::id()));
@@ -479,13 +531,13 @@ fn the_next_build_removes_a_killed_builds_temporary_file() {
     lf.lock().unwrap();
     let o = ferrofs(&["mkfs", "--quiet"], &[&img, &src]);
     if !o.status.success() {
-        failures.push(format!("the next build: {}", stderr(&o)));
+        failures.push(format!("the build beside a live one: {}", stderr(&o)));
     }
     let now: Vec<String> = temps(&out);
     let live_name = live.file_name().unwrap().to_string_lossy().into_owned();
     if now != vec![live_name] {
         failures.push(format!(
-            "after the next build: {now:?} (only the live one should stay)"
+            "after the build beside a live one: {now:?} (only the live one should stay)"
         ));
     }
     drop(lf);

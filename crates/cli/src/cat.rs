@@ -5,23 +5,29 @@ use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::{open, ImageArgs};
 
 /// `ferrofs cat`: a file's bytes to standard output.
 pub(crate) fn cat(img: &ImageArgs, path: &OsString) -> Result<ExitCode> {
     let image = open(img)?;
-    let inode = image.raw().lookup_path(path.as_bytes(), true)?;
+    let name = path.to_string_lossy();
+    let inode = image
+        .raw()
+        .lookup_path(path.as_bytes(), true)
+        .map_err(|e| named(e, &name))?;
     if inode.is_dir() {
-        bail!("{}: is a directory", path.to_string_lossy());
+        bail!("{name}: is a directory");
     }
-    let file = image.raw().open(inode)?;
+    let file = image.raw().open(inode).map_err(|e| named(e, &name))?;
     let mut out = io::stdout().lock();
     let mut buf = vec![0u8; 1 << 20];
     let mut pos = 0u64;
     loop {
-        let n = file.read_at(&mut buf, pos)?;
+        let n = file
+            .read_at(&mut buf, pos)
+            .with_context(|| format!("{name}: reading byte {pos}"))?;
         if n == 0 {
             break;
         }
@@ -30,4 +36,13 @@ pub(crate) fn cat(img: &ImageArgs, path: &OsString) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `e` naming the file `name`, unless its message already does.
+fn named(e: ferrofs::Error, name: &str) -> anyhow::Error {
+    if e.to_string().contains(name) {
+        e.into()
+    } else {
+        anyhow::Error::new(e).context(name.to_owned())
+    }
 }

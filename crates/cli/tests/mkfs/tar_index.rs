@@ -326,3 +326,54 @@ fn tar_index_refusals_name_the_option() {
     }
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
+
+/// An index whose appended archive is cut short (a partial copy) fails
+/// saying so, naming the file whose data is missing; an index with no
+/// archive at all says the extra device was not given.
+#[test]
+fn a_cut_archive_is_named_as_such() {
+    let work = work_dir!("mkfs_tar_index_cut");
+    let src = work.join("tree");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("first"), corpus::mixed_bytes(40_000, 1)).unwrap();
+    fs::write(src.join("last"), corpus::mixed_bytes(40_000, 2)).unwrap();
+    let tar = work.join("t.tar");
+    sh(&format!(
+        "tar --format=posix -C {} -cf {} first last",
+        src.display(),
+        tar.display()
+    ))
+    .unwrap();
+    let idx = work.join("idx");
+    run(Command::new(FERROFS)
+        .args(["mkfs", "--tar=i", "--quiet"])
+        .arg(&idx)
+        .stdin(fs::File::open(&tar).unwrap()))
+    .unwrap();
+    let mut failures = Vec::new();
+    let layer = work.join("layer");
+    let whole = fs::read(&idx).unwrap();
+    let archive = fs::read(&tar).unwrap();
+    for (what, cut, says) in [
+        ("cut mid-way", archive.len() / 2, "is cut short"),
+        ("absent", 0, "which was not given"),
+    ] {
+        let mut bytes = whole.clone();
+        bytes.extend_from_slice(&archive[..cut]);
+        fs::write(&layer, &bytes).unwrap();
+        let o = Command::new(FERROFS)
+            .args(["cat"])
+            .arg(&layer)
+            .arg("/last")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.success() || !err.contains(says) || !err.contains("/last") {
+            failures.push(format!(
+                "archive {what}: cat /last: {:?}: {err}",
+                o.status.code()
+            ));
+        }
+    }
+    ferrofs_testkit::tmp::finish(&work, &failures);
+}

@@ -341,12 +341,32 @@ impl Image {
         len: usize,
         at: Location,
     ) -> Result<()> {
-        if pos.saturating_add(len as u64) <= self.inner.source_len {
+        let end = pos.saturating_add(len as u64);
+        let have = self.inner.source_len;
+        if end <= have {
             return Ok(());
+        }
+        let device = u16::try_from(i).unwrap_or(u16::MAX).saturating_add(1);
+        let start = self
+            .inner
+            .bs
+            .pos(BlockAddr(d.slot.uniaddr))
+            .unwrap_or(u64::MAX);
+        if have > start {
+            // Something is appended where the device starts: it is there,
+            // but cut short (a truncated copy of an image and its archive).
+            return Err(Error::corrupt(
+                at,
+                format!(
+                    "extra device {device} (tag {:?}), appended to the image at byte {start}, \
+                     is cut short: the file ends at byte {have}, this data needs up to byte {end}",
+                    d.slot.tag_str()
+                ),
+            ));
         }
         Err(Error::MissingDevice {
             at,
-            device: u16::try_from(i).unwrap_or(u16::MAX).saturating_add(1),
+            device,
             tag: d.slot.tag_str(),
         })
     }

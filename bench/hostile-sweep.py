@@ -294,6 +294,10 @@ class FakeS3(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
+    def handle_error(self, request, client_address):
+        # A client that gives up mid-request (push aborting) is expected.
+        pass
+
 
 # ---------------------------------------------------------------- cases
 

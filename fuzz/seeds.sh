@@ -13,7 +13,16 @@
 #     gnu, pax, ustar and v7 formats (byte 0 of each seed is the target's
 #     whiteout switch, then the archive);
 #   verity_tree: a verity superblock and tree (`ferrofs verity --hash-file`,
-#     512-byte data blocks) followed by the image, for 4 reference images.
+#     512-byte data blocks) followed by the image, for 4 reference images;
+#   tar_index: gnu and pax archives of that tree (byte 0: 0 read as they
+#     are, 1 their appended copy damaged where the next 8 bytes say);
+#   s3_answers: S3 error bodies, multipart results and listings, and a
+#     credentials file (byte 0 picks the parser);
+#   composefs_dump: a hand-written dump of every file type, and
+#     composefs-info's dumps of the composefs_objects images when the
+#     reference tools are installed;
+#   composefs_objects: composefs images (versions 0 and 1) `ferrofs
+#     mkcomposefs` writes of a small tree.
 # Existing corpus files are kept. FERROFS names the ferrofs binary (default:
 # target/ci/ferrofs, then target/release/ferrofs, then target/debug/ferrofs);
 # without one the decompress seeds are skipped.
@@ -48,7 +57,40 @@ for fmt in gnu pax ustar v7; do
     { printf "\\$sw"; cat "$tree.tar"; } >"$corpus/tar_scan/$fmt-$sw"
   done
 done
-rm -rf "$tree" "$tree.tar"
+# tar_index: the pax and gnu archives, read as they are (byte 0 = 0) and with
+# their appended copy damaged (byte 0 = 1, then 8 bytes choosing where).
+mkdir -p "$corpus/tar_index"
+for fmt in gnu pax; do
+  tar --format=$fmt -b1 -cf - -C "$tree" . 2>/dev/null >"$tree.tar" || true
+  { printf '\0'; cat "$tree.tar"; } >"$corpus/tar_index/$fmt-same"
+  { printf '\1\100\0\0\0\7\0\0\0'; cat "$tree.tar"; } >"$corpus/tar_index/$fmt-damaged"
+done
+# s3_answers: byte 0 picks the parser (0 error bodies, 1 multipart
+# results and listings, 2 the credentials file).
+mkdir -p "$corpus/s3_answers"
+printf '\0<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied &amp; more</Message><Resource>/b/k</Resource><RequestId>4442587FB7D0A2F9</RequestId></Error>' >"$corpus/s3_answers/error"
+printf '\0<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>' >"$corpus/s3_answers/nosuchkey"
+printf '\1<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key><UploadId>VXBsb2FkIElE</UploadId></InitiateMultipartUploadResult>' >"$corpus/s3_answers/initiate"
+printf '\1<CompleteMultipartUploadResult><Location>http://b/k</Location><ETag>&quot;3858f6-9&quot;</ETag></CompleteMultipartUploadResult>' >"$corpus/s3_answers/complete"
+printf '\1<ListMultipartUploadsResult><Upload><Key>k.img</Key><UploadId>abc</UploadId></Upload><Upload><Key>o</Key><UploadId>d</UploadId></Upload></ListMultipartUploadsResult>' >"$corpus/s3_answers/uploads"
+printf '\2[default]\naws_access_key_id = AKID\naws_secret_access_key = wJalr/K7MDENG\n\n[ro]\n# read-only\naws_access_key_id=RO\naws_secret_access_key=S\naws_session_token = T\n' >"$corpus/s3_answers/credentials"
+# composefs_dump: a dump of every file type (the format composefs-info
+# dump prints: PATH SIZE MODE NLINK UID GID RDEV MTIME PAYLOAD CONTENT
+# DIGEST XATTRS...), and composefs-info's dump of a real image when the
+# reference tools are there.
+mkdir -p "$corpus/composefs_dump"
+cat >"$corpus/composefs_dump/every-type" <<'DUMP'
+/ 4096 40755 4 0 0 0 1700000000.0 - - - user.a=b
+/d 4096 40755 2 0 0 0 1700000000.0 - - - trusted.overlay.opaque=y
+/d/file 6 100644 2 1000 1000 0 1700000000.5 ab/cdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789 - abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789
+/d/hard 6 @100644 2 1000 1000 0 1700000000.5 /d/file - -
+/d/inline 5 100600 1 0 0 0 1700000000.0 - hello -
+/d/link 4 120777 1 0 0 0 1700000000.0 file - -
+/d/fifo 0 10644 1 0 0 0 1700000000.0 - - -
+/d/chr 0 20644 1 0 0 259 1700000000.0 - - -
+/d/name\x20with\nescapes 0 100644 1 0 0 0 0.0 - - - security.capability=\x01\x00
+/e 4096 40700 2 0 0 0 1700000000.0 - - -
+DUMP
 
 ferrofs=${FERROFS:-}
 if [ -z "$ferrofs" ]; then
@@ -105,4 +147,27 @@ if [ -n "$ferrofs" ]; then
     fi
     rm -f "$h"
   done
+fi
+
+# composefs_objects and composefs_dump (with the ferrofs binary and, for
+# dumps, composefs-info): composefs images of a small tree, and their dumps.
+if [ -n "$ferrofs" ]; then
+  mkdir -p "$corpus/composefs_objects"
+  t=$(mktemp -d)
+  mkdir -p "$t/src/d/e"
+  printf 'hello\n' >"$t/src/d/a"
+  head -c 9000 /dev/zero | tr '\0' x >"$t/src/d/e/big"
+  ln -s a "$t/src/d/l"
+  : >"$t/src/empty"
+  setfattr -n user.k -v v "$t/src/d/a" 2>/dev/null || true
+  for v in 0 1; do
+    if "$ferrofs" mkcomposefs --min-version=$v --max-version=$v "$t/src" "$t/img$v" 2>/dev/null; then
+      cp "$t/img$v" "$corpus/composefs_objects/v$v.img"
+      info=$(command -v composefs-info || echo "${UPSTREAM_NEXT_BIN:-/root/.cache/upstream-tools-next/bin}/composefs-info")
+      if [ -x "$info" ]; then
+        "$info" dump "$t/img$v" >"$corpus/composefs_dump/tree-v$v" 2>/dev/null || true
+      fi
+    fi
+  done
+  rm -rf "$t"
 fi

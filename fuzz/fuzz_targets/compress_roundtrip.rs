@@ -22,7 +22,12 @@ fuzz_target!(|data: &[u8]| {
     let cap = usize::from(u16::from_le_bytes([data[1], data[2]]));
     // Repeat the input to get long matches and zero-like runs cheaply.
     let reps = usize::from(data[0] >> 4) + 1;
-    let src: Vec<u8> = data[3..].iter().copied().cycle().take((data.len() - 3) * reps).collect();
+    let src: Vec<u8> = data[3..]
+        .iter()
+        .copied()
+        .cycle()
+        .take((data.len() - 3) * reps)
+        .collect();
     let mut enc = Encoder::new(cfg).expect("encoder");
     // Level 12 uses ferrofs's own parser for machine code.
     enc.set_machine_code(true);

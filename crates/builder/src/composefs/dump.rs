@@ -70,6 +70,17 @@ pub(crate) fn parse(input: impl Read) -> Result<Tree> {
         if t == f.node {
             return Err(dump_err(f.line, "self-referential hardlink"));
         }
+        // mkcomposefs 1.0.8 links to a directory too, which makes an image
+        // whose tree reaches that directory twice (a loop for a reader).
+        if tree.node(t).is_dir() {
+            return Err(dump_err(
+                f.line,
+                format!(
+                    "the hardlink's target {} is a directory",
+                    String::from_utf8_lossy(&target)
+                ),
+            ));
+        }
         tree.node_mut(f.node).link_to = Some(t);
     }
     Ok(tree)

@@ -37,6 +37,31 @@ const DUMP: &str = "/ 4096 40755 2 0 0 0 1000.0 - - - user.a=1 security.selinux=
 /d/hl3 0 @100644 0 0 0 0 0.0 /d/f - -
 ";
 
+/// A hard link to a directory (an empty target path is the root) is
+/// refused naming its line: the image would reach the directory twice.
+/// (Found by the composefs_dump fuzz target.)
+#[test]
+fn hardlinks_to_directories_are_refused() {
+    let opts = CfsOptions::default();
+    let root = "/ 4096 40755 2 0 0 0 0.0 - - -\n";
+    for (rest, target, line) in [
+        (
+            "/d 4096 40755 2 0 0 0 0.0 - - -\n/h 0 @100644 2 0 0 0 0.0 /d - -\n",
+            "/d",
+            3,
+        ),
+        ("/h 6 @100644 2 10ty\n", "", 2),
+    ] {
+        let dump = format!("{root}{rest}");
+        let e = build_composefs(CfsSource::Dump(Box::new(dump.as_bytes())), &opts)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        let want = format!("line {line}: the hardlink's target {target} is a directory");
+        assert!(e.contains(&want), "{dump:?}: {e}");
+    }
+}
+
 #[test]
 fn damaged_dumps_never_panic() {
     let opts = CfsOptions {

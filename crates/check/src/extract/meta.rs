@@ -45,13 +45,19 @@ pub(super) fn set_metadata(
     // Order matters: chown clears security.capability and setuid bits,
     // so owners first, then xattrs, then the mode, then times.
     if opts.owners {
-        let (uid, gid) = (
-            Some(rustix::fs::Uid::from_raw(inode.uid())),
-            Some(rustix::fs::Gid::from_raw(inode.gid())),
-        );
-        let r = match fd {
-            Some(fd) => rustix::fs::fchown(fd, uid, gid),
-            None => rustix::fs::chownat(CWD, path, uid, gid, AtFlags::SYMLINK_NOFOLLOW),
+        let r = if inode.uid() == u32::MAX || inode.gid() == u32::MAX {
+            // -1 is chown's "leave it as it is": no owner can be set to it
+            // (and rustix refuses to make such an id).
+            Err(rustix::io::Errno::INVAL)
+        } else {
+            let (uid, gid) = (
+                Some(rustix::fs::Uid::from_raw(inode.uid())),
+                Some(rustix::fs::Gid::from_raw(inode.gid())),
+            );
+            match fd {
+                Some(fd) => rustix::fs::fchown(fd, uid, gid),
+                None => rustix::fs::chownat(CWD, path, uid, gid, AtFlags::SYMLINK_NOFOLLOW),
+            }
         };
         if let Err(e) = r {
             let what = Attribute::Owner {

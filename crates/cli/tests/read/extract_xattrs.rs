@@ -166,3 +166,38 @@ fn extract_reports_xattrs_it_cannot_set_and_goes_on() {
     drop(m);
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
+
+/// An owner of 4294967295 (chown's "unchanged", which no file can have)
+/// is reported as not restored, and the rest is extracted; before, the
+/// extracting thread panicked. (Found by bench/hostile-sweep.py.)
+#[test]
+fn an_owner_of_minus_one_is_reported_not_a_panic() {
+    let work = work_dir!("extract_uid_max");
+    let dump = work.join("tree.dump");
+    fs::write(
+        &dump,
+        "/ 4096 40755 2 0 0 0 0.0 - - -\n\
+         /odd 3 100644 1 4294967295 7 0 0.0 - abc -\n\
+         /plain 2 100644 1 0 0 0 0.0 - ok -\n",
+    )
+    .unwrap();
+    let img = work.join("img");
+    let o = Command::new(FERROFS)
+        .args(["mkcomposefs", "--from-file"])
+        .arg(&dump)
+        .arg(&img)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = work.join("out");
+    let (code, json, stderr) = extract(&img, &out, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("/odd") && stderr.contains("4294967295"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read(out.join("odd")).unwrap(), b"abc", "{json}");
+    assert_eq!(fs::read(out.join("plain")).unwrap(), b"ok");
+    let _ = fs::remove_dir_all(&work);
+}

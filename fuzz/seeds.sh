@@ -66,14 +66,15 @@ for fmt in gnu pax; do
   { printf '\1\100\0\0\0\7\0\0\0'; cat "$tree.tar"; } >"$corpus/tar_index/$fmt-damaged"
 done
 # s3_answers: byte 0 picks the parser (0 error bodies, 1 multipart
-# results and listings, 2 the credentials file).
+# results and listings, 2 Retry-After, 3 the credentials file).
 mkdir -p "$corpus/s3_answers"
 printf '\0<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied &amp; more</Message><Resource>/b/k</Resource><RequestId>4442587FB7D0A2F9</RequestId></Error>' >"$corpus/s3_answers/error"
 printf '\0<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>' >"$corpus/s3_answers/nosuchkey"
 printf '\1<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key><UploadId>VXBsb2FkIElE</UploadId></InitiateMultipartUploadResult>' >"$corpus/s3_answers/initiate"
 printf '\1<CompleteMultipartUploadResult><Location>http://b/k</Location><ETag>&quot;3858f6-9&quot;</ETag></CompleteMultipartUploadResult>' >"$corpus/s3_answers/complete"
 printf '\1<ListMultipartUploadsResult><Upload><Key>k.img</Key><UploadId>abc</UploadId></Upload><Upload><Key>o</Key><UploadId>d</UploadId></Upload></ListMultipartUploadsResult>' >"$corpus/s3_answers/uploads"
-printf '\2[default]\naws_access_key_id = AKID\naws_secret_access_key = wJalr/K7MDENG\n\n[ro]\n# read-only\naws_access_key_id=RO\naws_secret_access_key=S\naws_session_token = T\n' >"$corpus/s3_answers/credentials"
+printf '\002120' >"$corpus/s3_answers/retry-after"
+printf '\3[default]\naws_access_key_id = AKID\naws_secret_access_key = wJalr/K7MDENG\n\n[ro]\n# read-only\naws_access_key_id=RO\naws_secret_access_key=S\naws_session_token = T\n' >"$corpus/s3_answers/credentials"
 # composefs_dump: a dump of every file type (the format composefs-info
 # dump prints: PATH SIZE MODE NLINK UID GID RDEV MTIME PAYLOAD CONTENT
 # DIGEST XATTRS...), and composefs-info's dump of a real image when the

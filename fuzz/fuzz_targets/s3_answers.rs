@@ -1,11 +1,13 @@
 //! What S3 servers answer, on hostile input: error bodies (their Code and
 //! Message become the error's text), multipart upload results and
-//! listings (UploadId, ETag, Key), and the shared credentials file. A
+//! listings (UploadId, ETag, Key), Retry-After headers, and the shared
+//! credentials file. A
 //! bad answer is an error or nothing; never a panic, and the texts made
 //! of it stay bounded (an error message is not the whole body).
 #![no_main]
 
-use ferrofs_remote::s3::{creds, xml, S3Options};
+use ferrofs_remote::http::retry_after;
+use ferrofs_remote::s3::{creds, push, xml, S3Options};
 use libfuzzer_sys::fuzz_target;
 
 fn env(name: &str) -> Option<String> {
@@ -22,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let text = String::from_utf8_lossy(rest);
-    match sel % 3 {
+    match sel % 4 {
         0 => {
             let t = S3Options::default()
                 .resolve_with("s3://bucket/key.img", &env)
@@ -35,9 +37,12 @@ fuzz_target!(|data: &[u8]| {
         1 => {
             let _ = xml::first(&text, "UploadId");
             let _ = xml::first(&text, "ETag");
-            for u in xml::all(&text, "Upload").take(10_000) {
-                let _ = (xml::first(&u, "Key"), xml::first(&u, "UploadId"));
+            for u in push::parse_uploads(&text) {
+                assert!(!u.upload_id.is_empty(), "an upload without an id");
             }
+        }
+        2 => {
+            let _ = retry_after(&text);
         }
         _ => {
             for profile in ["default", "ro", ""] {

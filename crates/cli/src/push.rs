@@ -34,7 +34,9 @@ pub struct PushArgs {
     /// protects them in transit over https).
     #[arg(long)]
     unsigned_payload: bool,
-    /// Print a JSON summary (bytes, parts, seconds, etag).
+    /// Print a JSON summary (bytes, parts, seconds, etag, and how many
+    /// unfinished uploads of the key an interrupted push had left, which
+    /// this one aborted).
     #[arg(long)]
     json: bool,
     /// Parts of any size (S3 wants 5 MiB at least; tests use small ones).
@@ -89,6 +91,26 @@ pub fn run(a: &PushArgs) -> Result<ExitCode> {
         ProgressStyle::with_template("{spinner} {elapsed} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {wide_bar}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    // Uploads of this key a killed push left behind: reported, aborted.
+    let abandoned = match up.abort_abandoned() {
+        Ok(list) => list,
+        Err(e) => {
+            eprintln!("warning: {e}: unfinished uploads of this key were not looked for");
+            Vec::new()
+        }
+    };
+    for u in &abandoned {
+        eprintln!(
+            "warning: {}: aborted an unfinished upload of this key (id {}{}), left by an \
+             interrupted push",
+            a.url,
+            u.upload_id,
+            u.initiated
+                .as_deref()
+                .map(|t| format!(", started {t}"))
+                .unwrap_or_default()
+        );
+    }
     let started = Instant::now();
     let res = up.push(&file, len, &|n| pb.inc(n), &signals.stop);
     pb.finish_and_clear();
@@ -111,7 +133,7 @@ pub fn run(a: &PushArgs) -> Result<ExitCode> {
             )))
         }
     };
-    print_pushed(a, &pushed, secs)?;
+    print_pushed(a, &pushed, secs, abandoned.len())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -152,7 +174,7 @@ fn stop_on_signals() -> Result<Signals> {
 }
 
 /// What was published: JSON with `--json`, else one line.
-fn print_pushed(a: &PushArgs, pushed: &Pushed, secs: f64) -> Result<()> {
+fn print_pushed(a: &PushArgs, pushed: &Pushed, secs: f64, aborted: usize) -> Result<()> {
     let mut out = crate::out::stdout();
     if a.json {
         let v = serde_json::json!({
@@ -161,6 +183,7 @@ fn print_pushed(a: &PushArgs, pushed: &Pushed, secs: f64) -> Result<()> {
             "parts": pushed.parts,
             "seconds": secs,
             "etag": pushed.etag,
+            "aborted_uploads": aborted,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {

@@ -23,6 +23,7 @@ pub mod compare;
 pub mod containerd;
 pub mod copy;
 pub mod corpus;
+pub mod faults;
 pub mod fuse;
 pub mod mount;
 pub mod nginx;

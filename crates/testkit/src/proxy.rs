@@ -27,8 +27,8 @@ pub struct DelayProxy {
 }
 
 /// The header block of a request or response (up to the empty line), or
-/// `None` at a clean end of the stream.
-fn read_head(r: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
+/// `None` at a clean end of the stream (the fault proxy's too).
+pub(crate) fn read_head(r: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
     let mut head = Vec::new();
     loop {
         let n = r.read_until(b'\n', &mut head)?;

@@ -41,6 +41,18 @@ pub(super) fn content_range(v: &str) -> Option<ContentRange> {
     Some(ContentRange { range, total })
 }
 
+/// A `Retry-After` header's wait: delta-seconds (an HTTP-date, which
+/// needs a clock agreed with the server, is not taken). Capped at an
+/// hour; the deadline of the request bounds it anyway.
+pub fn retry_after(v: &str) -> Option<std::time::Duration> {
+    let v = v.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let secs = v.parse::<u64>().unwrap_or(u64::MAX).min(3600);
+    Some(std::time::Duration::from_secs(secs))
+}
+
 impl Client {
     /// The failure a transport error means; `phase` says what was being
     /// waited for when a timeout struck.
@@ -186,11 +198,20 @@ impl Client {
                     attempts: 1,
                 })
             }
-            408 | 429 | 500 | 502 | 503 | 504 => Failure::Retry(RemoteError::Status {
-                url,
-                status: code,
-                attempts: 1,
-            }),
+            408 | 429 | 500 | 502 | 503 | 504 => {
+                let e = RemoteError::Status {
+                    url,
+                    status: code,
+                    attempts: 1,
+                };
+                match header(resp.headers(), "retry-after")
+                    .as_deref()
+                    .and_then(retry_after)
+                {
+                    Some(d) => Failure::RetryAfter(e, d),
+                    None => Failure::Retry(e),
+                }
+            }
             _ => Failure::Fatal(RemoteError::Status {
                 url,
                 status: code,
@@ -202,6 +223,20 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn retry_after_takes_delta_seconds_only() {
+        use std::time::Duration;
+        assert_eq!(retry_after("1"), Some(Duration::from_secs(1)));
+        assert_eq!(retry_after(" 120 "), Some(Duration::from_secs(120)));
+        assert_eq!(
+            retry_after("99999999999999999999999"),
+            Some(Duration::from_secs(3600))
+        );
+        for bad in ["", "-1", "1.5", "Wed, 21 Oct 2015 07:28:00 GMT", "0x10"] {
+            assert_eq!(retry_after(bad), None, "{bad:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

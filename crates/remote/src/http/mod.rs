@@ -7,6 +7,7 @@
 
 mod answers;
 
+pub use answers::retry_after;
 use answers::{content_range, header, ContentRange};
 
 use std::io::{self, Read};
@@ -161,6 +162,9 @@ pub struct WholeBody {
 /// A failure and whether another attempt may succeed.
 enum Failure {
     Retry(RemoteError),
+    /// A retryable answer (429, 503) whose `Retry-After` asks for at
+    /// least this long a wait before the next attempt.
+    RetryAfter(RemoteError, Duration),
     Fatal(RemoteError),
 }
 
@@ -335,7 +339,9 @@ impl Client {
         let got =
             match self.read_paced(&mut body.reader, buf, &mut body.pace, body.wait, start, end) {
                 Ok(got) => got,
-                Err(Failure::Retry(e) | Failure::Fatal(e)) => return Err(e),
+                Err(Failure::Retry(e) | Failure::RetryAfter(e, _) | Failure::Fatal(e)) => {
+                    return Err(e)
+                }
             };
         if got < buf.len() {
             return Err(RemoteError::Truncated {
@@ -532,12 +538,18 @@ impl Client {
         let mut wait = self.opts.backoff;
         let mut n = 1;
         loop {
-            match op(deadline.saturating_sub(begun.elapsed())) {
+            let (e, asked) = match op(deadline.saturating_sub(begun.elapsed())) {
                 Ok(v) => return Ok(v),
                 Err(Failure::Fatal(e)) => return Err(e),
-                Err(Failure::Retry(e)) if n >= attempts => return Err(with_attempts(e, n)),
-                Err(Failure::Retry(e)) => {
+                Err(Failure::Retry(e)) => (e, Duration::ZERO),
+                Err(Failure::RetryAfter(e, d)) => (e, d),
+            };
+            match e {
+                e if n >= attempts => return Err(with_attempts(e, n)),
+                e => {
                     let e = with_attempts(e, n);
+                    // The server's Retry-After, when longer than ours.
+                    wait = wait.max(asked);
                     // Another attempt needs the backoff and some time to
                     // run (a tenth of the timeout, at least 1 ms).
                     let room = wait + (self.opts.timeout / 10).max(Duration::from_millis(1));

@@ -65,6 +65,22 @@ pub struct Pushed {
 pub struct Upload {
     pub key: String,
     pub upload_id: String,
+    /// When it was started, as the server says (ISO 8601), if it does.
+    pub initiated: Option<String>,
+}
+
+/// The unfinished uploads a `ListMultipartUploads` answer lists (those
+/// without a key or an id are left out).
+pub fn parse_uploads(body: &str) -> Vec<Upload> {
+    xml::all(body, "Upload")
+        .filter_map(|u| {
+            Some(Upload {
+                key: xml::first(&u, "Key")?,
+                upload_id: xml::first(&u, "UploadId").filter(|i| !i.is_empty())?,
+                initiated: xml::first(&u, "Initiated"),
+            })
+        })
+        .collect()
 }
 
 /// Signed requests about one object and its bucket.
@@ -127,8 +143,10 @@ impl Uploader {
         &self.t
     }
 
-    /// One signed request (retried on a dropped connection or a 5xx,
-    /// `attempts` times in all): the answer whatever its status.
+    /// One signed request (retried on a dropped connection, a 5xx, a 408
+    /// or a 429, `attempts` times in all, after the server's Retry-After
+    /// when it gives a longer one than the backoff): the answer whatever
+    /// its status.
     fn request(
         &self,
         method: &str,
@@ -196,14 +214,25 @@ impl Uploader {
                         .get("etag")
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_owned);
+                    let asked = resp
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(crate::http::retry_after)
+                        .unwrap_or(Duration::ZERO);
                     let text = super::read_small(resp.into_body().into_reader());
-                    if !matches!(status, 500 | 502 | 503 | 504) || n >= attempts {
+                    // A server asking for a longer wait than a request's
+                    // deadline gets its answer taken as it is.
+                    let retry = matches!(status, 408 | 429 | 500 | 502 | 503 | 504)
+                        && asked <= self.opts.http.deadline;
+                    if !retry || n >= attempts {
                         return Ok(Answer {
                             status,
                             etag,
                             body: text,
                         });
                     }
+                    wait = wait.max(asked);
                     None
                 }
                 Err(e) => {
@@ -457,14 +486,31 @@ impl Uploader {
     pub fn list_uploads(&self) -> Result<Vec<Upload>> {
         let a = self.request("GET", &self.t.bucket_path(), &[("uploads", "")], None)?;
         let a = self.ok("ListMultipartUploads", a)?;
-        Ok(xml::all(&a.body, "Upload")
-            .filter_map(|u| {
-                Some(Upload {
-                    key: xml::first(&u, "Key")?,
-                    upload_id: xml::first(&u, "UploadId")?,
-                })
-            })
-            .collect())
+        Ok(parse_uploads(&a.body))
+    }
+
+    /// Aborts the unfinished multipart uploads of this object's key (those
+    /// a killed push left: their parts cost storage and never become the
+    /// object) and returns them. A push of the same key running at this
+    /// moment elsewhere loses its upload too (it then fails, and nothing
+    /// is published): two pushes of one key race anyway.
+    pub fn abort_abandoned(&self) -> Result<Vec<Upload>> {
+        let key = self.t.key.as_str();
+        let a = self.request(
+            "GET",
+            &self.t.bucket_path(),
+            &[("prefix", key), ("uploads", "")],
+            None,
+        )?;
+        let a = self.ok("ListMultipartUploads", a)?;
+        let mine: Vec<Upload> = parse_uploads(&a.body)
+            .into_iter()
+            .filter(|u| u.key == key)
+            .collect();
+        for u in &mine {
+            self.abort(&u.upload_id);
+        }
+        Ok(mine)
     }
 
     /// Whether the object exists (a signed `HEAD`).

@@ -314,7 +314,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l s3-profile -d '
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l s3-addressing -d 'For s3:// URLs: name the bucket in the path (ENDPOINT/BUCKET/KEY, the default with an endpoint) or in the host name (BUCKET.HOST/KEY, the default on AWS)' -r -f -a "path\t''
 virtual\t''"
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l unsigned-payload -d 'Sign the image\'s bytes as UNSIGNED-PAYLOAD (as curl --aws-sigv4 does) instead of by their SHA-256: faster, but the server can no longer check every byte it stores against the signature (TLS still protects them in transit over https)'
-complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l json -d 'Print a JSON summary (bytes, parts, seconds, etag)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l json -d 'Print a JSON summary (bytes, parts, seconds, etag, and how many unfinished uploads of the key an interrupted push had left, which this one aborted)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -l unchecked-part-size -d 'Parts of any size (S3 wants 5 MiB at least; tests use small ones)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand push" -s h -l help -d 'Print help'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand verity" -l hash-file -d 'Write the tree (with its superblock) into this file instead; the image is left as it is' -r -F

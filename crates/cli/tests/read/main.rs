@@ -15,6 +15,7 @@ mod extract_batches;
 mod extract_xattrs;
 mod fixtures_v19;
 mod fsck_warnings;
+mod hostile_findings;
 mod kernel_refused;
 mod manual;
 mod remote_errors;

@@ -106,12 +106,37 @@ impl ChunkMap {
         let e = self.entry(image, inode, k)?;
         let kind = match e.startblk {
             None => ExtentKind::Hole,
-            Some(blk) => ExtentKind::Raw {
-                device: e.device_id,
-                pos: blk
-                    .checked_mul(image.block_size().bytes())
-                    .ok_or_else(|| Error::corrupt(inode.loc(), "chunk address overflows"))?,
-            },
+            Some(blk) => {
+                let bs = image.block_size().bytes();
+                let pos = blk
+                    .checked_mul(bs)
+                    .ok_or_else(|| Error::corrupt(inode.loc(), "chunk address overflows"))?;
+                // The device's end: the unified address space's for device
+                // 0, else the blocks its slot states (0: not stated).
+                let end = match usize::from(e.device_id).checked_sub(1) {
+                    None => image.mapped_bytes(),
+                    Some(i) => image
+                        .devices()
+                        .get(i)
+                        .map(|d| d.slot.blocks)
+                        .filter(|&b| b > 0)
+                        .and_then(|b| b.checked_mul(bs)),
+                };
+                if end.is_some_and(|end| pos.checked_add(len).is_none_or(|e| e > end)) {
+                    return Err(Error::corrupt(
+                        inode.loc().with_offset(offset),
+                        format!(
+                            "chunk {k} ({len} bytes at block {blk} of device {}) runs past \
+                             the device's end",
+                            e.device_id
+                        ),
+                    ));
+                }
+                ExtentKind::Raw {
+                    device: e.device_id,
+                    pos,
+                }
+            }
         };
         Ok(Extent { logical, len, kind })
     }

@@ -48,12 +48,25 @@ impl FlatMap {
             (size, None)
         };
         if let (true, Some(startblk)) = (block_bytes > 0, startblk) {
-            startblk
+            let end = startblk
                 .checked_mul(bs.bytes())
                 .and_then(|p| p.checked_add(block_bytes))
                 .ok_or_else(|| {
                     Error::corrupt(inode.loc(), "data blocks overflow the address space")
                 })?;
+            // Blocks past the image and its devices can never be read (a
+            // size field pushed up would otherwise have every bulk reader
+            // plan the petabytes).
+            if image.mapped_bytes().is_some_and(|m| end > m) {
+                return Err(Error::corrupt(
+                    inode.loc(),
+                    format!(
+                        "data blocks run past the end of the image: {block_bytes} bytes from \
+                         block {startblk}, the image and its devices end at byte {}",
+                        image.mapped_bytes().unwrap_or(0)
+                    ),
+                ));
+            }
         }
         Ok(Self {
             startblk,

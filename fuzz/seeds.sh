@@ -3,7 +3,8 @@
 # where `cargo +nightly fuzz run TARGET` looks) with seeds from testdata:
 #   open_and_walk, read_every_file, path_api: every reference image (testdata/*.erofs
 #     by mkfs.erofs 1.5/1.8.6 and testdata/v19/*.erofs by 1.9.4: 48-bit
-#     layout, encoded extents, metabox, dot-omitted, --zD, fingerprints);
+#     layout, encoded extents, metabox, dot-omitted, --zD, fingerprints)
+#     and the sweep's findings (testdata/hostile);
 #   decompress: compressed pclusters cut out of those images (found with
 #     `ferrofs dump --json`), framed as the target reads them: byte 0 the
 #     algorithm (0 lz4, 1 lzma, 2 deflate, 3 zstd), bytes 1-2 the output
@@ -35,6 +36,8 @@ for t in open_and_walk read_every_file path_api; do
   mkdir -p "$corpus/$t"
   for f in "$root"/testdata/*.erofs; do cp "$f" "$corpus/$t/$(basename "$f")"; done
   for f in "$root"/testdata/v19/*.erofs; do cp "$f" "$corpus/$t/v19-$(basename "$f")"; done
+  # Inputs bench/hostile-sweep.py found bugs with.
+  for f in "$root"/testdata/hostile/*; do cp "$f" "$corpus/$t/hostile-$(basename "$f")"; done
 done
 
 mkdir -p "$corpus/tar_scan"

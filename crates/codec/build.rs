@@ -77,8 +77,6 @@ fn main() {
 
     let mut build = cc::Build::new();
     build
-        .file(&patched)
-        .file(liblzma.join("common/microlzma_encoder.c"))
         .define("HAVE_CONFIG_H", "1")
         .define("NDEBUG", None)
         .flag("-std=c99")
@@ -96,6 +94,15 @@ fn main() {
         build.include(liblzma.join(dir));
     }
     build.include(src.join("common"));
+    // The probe of liblzma's fast paths (src/lzma/probe.c), compiled as
+    // liblzma is, before the renames.
+    let mut probe = build.clone();
+    probe.file("src/lzma/probe.c");
+    probe.compile("ferrofs_lzma_probe");
+    println!("cargo:rerun-if-changed=src/lzma/probe.c");
+    build
+        .file(&patched)
+        .file(liblzma.join("common/microlzma_encoder.c"));
     for name in RENAMED {
         build.define(name, Some(format!("ferrofs_{name}").as_str()));
     }

@@ -6,6 +6,12 @@ use liblzma_sys as sys;
 use std::ptr;
 
 extern "C" {
+    /// Which of liblzma's compile-time fast paths this build selects
+    /// (`src/lzma/probe.c`): bit 0 unaligned word reads, 1 the decoder's
+    /// SSE2 copy, 2 the 8-byte `lzma_memcmplen`, 3 CRC by carry-less
+    /// multiplication, 4 builtin byte swaps.
+    fn ferrofs_lzma_fast_paths() -> std::ffi::c_uint;
+
     /// liblzma's `lzma_microlzma_encoder`, built by `build.rs` with the
     /// output-limit dry run guarded (same output, less work); everything
     /// it calls besides its own file and `lzma_encoder.c` is liblzma-sys's.
@@ -13,6 +19,13 @@ extern "C" {
         strm: *mut sys::lzma_stream,
         options: *const sys::lzma_options_lzma,
     ) -> sys::lzma_ret;
+}
+
+/// [`ferrofs_lzma_fast_paths`]'s answer.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn fast_paths() -> u32 {
+    // SAFETY: a C function of no arguments that only returns a constant.
+    unsafe { ferrofs_lzma_fast_paths() }
 }
 
 /// Which build of the MicroLZMA encoder [`Stream::init_microlzma_encoder`]

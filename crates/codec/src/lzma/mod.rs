@@ -208,6 +208,25 @@ mod tests {
     use super::*;
     use ferrofs_testkit::corpus::{mixed_bytes, random_bytes, text_bytes};
 
+    /// liblzma is compiled with the fast paths xz's own build selects on
+    /// x86-64 (.cargo/config.toml): the probe, compiled with the same
+    /// headers, config.h and C flags as liblzma-sys compiles liblzma,
+    /// reports each as on. Without the flags every bit is 0.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn liblzma_is_built_with_xzs_fast_paths() {
+        let bits = ffi::fast_paths();
+        for (bit, what) in [
+            (1, "TUKLIB_FAST_UNALIGNED_ACCESS"),
+            (2, "the decoder's SSE2 copy (LZMA_LZ_DECODER_CONFIG 2)"),
+            (4, "the 8-byte lzma_memcmplen"),
+            (8, "CRC by carry-less multiplication"),
+            (16, "builtin byte swaps"),
+        ] {
+            assert!(bits & bit != 0, "{what} is off (probe bits {bits:#x})");
+        }
+    }
+
     /// ferrofs's guarded encoder (build.rs) must write exactly what
     /// liblzma's own writes, with the same input consumed, for every output
     /// limit: the guard only skips dry runs that cannot fail. Limits from

@@ -1,6 +1,9 @@
 //! Decode throughput of MicroLZMA pclusters, one core: ferrofs's decoder
 //! (liblzma 5.8, built with xz's x86-64 defines) against 7-Zip 25.01's
-//! `LzmaDecode` (its assembly decoding loop), on the same streams.
+//! `LzmaDecode` (its assembly decoding loop), on the same streams; and the
+//! encoders: ferrofs's fixed-output MicroLZMA encoder against 7-Zip's
+//! `LzmaEncode` of the same input ranges (no fixed output: each range
+//! whole), their time and total size.
 //!
 //! The streams are what `ferrofs mkfs -zlzma,6 -C131072` makes of the
 //! tree's files (read in path order, concatenated): 128 KiB fixed-size
@@ -80,6 +83,57 @@ fn sdk_decode(stream: &[u8], dst: &mut [u8], dict: u32) -> bool {
     r == 0 && dlen == dst.len()
 }
 
+/// 7-Zip's encoding of `src` (level 6, 128 KiB dictionary, `fb` fast
+/// bytes, `mc` match-finder cycles, 0 for its default): the stream's size.
+fn sdk_encode(src: &[u8], fb: i32, mc: u32, out: &mut Vec<u8>) -> usize {
+    use lzma_sdk_sys as sdk;
+    unsafe extern "C" fn alloc(_: sdk::ISzAllocPtr, size: usize) -> *mut core::ffi::c_void {
+        // SAFETY: malloc of a size the encoder asks for.
+        unsafe { libc_malloc(size) }
+    }
+    unsafe extern "C" fn free(_: sdk::ISzAllocPtr, p: *mut core::ffi::c_void) {
+        // SAFETY: p came from alloc above (or is null).
+        unsafe { libc_free(p) }
+    }
+    let a = sdk::ISzAlloc {
+        Alloc: Some(alloc),
+        Free: Some(free),
+    };
+    // SAFETY: CLzmaEncProps is plain integers; Init sets every field.
+    let mut props: sdk::CLzmaEncProps = unsafe { std::mem::zeroed() };
+    // SAFETY: props is a valid, writable CLzmaEncProps.
+    unsafe { sdk::LzmaEncProps_Init(&mut props) };
+    props.level = 6;
+    props.dictSize = 1 << 17;
+    props.fb = fb;
+    props.mc = mc;
+    props.numThreads = 1;
+    props.reduceSize = src.len() as u64;
+    out.clear();
+    out.resize(src.len() + src.len() / 2 + 4096, 0);
+    let mut dlen: sdk::SizeT = out.len();
+    let mut pe = [0u8; 5];
+    let mut pl: sdk::SizeT = 5;
+    // SAFETY: buffers and lengths match; no progress callback.
+    let r = unsafe {
+        sdk::LzmaEncode(
+            out.as_mut_ptr(),
+            &mut dlen,
+            src.as_ptr(),
+            src.len(),
+            &props,
+            pe.as_mut_ptr(),
+            &mut pl,
+            0,
+            std::ptr::null(),
+            &a,
+            &a,
+        )
+    };
+    assert_eq!(r, 0, "LzmaEncode failed");
+    dlen
+}
+
 extern "C" {
     #[link_name = "malloc"]
     fn libc_malloc(size: usize) -> *mut core::ffi::c_void;
@@ -134,6 +188,29 @@ fn main() {
         packed as f64 / 1048576.0,
         t.elapsed().as_secs_f64()
     );
+    let fixed_secs = t.elapsed().as_secs_f64();
+    let mut out = Vec::new();
+    println!(
+        "ferrofs fixed-output MicroLZMA (liblzma, level 6): {:.2} s, {:.2} MB/s of input, {} bytes",
+        fixed_secs,
+        data.len() as f64 / fixed_secs / 1e6,
+        packed
+    );
+    for (fb, mc) in [(48, 0), (64, 48), (32, 32)] {
+        let t = Instant::now();
+        let size: usize = pcs
+            .iter()
+            .map(|p| sdk_encode(&data[p.plain.clone()], fb, mc, &mut out))
+            .sum();
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "7-Zip LzmaEncode fb {fb} mc {mc}: {:.2} s, {:.2} MB/s of input, {} bytes ({:+.2} %)",
+            secs,
+            data.len() as f64 / secs / 1e6,
+            size,
+            (size as f64 / packed as f64 - 1.0) * 100.0
+        );
+    }
     let mut dec = Decoder::new(DecoderConfig {
         lzma_dict_size: dict,
         ..Default::default()

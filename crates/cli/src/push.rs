@@ -94,6 +94,9 @@ pub fn run(a: &PushArgs) -> Result<ExitCode> {
     // Uploads of this key a killed push left behind: reported, aborted.
     let abandoned = match up.abort_abandoned() {
         Ok(list) => list,
+        // Keys that may put objects but not list uploads (or wrong keys,
+        // which the push itself then reports): nothing to say here.
+        Err(RemoteError::S3Denied(_)) => Vec::new(),
         Err(e) => {
             eprintln!("warning: {e}: unfinished uploads of this key were not looked for");
             Vec::new()

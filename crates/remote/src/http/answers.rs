@@ -41,16 +41,63 @@ pub(super) fn content_range(v: &str) -> Option<ContentRange> {
     Some(ContentRange { range, total })
 }
 
-/// A `Retry-After` header's wait: delta-seconds (an HTTP-date, which
-/// needs a clock agreed with the server, is not taken). Capped at an
-/// hour; the deadline of the request bounds it anyway.
+/// A `Retry-After` header's wait: delta-seconds, or an HTTP-date
+/// (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`) less the present time (a
+/// date past is no wait). Capped at an hour; the deadline of the request
+/// bounds it anyway.
 pub fn retry_after(v: &str) -> Option<std::time::Duration> {
+    retry_after_at(v, std::time::SystemTime::now())
+}
+
+/// [`retry_after`] with the present time `now`.
+fn retry_after_at(v: &str, now: std::time::SystemTime) -> Option<std::time::Duration> {
+    const CAP: u64 = 3600;
     let v = v.trim();
-    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        let secs = v.parse::<u64>().unwrap_or(u64::MAX).min(CAP);
+        return Some(std::time::Duration::from_secs(secs));
+    }
+    let at = http_date(v)?;
+    let now = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let wait = at.saturating_sub(now).clamp(0, CAP as i64);
+    Some(std::time::Duration::from_secs(wait.unsigned_abs()))
+}
+
+/// Seconds since 1970 of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+fn http_date(v: &str) -> Option<i64> {
+    let (_, rest) = v.split_once(", ")?;
+    let mut f = rest.split(' ');
+    let day: i64 = f.next()?.parse().ok()?;
+    let month = f.next()?;
+    let year: i64 = f.next()?.parse().ok()?;
+    let time = f.next()?;
+    if f.next()? != "GMT" || f.next().is_some() {
         return None;
     }
-    let secs = v.parse::<u64>().unwrap_or(u64::MAX).min(3600);
-    Some(std::time::Duration::from_secs(secs))
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let m = i64::try_from(MONTHS.iter().position(|&x| x == month)?).ok()? + 1;
+    let mut t = time.split(':').map(|x| x.parse::<i64>().ok());
+    let (h, mi, s) = (t.next()??, t.next()??, t.next()??);
+    if t.next().is_some() || !(1..=31).contains(&day) || !(1970..=9999).contains(&year) {
+        return None;
+    }
+    if h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    // Days from 1970-01-01 to the date (the proleptic Gregorian calendar,
+    // counted from March so that the leap day comes last in a year).
+    let (y, mm) = if m <= 2 {
+        (year - 1, m + 9)
+    } else {
+        (year, m - 3)
+    };
+    let era_days = y * 365 + y / 4 - y / 100 + y / 400;
+    let days = era_days + (153 * mm + 2) / 5 + day - 1 - 719_468;
+    Some(days * 86_400 + h * 3_600 + mi * 60 + s)
 }
 
 impl Client {
@@ -224,7 +271,7 @@ impl Client {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn retry_after_takes_delta_seconds_only() {
+    fn retry_after_takes_seconds_and_http_dates() {
         use std::time::Duration;
         assert_eq!(retry_after("1"), Some(Duration::from_secs(1)));
         assert_eq!(retry_after(" 120 "), Some(Duration::from_secs(120)));
@@ -232,9 +279,37 @@ mod tests {
             retry_after("99999999999999999999999"),
             Some(Duration::from_secs(3600))
         );
-        for bad in ["", "-1", "1.5", "Wed, 21 Oct 2015 07:28:00 GMT", "0x10"] {
+        for bad in [
+            "",
+            "-1",
+            "1.5",
+            "0x10",
+            "Wed, 21 Oct 2015 07:28 GMT",
+            "21 Oct 2015",
+        ] {
             assert_eq!(retry_after(bad), None, "{bad:?}");
         }
+        // An HTTP-date: the time from now to then (none once past).
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_470);
+        let at = |v| retry_after_at(v, now);
+        assert_eq!(
+            at("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(at("Wed, 21 Oct 2015 07:27:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(
+            at("Thu, 22 Oct 2015 07:28:00 GMT"),
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(
+            http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
+        assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(
+            http_date("Tue, 29 Feb 2028 12:00:00 GMT"),
+            Some(1_835_438_400)
+        );
     }
 
     use super::*;

@@ -888,7 +888,7 @@ fn s3_push_through_faults_publishes_whole_or_nothing() {
     ferrofs_testkit::tmp::finish(&w, &failures);
 }
 
-/// Lazy reads (`fsck`, `cat`) through a proxy that answers 503/429 with
+/// Lazy reads (`fsck`, `cat`, a FUSE mount) through a proxy that answers 503/429 with
 /// Retry-After, cuts bodies, gives wrong lengths, stalls past the timeout
 /// or drops connections read the image right (retried); a server that
 /// always fails gives a clear error; an object replaced between two
@@ -961,6 +961,27 @@ fn s3_lazy_reads_through_faults_read_right_or_fail_clearly() {
         failures.push(format!("always 500: {code:?}: {err}"));
     }
     drop(p);
+    // The FUSE mount of the URL through cut bodies and 503s shows what the
+    // kernel's mount of the image does (root only: loop and FUSE mounts).
+    if ferrofs_testkit::is_root() {
+        let p = proxy(&s, is_get, &[3, 4, 7], Fault::CutBody(700));
+        let lm = LoopMount::new(&img, &[]).unwrap();
+        let m = FuseMount::new(
+            Path::new(FERROFS),
+            url.as_ref(),
+            &w.join("mnt-faults"),
+            &["--s3-endpoint", &p.endpoint(), "--http-timeout", "1"],
+        );
+        for d in compare_trees(lm.path(), &m.dir, &CompareOptions::strict()) {
+            failures.push(format!("FUSE mount through cut bodies: {d}"));
+        }
+        m.unmount();
+        if p.dealt().is_empty() {
+            failures.push("FUSE mount through cut bodies: no fault was dealt".into());
+        }
+    } else {
+        println!("the FUSE mount through faults is skipped: not root");
+    }
     // The object replaced by another image after the third request.
     let up = s.uploader(url, READ_WRITE);
     let data = fs::read(&other).unwrap();

@@ -51,18 +51,7 @@ fn sdk_decode(stream: &[u8], dst: &mut [u8], dict: u32) -> bool {
     src[0] = 0;
     let d = dict.to_le_bytes();
     let props = [props_byte, d[0], d[1], d[2], d[3]];
-    unsafe extern "C" fn alloc(_: sdk::ISzAllocPtr, size: usize) -> *mut core::ffi::c_void {
-        // SAFETY: malloc of a size the decoder asks for.
-        unsafe { libc_malloc(size) }
-    }
-    unsafe extern "C" fn free(_: sdk::ISzAllocPtr, p: *mut core::ffi::c_void) {
-        // SAFETY: p came from alloc above (or is null).
-        unsafe { libc_free(p) }
-    }
-    let a = sdk::ISzAlloc {
-        Alloc: Some(alloc),
-        Free: Some(free),
-    };
+    let a = allocator();
     let mut dlen: sdk::SizeT = dst.len();
     let mut slen: sdk::SizeT = src.len();
     let mut status = sdk::ELzmaStatus::LZMA_STATUS_NOT_SPECIFIED;
@@ -87,18 +76,7 @@ fn sdk_decode(stream: &[u8], dst: &mut [u8], dict: u32) -> bool {
 /// bytes, `mc` match-finder cycles, 0 for its default): the stream's size.
 fn sdk_encode(src: &[u8], fb: i32, mc: u32, out: &mut Vec<u8>) -> usize {
     use lzma_sdk_sys as sdk;
-    unsafe extern "C" fn alloc(_: sdk::ISzAllocPtr, size: usize) -> *mut core::ffi::c_void {
-        // SAFETY: malloc of a size the encoder asks for.
-        unsafe { libc_malloc(size) }
-    }
-    unsafe extern "C" fn free(_: sdk::ISzAllocPtr, p: *mut core::ffi::c_void) {
-        // SAFETY: p came from alloc above (or is null).
-        unsafe { libc_free(p) }
-    }
-    let a = sdk::ISzAlloc {
-        Alloc: Some(alloc),
-        Free: Some(free),
-    };
+    let a = allocator();
     // SAFETY: CLzmaEncProps is plain integers; Init sets every field.
     let mut props: sdk::CLzmaEncProps = unsafe { std::mem::zeroed() };
     // SAFETY: props is a valid, writable CLzmaEncProps.
@@ -132,6 +110,23 @@ fn sdk_encode(src: &[u8], fb: i32, mc: u32, out: &mut Vec<u8>) -> usize {
     };
     assert_eq!(r, 0, "LzmaEncode failed");
     dlen
+}
+
+/// 7-Zip's allocator interface over the C heap.
+fn allocator() -> lzma_sdk_sys::ISzAlloc {
+    use lzma_sdk_sys as sdk;
+    unsafe extern "C" fn alloc(_: sdk::ISzAllocPtr, size: usize) -> *mut core::ffi::c_void {
+        // SAFETY: malloc of a size the coder asks for.
+        unsafe { libc_malloc(size) }
+    }
+    unsafe extern "C" fn free(_: sdk::ISzAllocPtr, p: *mut core::ffi::c_void) {
+        // SAFETY: p came from alloc above (or is null).
+        unsafe { libc_free(p) }
+    }
+    sdk::ISzAlloc {
+        Alloc: Some(alloc),
+        Free: Some(free),
+    }
 }
 
 extern "C" {

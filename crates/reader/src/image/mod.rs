@@ -90,6 +90,8 @@ pub(crate) struct Inner {
     pub(crate) blocks: BlockCache,
     pub(crate) decoders: DecoderPool,
     pub(crate) source_len: u64,
+    /// [`Image::mapped_bytes`].
+    pub(crate) mapped_bytes: Option<u64>,
 }
 
 /// An open EROFS image.
@@ -131,9 +133,8 @@ impl Image {
     /// file its devices are appended to, like a tar index with its
     /// archive). `None` on overflow.
     pub fn mapped_bytes(&self) -> Option<u64> {
-        let slots: Vec<DeviceSlot> = self.inner.devices.iter().map(|d| d.slot.clone()).collect();
-        ferrofs_format::device::mapped_end(self.inner.sb.total_blocks(), &slots)?
-            .checked_mul(self.inner.bs.bytes())
+        // Worked out once at open: every flat and chunk map checks against it.
+        self.inner.mapped_bytes
     }
     /// The extra devices of the device table (blobs), in slot order.
     pub fn devices(&self) -> &[Device] {

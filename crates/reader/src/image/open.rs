@@ -128,6 +128,9 @@ impl Image {
             ));
         }
         check_devices(&devices, &opts.devices, bs.bytes())?;
+        let slots: Vec<_> = devices.iter().map(|d| d.slot.clone()).collect();
+        let mapped_bytes = ferrofs_format::device::mapped_end(sb.total_blocks(), &slots)
+            .and_then(|b| b.checked_mul(bs.bytes()));
         let inner = Inner {
             source,
             device_sources: opts.devices,
@@ -145,6 +148,7 @@ impl Image {
             blocks: BlockCache::new(META_CACHE_BLOCKS),
             decoders: DecoderPool::new(cfg),
             source_len,
+            mapped_bytes,
         };
         let mut image = Image {
             inner: Arc::new(inner),

@@ -21,6 +21,7 @@ mod mount;
 mod out;
 mod push;
 mod rebuild;
+mod registry;
 mod size;
 mod source;
 mod summary;

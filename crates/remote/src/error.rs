@@ -185,6 +185,31 @@ pub enum RemoteError {
     /// An upload stopped by a signal (after it was aborted).
     #[error("{url}: upload interrupted")]
     Interrupted { url: String },
+    /// A registry reference, manifest or blob that cannot be used:
+    /// `why` says what is wrong with it.
+    #[error("{reference}: {why}")]
+    Registry { reference: String, why: String },
+    /// A registry refused access (HTTP 401/403, a token service's
+    /// refusal); `why` never quotes a secret.
+    #[error("{what}: access refused (HTTP {status}): {why}")]
+    RegistryDenied {
+        what: String,
+        status: u16,
+        why: String,
+    },
+    /// A credentials file (`auth.json`, docker's `config.json`) could
+    /// not be read or used; `why` never quotes a value.
+    #[error("registry credentials file {}: {why}", path.display())]
+    AuthFile { path: PathBuf, why: String },
+    /// The connection broke while a body was being read.
+    #[error("{url}: the answer broke off after {got} of {size} bytes: {source}")]
+    BodyBroken {
+        url: String,
+        got: u64,
+        size: u64,
+        #[source]
+        source: io::Error,
+    },
     /// The on-disk cache could not be set up.
     #[error("cache directory {}: {source}", path.display())]
     Cache {
@@ -200,7 +225,9 @@ impl From<RemoteError> for io::Error {
             RemoteError::NotFound { .. } | RemoteError::S3NotFound { .. } => {
                 io::ErrorKind::NotFound
             }
-            RemoteError::S3Denied { .. } => io::ErrorKind::PermissionDenied,
+            RemoteError::S3Denied { .. } | RemoteError::RegistryDenied { .. } => {
+                io::ErrorKind::PermissionDenied
+            }
             RemoteError::UnsupportedScheme { .. } => io::ErrorKind::Unsupported,
             RemoteError::TimedOut { .. }
             | RemoteError::TooSlow { .. }

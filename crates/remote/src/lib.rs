@@ -12,6 +12,7 @@ pub mod error;
 pub mod hot;
 pub mod http;
 pub mod plan;
+pub mod registry;
 pub mod s3;
 pub mod source;
 pub mod tls;

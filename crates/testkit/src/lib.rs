@@ -29,6 +29,7 @@ pub mod mount;
 pub mod nginx;
 pub mod process;
 pub mod proxy;
+pub mod registry;
 pub mod s3;
 pub mod tmp;
 pub mod tools;

@@ -18,7 +18,9 @@ pub(crate) struct MkfsArgs {
     /// for standard input), or `oci:DIR[:REF]`: the image REF names (by
     /// its org.opencontainers.image.ref.name; without REF the only one)
     /// in the OCI image layout DIR, its layers applied in order with
-    /// their whiteouts (write ./oci:NAME for a directory of that name).
+    /// their whiteouts (write ./oci:NAME for a directory of that name);
+    /// or `docker://[HOST/]REPO[:TAG|@DIGEST]`: an image in a registry,
+    /// pulled (digests checked) into a scratch layout beside IMAGE first.
     /// An EROFS image (a file with the EROFS magic) makes a rebuild: it
     /// and the LAYERs after it are merged as overlayfs layers.
     source: Option<PathBuf>,
@@ -39,6 +41,8 @@ pub(crate) struct MkfsArgs {
     /// order, as IMAGE's devices.
     #[arg(long, value_name = "DIR")]
     layer_images: Option<PathBuf>,
+    #[command(flatten)]
+    registry: crate::registry::RegistryArgs,
     /// Read a tar archive (ustar, GNU, PAX; owners and devices from the
     /// headers, no root needed) instead of a directory. `--tar=f` is the
     /// same. `--tar=i` (or `=0`) writes a tar index: only metadata, with
@@ -405,7 +409,17 @@ fn dispatch(
         Some("rvsp") => ferrofs_builder::Mode::Incremental { zero_data: true },
         Some(m) => bail!("--incremental={m}: MODE is data or rvsp"),
     };
+    // A registry image is pulled into a layout first, removed after.
+    let mut _pulled = None;
     let oci = match (&a.tar, &a.source) {
+        (None, Some(s)) if !a.dropin && s.to_str().is_some_and(crate::registry::is_docker) => {
+            let reference = s.to_str().unwrap_or_default();
+            let scratch = crate::registry::scratch_beside(&a.image, "pull")?;
+            let (_, pulled) = crate::registry::pull_into(reference, &a.registry, &scratch.0)?;
+            let spec = (scratch.0.clone(), Some(pulled.ref_name));
+            _pulled = Some(scratch);
+            Some(spec)
+        }
         // mkfs.erofs reads `oci:...` as a directory name.
         (None, Some(s)) if !a.dropin => s
             .to_str()
@@ -413,7 +427,7 @@ fn dispatch(
         _ => None,
     };
     if a.layer_images.is_some() && oci.is_none() {
-        bail!("--layer-images needs an oci: SOURCE");
+        bail!("--layer-images needs an oci: or docker:// SOURCE");
     }
     let tar_only = a.aufs || a.ovlfs_strip == 1 || a.ungzip.is_some() || a.unxz.is_some();
     if tar_only && a.tar.is_none() && rebuild.is_empty() {

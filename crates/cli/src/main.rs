@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod cat;
 mod composefs;
+mod convert;
 mod diff;
 mod digest;
 mod dropin;
@@ -96,6 +97,11 @@ enum Command {
     Mkcomposefs(Box<composefs::MkcomposefsArgs>),
     /// Mount an image read-only through FUSE.
     Mount(mount::MountArgs),
+    /// Make a container image EROFS-native, as containerd 2.4's `ctr
+    /// images convert --erofs` does (each tar layer an EROFS image built by
+    /// ferrofs), from docker:// or oci: to docker:// or oci:, and/or into
+    /// containerd's layer content cache (--layer-cache).
+    Convert(Box<convert::ConvertArgs>),
     /// Check every inode, directory entry and pcluster of an image. Exit
     /// status 1 on damage (what makes the kernel return wrong data or
     /// errors); warnings (a link count other than the entries naming the
@@ -292,6 +298,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             diff::run((&old, &new), json, &remote, &verity)
         }
         Command::Mount(a) => mount::run(&a),
+        Command::Convert(a) => convert::run(&a),
         Command::Fsck {
             img,
             no_data,

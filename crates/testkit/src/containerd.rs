@@ -41,6 +41,44 @@ pub fn containers_bin_dir() -> Option<PathBuf> {
     DIR.get_or_init(find_containers_bin).clone()
 }
 
+/// The bin directory of containerd 2.4 (`upstream-tools
+/// --containerd-next`: containerd, ctr, the shim, runc and umoci), from
+/// `UPSTREAM_CONTAINERD_NEXT_BIN`, the script's output, or
+/// `~/.cache/upstream-containerd-next/bin`.
+pub fn containerd_next_bin_dir() -> Option<PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let complete = |d: &Path| CONTAINERS_TOOLS.iter().all(|t| d.join(t).is_file());
+        if let Some(d) = std::env::var_os("UPSTREAM_CONTAINERD_NEXT_BIN").map(PathBuf::from) {
+            if complete(&d) {
+                return Some(d);
+            }
+        }
+        let script = crate::tools::workspace_root().join("../shared/tools/upstream-tools");
+        if script.is_file() {
+            if let Ok(out) = Command::new("bash")
+                .arg(&script)
+                .arg("--containerd-next")
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+            {
+                let text = String::from_utf8_lossy(&out.stdout);
+                if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
+                    let d = PathBuf::from(line.trim());
+                    if out.status.success() && complete(&d) {
+                        return Some(d);
+                    }
+                }
+            }
+        }
+        let d =
+            PathBuf::from(std::env::var_os("HOME")?).join(".cache/upstream-containerd-next/bin");
+        complete(&d).then_some(d)
+    })
+    .clone()
+}
+
 fn find_containers_bin() -> Option<PathBuf> {
     let complete = |d: &Path| CONTAINERS_TOOLS.iter().all(|t| d.join(t).is_file());
     if let Some(d) = std::env::var_os("UPSTREAM_CONTAINERS_BIN").map(PathBuf::from) {
@@ -86,6 +124,18 @@ impl Containerd {
     /// unpacking for the EROFS snapshotter and first in the diff service;
     /// returns once it answers on its socket.
     pub fn start(dir: &Path, bin: &Path, mkfs_dir: &Path) -> Result<Containerd, String> {
+        Self::start_with(dir, bin, mkfs_dir, "")
+    }
+
+    /// As [`Containerd::start`], with `extra` appended to the
+    /// configuration (more plugin tables, e.g. the EROFS snapshotter's
+    /// `layer_content_caches`).
+    pub fn start_with(
+        dir: &Path,
+        bin: &Path,
+        mkfs_dir: &Path,
+        extra: &str,
+    ) -> Result<Containerd, String> {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let d = dir.display();
         let config = format!(
@@ -110,7 +160,7 @@ state = "{d}/state"
   platform = "linux/amd64"
   snapshotter = "erofs"
   differ = "erofs"
-"#
+{extra}"#
         );
         let config_path = dir.join("config.toml");
         fs::write(&config_path, config).map_err(|e| e.to_string())?;

@@ -371,6 +371,29 @@ pub(crate) fn mkfs(a: &MkfsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Builds an image as `ferrofs mkfs ARGS…` does (ARGS without the
+/// program name), printing nothing: the layers of `ferrofs convert`.
+pub(crate) fn build_quiet(
+    args: &[OsString],
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<ferrofs_builder::Summary> {
+    #[derive(clap::Parser)]
+    struct Line {
+        #[command(flatten)]
+        a: MkfsArgs,
+    }
+    let line = <Line as clap::Parser>::try_parse_from(
+        std::iter::once(OsString::from("mkfs")).chain(args.iter().cloned()),
+    )
+    .map_err(|e| anyhow::anyhow!("mkfs options: {}", e.render().to_string().trim()))?;
+    let a = &options::with_preset(&line.a);
+    let o = options::build_options(a, a.block_size)?;
+    match dispatch(a, &o, &[], stop, &|_| {})? {
+        Ok(s) => Ok(s),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The progress bar of a build (hidden with `--quiet`; indicatif draws
 /// nothing when standard error is not a terminal).
 fn progress_bar(quiet: bool) -> ProgressBar {

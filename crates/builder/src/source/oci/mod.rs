@@ -272,3 +272,72 @@ fn for_each_layer(dir: &Path, reference: Option<&str>, each: &mut LayerFn) -> Re
     }
     Ok(())
 }
+
+/// Whether a layer media type is one [`unpack_layer`] reads (a plain,
+/// gzip or zstd tar stream, OCI or Docker spelling).
+pub fn is_tar_layer(media_type: &str) -> bool {
+    layer_kind(media_type).is_some()
+}
+
+/// Writes the uncompressed tar stream of the layer blob of `digest` and
+/// `size` in the layout at `dir` (its media type `media_type`) to `out`,
+/// checking the blob's size and digest as it is read and that its
+/// compressed stream ends where the blob does, and returns the sha256
+/// digest of the tar stream (`sha256:…`): the layer's diff_id.
+pub fn unpack_layer(
+    dir: &Path,
+    digest: &str,
+    size: u64,
+    media_type: &str,
+    out: &mut dyn std::io::Write,
+) -> Result<String> {
+    let b = blob_ref(dir, digest, size)?;
+    let path = b.path.clone();
+    let Some(kind) = layer_kind(media_type) else {
+        return Err(BuildError::input(
+            &path,
+            format!("layer {digest} has the unsupported media type {media_type:?}"),
+        ));
+    };
+    let check = blob_ref(dir, digest, size)?;
+    let file = blob::open(&b, "layer")?;
+    let done = Rc::new(Cell::new(false));
+    let raw = BufReader::with_capacity(1 << 16, Verified::new(file, b, done.clone()));
+    let r: Box<dyn Read> = match kind {
+        Layer::Tar => Box::new(raw),
+        Layer::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
+        Layer::Zstd => Box::new(zstd::ZstdReader::new(raw)),
+    };
+    let hasher = Rc::default();
+    let mut r = Hashing {
+        r,
+        hasher: Rc::clone(&hasher),
+    };
+    let copied = std::io::copy(&mut r, out);
+    // Drain what a decoder left unread (padding after the last frame).
+    let mut rest = [0u8; 4096];
+    let drained = copied.and_then(|_| loop {
+        match r.read(&mut rest) {
+            Ok(0) => break Ok(()),
+            Ok(_) => continue,
+            Err(e) => break Err(e),
+        }
+    });
+    if let Err(e) = drained {
+        return Err(match check_file(&check) {
+            Some(why) => BuildError::input(&path, format!("layer: {why}")),
+            None => BuildError::input(&path, format!("layer {digest}: {e}")),
+        });
+    }
+    if !done.get() {
+        let mut raw_rest = Vec::new();
+        let _ = r.r.read_to_end(&mut raw_rest);
+        if !done.get() {
+            return Err(BuildError::input(
+                &path,
+                format!("layer {digest}: data after the end of its compressed stream"),
+            ));
+        }
+    }
+    Ok(digest_of(&hasher))
+}

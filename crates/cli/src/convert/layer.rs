@@ -82,6 +82,9 @@ pub struct LayerOptions {
     pub mkfs: Vec<OsString>,
     /// Whether to give `-b4096` (not when the options set -b).
     pub default_block: bool,
+    /// Whether to give `-T CREATED --mkfs-time` (not when the options
+    /// set times).
+    pub fixed_time: bool,
     pub zstd: bool,
     pub zstd_level: i32,
 }
@@ -91,6 +94,7 @@ pub fn convert(
     src: &Source,
     d: &Descriptor,
     opts: &LayerOptions,
+    created: i64,
     work: &Path,
     stop: &Arc<AtomicBool>,
     stage: &Stage<'_>,
@@ -121,6 +125,13 @@ pub fn convert(
     let mut args: Vec<OsString> = vec!["--tar=f".into(), "--aufs".into(), "--quiet".into()];
     if opts.default_block {
         args.push("-b4096".into());
+    }
+    if opts.fixed_time {
+        args.extend([
+            "-T".into(),
+            created.to_string().into(),
+            "--mkfs-time".into(),
+        ]);
     }
     args.extend(opts.mkfs.iter().cloned());
     args.extend([

@@ -145,14 +145,23 @@ pub fn run(a: &ConvertArgs) -> Result<ExitCode> {
     };
 
     // Every distinct tar layer, converted `jobs` at a time.
+    // Each with its image's creation time: the build time of its layer
+    // (the root's mtime where the tar has no root entry), so the same
+    // layer always converts to the same blob.
     let mut todo: Vec<Descriptor> = Vec::new();
+    let mut created: HashMap<String, i64> = HashMap::new();
     for (_, bytes) in &manifests {
         let (m, k) = Doc::parse(bytes, &a.src, None)?;
         if k != Kind::Manifest {
             bail!("{}: an index inside an index is not converted", a.src);
         }
+        let time = match &m.config {
+            Some(c) => created_time(&src.small(c, manifest::MAX_CONFIG)?),
+            None => 0,
+        };
         for l in m.layers.unwrap_or_default() {
             if convertible(&l.media_type) && !todo.iter().any(|t| t.digest == l.digest) {
+                created.insert(l.digest.clone(), time);
                 todo.push(l);
             }
         }
@@ -162,7 +171,7 @@ pub fn run(a: &ConvertArgs) -> Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
-    let done = convert_layers(a, &src, &todo, &opts, &work, &stop)?;
+    let done = convert_layers(a, &src, &todo, &created, &opts, &work, &stop)?;
 
     // The documents rewritten, the destination written.
     let mut out = Output {
@@ -258,6 +267,21 @@ pub fn run(a: &ConvertArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `created` time of an image config in UNIX seconds (0 without
+/// one).
+fn created_time(config: &[u8]) -> i64 {
+    #[derive(serde::Deserialize)]
+    struct C {
+        #[serde(default)]
+        created: Option<String>,
+    }
+    serde_json::from_slice::<C>(config)
+        .ok()
+        .and_then(|c| c.created)
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map_or(0, |t| t.as_second())
+}
+
 /// Whether a layer is a tar layer converted (not EROFS already, not
 /// non-distributable, as containerd leaves those).
 fn convertible(media_type: &str) -> bool {
@@ -295,6 +319,9 @@ fn layer_options(a: &ConvertArgs) -> Result<LayerOptions> {
         .split_whitespace()
         .collect();
     let default_block = !extra.iter().any(|o| o.starts_with("-b"));
+    let fixed_time = !extra
+        .iter()
+        .any(|o| o.starts_with("-T") || *o == "--mkfs-time" || *o == "--ignore-mtime");
     for o in &extra {
         if o.starts_with("-U") || *o == "--tar" || o.starts_with("--tar=") {
             bail!("--mkfs-options {o}: convert sets the UUID and tar mode itself");
@@ -304,6 +331,7 @@ fn layer_options(a: &ConvertArgs) -> Result<LayerOptions> {
     Ok(LayerOptions {
         mkfs,
         default_block,
+        fixed_time,
         zstd: a.erofs == "zstd",
         zstd_level: a.zstd_level,
     })
@@ -314,6 +342,7 @@ fn convert_layers(
     a: &ConvertArgs,
     src: &Source,
     todo: &[Descriptor],
+    created: &HashMap<String, i64>,
     opts: &LayerOptions,
     work: &std::path::Path,
     stop: &Arc<AtomicBool>,
@@ -354,7 +383,8 @@ fn convert_layers(
                     )),
                     None => pb.set_message(what.to_owned()),
                 };
-                match layer::convert(src, d, opts, work, stop, &stage) {
+                let time = created.get(&d.digest).copied().unwrap_or(0);
+                match layer::convert(src, d, opts, time, work, stop, &stage) {
                     Ok(c) => {
                         pb.finish_with_message(format!("done, {} bytes", c.size));
                         if let Ok(mut r) = results.lock() {

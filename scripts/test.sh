@@ -9,7 +9,9 @@
 #   - erofs-utils 1.8.6 and 1.9.4 through ../shared/tools/upstream-tools,
 #     and (as root) containerd 2.1, ctr, runc and umoci for the containerd
 #     test through its --containers, and SeaweedFS's weed for the S3 tests
-#     through its --s3 (built from the Go module proxy once, minutes).
+#     through its --s3, the CNCF registry (--registry) and containerd 2.4
+#     (--containerd-next) for the registry tests (each built from the Go
+#     module proxy once, minutes).
 # The build is the `ci` profile, the one ./scripts/demo.sh builds, so a
 # test run after the demo only compiles the tests themselves.
 set -euo pipefail
@@ -20,7 +22,7 @@ is_root=0
 [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null && is_root=1
 if ((is_root)); then
   need=()
-  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time util-linux lzip xz-utils nginx-light umoci zstd strace busybox-static; do
+  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time util-linux lzip xz-utils nginx-light umoci zstd strace busybox-static skopeo openssl; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if ((${#need[@]})); then
@@ -72,6 +74,16 @@ if [[ -z ${UPSTREAM_S3_BIN:-} && -x $root/../shared/tools/upstream-tools ]] && (
   say "building SeaweedFS's weed (S3 tests) with ../shared/tools/upstream-tools --s3"
   UPSTREAM_S3_BIN=$(bash "$root/../shared/tools/upstream-tools" --s3)
   export UPSTREAM_S3_BIN
+fi
+if [[ -z ${UPSTREAM_REGISTRY_BIN:-} && -x $root/../shared/tools/upstream-tools ]] && ((is_root)); then
+  say "building the CNCF registry (registry tests) with ../shared/tools/upstream-tools --registry"
+  UPSTREAM_REGISTRY_BIN=$(bash "$root/../shared/tools/upstream-tools" --registry | tail -n 1)
+  export UPSTREAM_REGISTRY_BIN
+fi
+if [[ -z ${UPSTREAM_CONTAINERD_NEXT_BIN:-} && -x $root/../shared/tools/upstream-tools ]] && ((is_root)); then
+  say "building containerd 2.4 (EROFS-native layers) with ../shared/tools/upstream-tools --containerd-next"
+  UPSTREAM_CONTAINERD_NEXT_BIN=$(bash "$root/../shared/tools/upstream-tools" --containerd-next | tail -n 1)
+  export UPSTREAM_CONTAINERD_NEXT_BIN
 fi
 say "building and running the tests (cargo test --workspace --profile ci)"
 cargo test --workspace --profile ci "$@"

@@ -22,6 +22,9 @@ _ferrofs() {
             ferrofs,completions)
                 cmd="ferrofs__subcmd__completions"
                 ;;
+            ferrofs,convert)
+                cmd="ferrofs__subcmd__convert"
+                ;;
             ferrofs,diff)
                 cmd="ferrofs__subcmd__diff"
                 ;;
@@ -66,6 +69,9 @@ _ferrofs() {
                 ;;
             ferrofs__subcmd__help,completions)
                 cmd="ferrofs__subcmd__help__subcmd__completions"
+                ;;
+            ferrofs__subcmd__help,convert)
+                cmd="ferrofs__subcmd__help__subcmd__convert"
                 ;;
             ferrofs__subcmd__help,diff)
                 cmd="ferrofs__subcmd__help__subcmd__diff"
@@ -113,7 +119,7 @@ _ferrofs() {
 
     case "${cmd}" in
         ferrofs)
-            opts="-h -V --help --version mkfs mkcomposefs mount fsck extract ls cat diff dump push verity digest completions manpages help"
+            opts="-h -V --help --version mkfs mkcomposefs mount convert fsck extract ls cat diff dump push verity digest completions manpages help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -223,6 +229,64 @@ _ferrofs() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ferrofs__subcmd__convert)
+            opts="-z -C -h --erofs --all-platforms --preset --mkfs-options --noinline-data --zstd-level --jobs --layer-cache --verity --json --platform --insecure-registry --authfile --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --erofs)
+                    COMPREPLY=($(compgen -W "raw zstd" -- "${cur}"))
+                    return 0
+                    ;;
+                --preset)
+                    COMPREPLY=($(compgen -W "fast balanced dense" -- "${cur}"))
+                    return 0
+                    ;;
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mkfs-options)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --zstd-level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --layer-cache)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --platform)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --authfile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -617,7 +681,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__help)
-            opts="mkfs mkcomposefs mount fsck extract ls cat diff dump push verity digest completions manpages help"
+            opts="mkfs mkcomposefs mount convert fsck extract ls cat diff dump push verity digest completions manpages help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -645,6 +709,20 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ferrofs__subcmd__help__subcmd__convert)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -975,7 +1053,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__mkfs)
-            opts="-b -T -U -L -x -m -E -z -C -j -h --clean --layer-images --tar --aufs --ovlfs-strip --sort --ungzip --unxz --mkfs-time --ignore-mtime --all-root --uid-offset --gid-offset --force-uid --force-gid --exclude-path --exclude-regex --xattr-prefix --zD --xattr-inode-digest --chunksize --MZ --preset --compress-hints --workers --mount-point --profile --profile-readahead --max-extent-bytes --hard-dereference --offset --file-contexts --fs-config-file --product-out --block-list-file --blobdev --root-xattr-isize --dsunit --quiet --json --timings --base --incremental --verity --verity-salt --help"
+            opts="-b -T -U -L -x -m -E -z -C -j -h --clean --layer-images --platform --insecure-registry --authfile --tar --aufs --ovlfs-strip --sort --ungzip --unxz --mkfs-time --ignore-mtime --all-root --uid-offset --gid-offset --force-uid --force-gid --exclude-path --exclude-regex --xattr-prefix --zD --xattr-inode-digest --chunksize --MZ --preset --compress-hints --workers --mount-point --profile --profile-readahead --max-extent-bytes --hard-dereference --offset --file-contexts --fs-config-file --product-out --block-list-file --blobdev --root-xattr-isize --dsunit --quiet --json --timings --base --incremental --verity --verity-salt --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -986,6 +1064,18 @@ _ferrofs() {
                     return 0
                     ;;
                 --layer-images)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --platform)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --authfile)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1263,7 +1263,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__mount)
-            opts="-f -o -h --offset --device --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --s3-endpoint --s3-region --s3-profile --s3-addressing --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --verity-format --foreground --threads --cache-size --no-prefetch --prefetch-size --trace --basedir --verify-objects --help"
+            opts="-f -o -h --offset --device --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --s3-endpoint --s3-region --s3-profile --s3-addressing --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --verity-format --foreground --threads --cache-size --no-prefetch --prefetch-size --trace --basedir --verify-objects --insecure-lazy --platform --insecure-registry --authfile --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1366,6 +1366,18 @@ _ferrofs() {
                     return 0
                     ;;
                 --basedir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --platform)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --authfile)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -254,6 +254,23 @@ fn write_layers(
 
 /// Rebuild mode: the merge of EROFS `images` as layers, their data
 /// indexed or copied as `mode` says.
+/// Builds at `output` the merge of layer images already opened (their
+/// names for messages; bottom first), as a rebuild of files does:
+/// `ferrofs mount docker://…` merges a registry's EROFS layers read
+/// lazily.
+pub fn build_merged_images(
+    layers: Vec<(PathBuf, ferrofs::Image)>,
+    mode: DataMode,
+    strip_overlay: bool,
+    output: &Path,
+    opts: &BuildOptions,
+) -> Result<Summary> {
+    let merged = layers::scan_images(layers, opts, mode, strip_overlay)?;
+    let mut s = build_tree(merged.tree, output, opts, None, &|_| {})?;
+    s.layers = Some(merged.stats);
+    Ok(s)
+}
+
 fn build_merged(
     images: &[PathBuf],
     mode: DataMode,

@@ -67,7 +67,7 @@ mod summary;
 mod tree;
 mod util;
 
-pub use build::{build, build_from, build_tree, Mode};
+pub use build::{build, build_from, build_merged_images, build_tree, Mode};
 pub use error::{BuildError, Result};
 pub use incremental::{build as build_incremental, Layer as IncrementalLayer};
 pub use options::compress::{CompressOptions, Compressor, Hint};

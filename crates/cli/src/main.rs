@@ -15,6 +15,7 @@ mod dump;
 mod extract;
 mod fsck;
 mod hotrecord;
+mod lazy;
 mod ls;
 mod manual;
 mod mkfs;

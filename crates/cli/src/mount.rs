@@ -8,8 +8,10 @@ use anyhow::{bail, Context, Result};
 
 #[derive(clap::Args)]
 pub struct MountArgs {
-    /// The EROFS image: a file, an http:// or https:// URL, or an
-    /// s3://BUCKET/KEY object.
+    /// The EROFS image: a file, an http:// or https:// URL, an
+    /// s3://BUCKET/KEY object, or an EROFS-native container image in a
+    /// registry, docker://[HOST/]REPO[:TAG|@DIGEST] (its layers read
+    /// lazily, merged; see --insecure-lazy).
     image: PathBuf,
     /// Where to mount it (an existing directory).
     mountpoint: PathBuf,
@@ -58,6 +60,15 @@ pub struct MountArgs {
     /// a missing digest, is EIO and logged).
     #[arg(long, requires = "basedir")]
     verify_objects: bool,
+    /// For a docker:// image: read layers that carry no dm-verity tree
+    /// lazily too, unchecked (by default they are downloaded whole and
+    /// checked against their digests first; layers with a tree, from
+    /// `ferrofs convert --verity`, are always read lazily, every block
+    /// checked).
+    #[arg(long)]
+    insecure_lazy: bool,
+    #[command(flatten)]
+    registry: crate::registry::RegistryArgs,
 }
 
 pub fn run(a: &MountArgs) -> Result<ExitCode> {
@@ -113,8 +124,19 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
     // Only the process that serves the mount prefetches.
     let mut remote = a.remote.clone();
     remote.prefetch_here = ferrofs_fuse::serves_here(&mopts);
-    let image =
-        crate::source::open_image(&a.image, &a.devices, a.offset, (&remote, &a.verity), opts)?;
+    let docker = a.image.to_str().filter(|s| crate::registry::is_docker(s));
+    if docker.is_some() && (!a.devices.is_empty() || a.offset != 0 || a.verity.is_on()) {
+        bail!("a docker:// image takes no --device, --offset or --verity (its layers' own trees check it)");
+    }
+    let image = match docker {
+        Some(reference) => {
+            let say = !remote.prefetch_here || a.foreground;
+            crate::lazy::open(reference, &a.registry, &remote, a.insecure_lazy, say, opts)?
+        }
+        None => {
+            crate::source::open_image(&a.image, &a.devices, a.offset, (&remote, &a.verity), opts)?
+        }
+    };
     // Extra devices neither given nor appended to the image: every read
     // of their data would fail (a rebuild's layers, a --blobdev blob).
     let bs = image.block_size().bytes();
@@ -122,7 +144,10 @@ pub fn run(a: &MountArgs) -> Result<ExitCode> {
         .devices()
         .iter()
         .map(|d| d.slot.uniaddr.saturating_add(d.slot.blocks));
-    if a.devices.is_empty() && end.max().unwrap_or(0).saturating_mul(bs) > image.source_len() {
+    if docker.is_none()
+        && a.devices.is_empty()
+        && end.max().unwrap_or(0).saturating_mul(bs) > image.source_len()
+    {
         anyhow::bail!(
             "{}: its data is on {} extra devices; give them with --device, in order",
             a.image.display(),

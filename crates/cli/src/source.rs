@@ -102,8 +102,13 @@ impl S3Args {
 }
 
 impl RemoteArgs {
+    /// `--cache-dir`, if given.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+
     /// The remote source's options these arguments ask for.
-    fn options(&self) -> RemoteOptions {
+    pub fn options(&self) -> RemoteOptions {
         RemoteOptions {
             http: HttpOptions {
                 timeout: self.http_timeout,
@@ -141,7 +146,7 @@ static REMOTES: Mutex<Vec<Weak<HttpSource>>> = Mutex::new(Vec::new());
 
 /// Adds `src` to [`REMOTES`] (its object checked for changes, its fetches
 /// counted).
-fn remember(src: &Arc<HttpSource>) {
+pub(crate) fn remember(src: &Arc<HttpSource>) {
     REMOTES
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -226,6 +231,11 @@ pub struct Sources<'a> {
 impl<'a> Sources<'a> {
     pub fn new(args: &'a RemoteArgs) -> Self {
         Sources { args, cache: None }
+    }
+
+    /// The chunk cache every remote source of this run shares.
+    pub fn shared_cache(&mut self) -> Result<Arc<Cache>> {
+        self.cache()
     }
 
     fn cache(&mut self) -> Result<Arc<Cache>> {

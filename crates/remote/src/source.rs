@@ -135,7 +135,7 @@ impl HttpSource {
         Self::open_client(client, &url, cache, opts, &mut |_| {})
     }
 
-    fn open_client(
+    pub(crate) fn open_client(
         client: Client,
         url: &str,
         cache: Arc<Cache>,

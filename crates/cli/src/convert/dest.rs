@@ -199,15 +199,15 @@ fn write_layout(dir: &Path, reference: &str, out: &Output) -> Result<()> {
 }
 
 /// Puts a converted layer's EROFS image into containerd's layer content
-/// cache at `dir`, keyed by the source diff_id; with `verity`, a
-/// dm-verity tree (zero salt, sha256, 4096-byte blocks) is appended and
-/// its sidecar renamed into place first, as `ctr images
+/// cache at `dir`, keyed by the source diff_id, with the `.dmverity`
+/// sidecar of its appended tree (`tree`: root hash and hash offset) if
+/// it has one, renamed into place before the blob, as `ctr images
 /// build-erofs-cache --dmverity` writes them.
 pub fn write_cache(
     dir: &Path,
     source_diff_id: &str,
     image: &Path,
-    verity: bool,
+    tree: Option<&(String, u64)>,
 ) -> Result<PathBuf> {
     let hex = source_diff_id
         .strip_prefix("sha256:")
@@ -219,27 +219,8 @@ pub fn write_cache(
     std::fs::copy(image, &tmp).with_context(|| format!("copying into {}", dir.display()))?;
     let sidecar_tmp = PathBuf::from(format!("{}.dmverity", tmp.display()));
     let result = (|| -> Result<()> {
-        if verity {
-            let len = std::fs::metadata(&tmp)?.len();
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&tmp)?;
-            let w = ferrofs_verity::dm::append(
-                &f,
-                len,
-                &ferrofs_verity::dm::WriteOptions {
-                    salt: Some(vec![0u8; 32]),
-                    ..Default::default()
-                },
-            )
-            .with_context(|| format!("dm-verity tree of {}", tmp.display()))?;
-            f.sync_all()?;
-            let json = format!(
-                "{{\n  \"roothash\": \"{}\",\n  \"hashoffset\": {}\n}}",
-                ferrofs_verity::to_hex(&w.root),
-                w.hash_offset
-            );
+        if let Some((root, offset)) = tree {
+            let json = format!("{{\n  \"roothash\": \"{root}\",\n  \"hashoffset\": {offset}\n}}");
             write_atomic(&sidecar_tmp, json.as_bytes())?;
             std::fs::rename(&sidecar_tmp, format!("{}.dmverity", dest.display()))?;
         }

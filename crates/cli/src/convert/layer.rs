@@ -29,6 +29,9 @@ pub struct Converted {
     pub diff_id: String,
     /// The tar stream's digest: the source's diff_id, the cache's key.
     pub source_diff_id: String,
+    /// The dm-verity tree appended to the image: root hash (hex) and
+    /// hash offset.
+    pub tree: Option<(String, u64)>,
 }
 
 /// The SHA-1 name-based (version 5) UUID of `name` in the URL namespace,
@@ -87,6 +90,8 @@ pub struct LayerOptions {
     pub fixed_time: bool,
     pub zstd: bool,
     pub zstd_level: i32,
+    /// Append a dm-verity tree to each image.
+    pub verity: bool,
 }
 
 /// Converts layer `d` of `src` in `work`; `stage` reports what it does.
@@ -143,6 +148,13 @@ pub fn convert(
     let built = crate::mkfs::build_quiet(&args, stop);
     let _ = std::fs::remove_file(&tar);
     built.with_context(|| format!("building layer {} as EROFS", d.digest))?;
+    let tree = match opts.verity {
+        true => {
+            stage("hashing", None);
+            Some(append_tree(&image)?)
+        }
+        false => None,
+    };
     let diff_id = file_digest(&image)?;
     let (blob, media_type) = if opts.zstd {
         stage("compressing", None);
@@ -171,7 +183,31 @@ pub fn convert(
         media_type,
         diff_id,
         source_diff_id,
+        tree,
     })
+}
+
+/// Appends a dm-verity tree to the image at `path` (zero salt, sha256,
+/// 4096-byte blocks, veritysetup's superblock at the image's end rounded
+/// up to 4096), as containerd's differ and cache builder make them;
+/// returns its root hash (hex) and hash offset.
+pub fn append_tree(path: &Path) -> Result<(String, u64)> {
+    let len = std::fs::metadata(path)?.len();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)?;
+    let w = ferrofs_verity::dm::append(
+        &f,
+        len,
+        &ferrofs_verity::dm::WriteOptions {
+            salt: Some(vec![0u8; 32]),
+            ..Default::default()
+        },
+    )
+    .with_context(|| format!("dm-verity tree of {}", path.display()))?;
+    f.sync_all()?;
+    Ok((ferrofs_verity::to_hex(&w.root), w.hash_offset))
 }
 
 /// Compresses `from` into `to` as one zstd frame (with its content

@@ -79,9 +79,13 @@ pub struct ConvertArgs {
     /// diff_id), as `ctr images build-erofs-cache` does.
     #[arg(long, value_name = "DIR")]
     layer_cache: Option<PathBuf>,
-    /// With --layer-cache: append a dm-verity tree to each cached layer
-    /// and write its `.dmverity` sidecar (containerd's format).
-    #[arg(long, requires = "layer_cache")]
+    /// Append a dm-verity tree to each EROFS layer (zero salt, sha256,
+    /// 4096-byte blocks) and name it in the layer's annotations
+    /// (org.erofs.dmverity.root_digest, .hash_offset, .block_size, as the
+    /// EROFS image spec has them): `ferrofs mount docker://…` then reads
+    /// the layer lazily, every block checked. With --layer-cache, each
+    /// cached layer also gets its `.dmverity` sidecar (containerd's).
+    #[arg(long)]
     verity: bool,
     /// Print a JSON summary.
     #[arg(long)]
@@ -213,7 +217,7 @@ pub fn run(a: &ConvertArgs) -> Result<ExitCode> {
                 cache,
                 &c.source_diff_id,
                 &c.image,
-                a.verity,
+                c.tree.as_ref(),
             )?);
         }
     }
@@ -334,6 +338,7 @@ fn layer_options(a: &ConvertArgs) -> Result<LayerOptions> {
         fixed_time,
         zstd: a.erofs == "zstd",
         zstd_level: a.zstd_level,
+        verity: a.verity,
     })
 }
 
@@ -455,6 +460,15 @@ fn rewrite_manifest(
                 lj["mediaType"] = Value::from(c.media_type);
                 lj["digest"] = Value::from(c.digest.clone());
                 lj["size"] = Value::from(c.size);
+                if let Some((root, offset)) = &c.tree {
+                    if !lj["annotations"].is_object() {
+                        lj["annotations"] = serde_json::json!({});
+                    }
+                    let an = &mut lj["annotations"];
+                    an[crate::lazy::ROOT_DIGEST] = Value::from(format!("sha256:{root}"));
+                    an[crate::lazy::HASH_OFFSET] = Value::from(offset.to_string());
+                    an[crate::lazy::BLOCK_SIZE] = Value::from("4096");
+                }
                 diff_changes.push((i, c.diff_id.clone()));
                 if !out.blobs.iter().any(|(d, _, _)| *d == c.digest) {
                     out.blobs

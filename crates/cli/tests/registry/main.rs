@@ -17,6 +17,7 @@ use std::process::{Command, Output};
 use ferrofs_testkit::registry::{registry_bin_dir, Access, CncfRegistry, READER, WRITER};
 
 mod hostile;
+mod lazy;
 
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
 

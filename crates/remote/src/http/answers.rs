@@ -191,6 +191,20 @@ impl Client {
     /// missing object or bucket is read from the error answer's body.
     pub(super) fn failure(&self, resp: Response<Body>, v: Option<&Validators>) -> Failure {
         let code = resp.status().as_u16();
+        if code == 401 {
+            if let Some(a) = &self.auth {
+                // A token expired: ask for a new one and try again.
+                let e = RemoteError::Status {
+                    url: self.url.clone(),
+                    status: code,
+                    attempts: 1,
+                };
+                return match a.refresh() {
+                    true => Failure::Retry(e),
+                    false => Failure::Fatal(e),
+                };
+            }
+        }
         match &self.s3 {
             Some(t) if matches!(code, 400 | 401 | 403 | 404) => {
                 let body = s3::read_small(resp.into_body().into_reader());

@@ -186,7 +186,19 @@ pub struct Client {
     target: String,
     /// The S3 object, whose credentials sign every request.
     s3: Option<Arc<s3::Target>>,
+    /// Who gives every request its `Authorization` (a registry's token).
+    auth: Option<Arc<dyn Authorizer>>,
     opts: HttpOptions,
+}
+
+/// Gives requests their `Authorization` header, and a new one when the
+/// server refuses the old (HTTP 401): a registry's Bearer token.
+pub trait Authorizer: Send + Sync {
+    /// The header's value for the next request, if any.
+    fn header(&self) -> Option<String>;
+    /// The server answered 401: get a fresh credential. `false` when
+    /// that failed (the 401 then stands).
+    fn refresh(&self) -> bool;
 }
 
 /// The agent of a [`Client`] (and of S3 uploads): statuses are answers,
@@ -220,6 +232,7 @@ impl Client {
             url: url.to_owned(),
             target: url.to_owned(),
             s3: None,
+            auth: None,
             opts,
         })
     }
@@ -232,8 +245,17 @@ impl Client {
             url: t.display().to_owned(),
             target: t.object_url(),
             s3: Some(t),
+            auth: None,
             opts,
         }
+    }
+
+    /// The same client, every request authorized by `a`; messages name
+    /// the object `shown`.
+    pub fn with_auth(mut self, a: Option<Arc<dyn Authorizer>>, shown: &str) -> Client {
+        self.auth = a;
+        self.url = shown.to_owned();
+        self
     }
 
     /// The URL requested.
@@ -415,6 +437,9 @@ impl Client {
             for (name, value) in t.sign("GET", &t.object_path(), &[], sigv4::EMPTY_SHA256) {
                 req = req.header(name, value);
             }
+        }
+        if let Some(v) = self.auth.as_ref().and_then(|a| a.header()) {
+            req = req.header("Authorization", v);
         }
         if let Some(v) = if_range {
             req = req.header("If-Range", v);

@@ -13,6 +13,7 @@
 //! HTTP is used only for this machine and the hosts named insecure.
 
 pub mod auth;
+pub mod blob;
 pub mod manifest;
 pub mod pull;
 pub mod push;

@@ -87,10 +87,26 @@ pub fn scan(
     mode: DataMode,
     ovlfs_strip: bool,
 ) -> Result<Merged> {
+    let mut images = Vec::new();
+    for path in layers {
+        images.push((path.clone(), open_image(path)?));
+    }
+    scan_images(images, opts, mode, ovlfs_strip)
+}
+
+/// Merges images already opened (their names for messages), bottom
+/// first, as [`scan`] merges files: layers read from anywhere a reader
+/// reads (a registry's blobs, lazily).
+pub fn scan_images(
+    layers: Vec<(PathBuf, Image)>,
+    opts: &BuildOptions,
+    mode: DataMode,
+    ovlfs_strip: bool,
+) -> Result<Merged> {
     let mut opened = Vec::new();
     let mut devices = Vec::new();
-    for path in layers {
-        let l = open_layer(path, opts, mode, &mut devices)?;
+    for (path, image) in layers {
+        let l = open_layer(&path, image, opts, mode, &mut devices)?;
         opened.push(l);
     }
     let mut m = Merger {
@@ -117,22 +133,27 @@ pub fn scan(
     Ok(Merged { tree, stats })
 }
 
-/// Opens a layer, checks it can serve this build, and gives its devices
-/// their ids in the new image's table.
-fn open_layer(
-    path: &Path,
-    opts: &BuildOptions,
-    mode: DataMode,
-    devices: &mut Vec<ExtraDevice>,
-) -> Result<Layer> {
+/// Opens the layer image at `path`.
+fn open_image(path: &Path) -> Result<Image> {
     if !is_image(path) {
         return Err(BuildError::input(
             path,
             "not an EROFS image (no EROFS magic at byte 1024); layers of a rebuild are images",
         ));
     }
-    let image = Image::open_path(path)
-        .map_err(|e| BuildError::input(path, format!("not a readable EROFS image: {e}")))?;
+    Image::open_path(path)
+        .map_err(|e| BuildError::input(path, format!("not a readable EROFS image: {e}")))
+}
+
+/// Checks a layer can serve this build, and gives its devices their ids
+/// in the new image's table.
+fn open_layer(
+    path: &Path,
+    image: Image,
+    opts: &BuildOptions,
+    mode: DataMode,
+    devices: &mut Vec<ExtraDevice>,
+) -> Result<Layer> {
     let bs = image.block_size().bytes();
     if bs != opts.block_size() {
         return Err(BuildError::input(

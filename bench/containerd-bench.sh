@@ -89,22 +89,7 @@ trap cleanup EXIT
 import_once() {
   local m=$1 d=$out/ctd pid
   rm -rf "$d"; mkdir -p "$d"
-  cat >"$d/config.toml" <<EOF
-version = 3
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.nri.v1.nri"]
-root = "$d/root"
-state = "$d/state"
-[grpc]
-  address = "$d/ctd.sock"
-[ttrpc]
-  address = "$d/ctd.sock.ttrpc"
-[plugins."io.containerd.service.v1.diff-service"]
-  default = ["erofs", "walking"]
-[[plugins."io.containerd.transfer.v1.local".unpack_config]]
-  platform = "linux/amd64"
-  snapshotter = "erofs"
-  differ = "erofs"
-EOF
+  ctd_config "$d" erofs
   : >"$out/$m/mkfs.log"
   PATH=$out/$m/bin:$PATH containerd --config "$d/config.toml" >"$d/log" 2>&1 &
   pid=$!

@@ -81,16 +81,7 @@ trap cleanup EXIT
 start_containerd() {
   local d=$out/ctd
   rm -rf "$d"; mkdir -p "$d"
-  cat >"$d/config.toml" <<EOF
-version = 3
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.nri.v1.nri"]
-root = "$d/root"
-state = "$d/state"
-[grpc]
-  address = "$d/ctd.sock"
-[ttrpc]
-  address = "$d/ctd.sock.ttrpc"
-EOF
+  ctd_config "$d"
   PATH=$out/mkfs:$PATH containerd --config "$d/config.toml" >"$d/log" 2>&1 &
   ctd_pid=$!
   for _ in $(seq 100); do

@@ -127,15 +127,32 @@ pub fn open(
     let cache = sources.shared_cache()?;
     let store = merged_dir(remote);
     std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
-    let ropts = remote.options();
-    let mut opened: Vec<(PathBuf, Both, How)> = Vec::new();
-    for (i, d) in layers.iter().enumerate() {
+    // A layer's cold reads are whole files: chunks of 1 MiB.
+    let ropts = ferrofs_remote::RemoteOptions {
+        chunk_size: 1 << 20,
+        ..remote.options()
+    };
+    // The merged metadata image, built once per manifest (its bytes do
+    // not depend on how the layers are read).
+    let hex = res.manifest.digest.trim_start_matches("sha256:");
+    let merged = store.join(format!("{}.img", &hex[..32.min(hex.len())]));
+    let need_meta = !merged.exists();
+    // Every layer opened at once: each costs round trips (where its blob
+    // is, its length, its superblock, its metadata).
+    let open_one = |i: usize, d: &Descriptor| -> Result<(PathBuf, Both, How)> {
         let name = PathBuf::from(format!("{r} layer {} ({})", i + 1, d.digest));
         let tree = tree_of(d)?;
         let (src, how): (Arc<dyn ReadAt>, How) = match d.media_type.as_str() {
             manifest::EROFS_LAYER if tree.is_some() || insecure_lazy => {
                 let b = Arc::new(blob::open_blob(reg.clone(), &r, d, cache.clone(), &ropts)?);
                 crate::source::remember(&b);
+                if remote.prefetch_here {
+                    let image_len = tree.as_ref().map(|(_, off)| *off);
+                    crate::source::prefetch_hot_of(&b, 0, image_len);
+                }
+                if need_meta {
+                    prefetch_metadata(&b);
+                }
                 match tree {
                     Some((root, off)) => {
                         let v = Verity::open(
@@ -161,15 +178,35 @@ pub fn open(
                 name.display()
             ),
         };
-        if say {
-            eprintln!("{}: {}", name.display(), how.says());
+        Ok((name, Both(src), how))
+    };
+    let mut opened: Vec<(PathBuf, Both, How)> = Vec::new();
+    for batch in layers.chunks(8).enumerate() {
+        let (b, ds) = batch;
+        let got: Vec<Result<(PathBuf, Both, How)>> = std::thread::scope(|s| {
+            let jobs: Vec<_> = ds
+                .iter()
+                .enumerate()
+                .map(|(j, d)| {
+                    let open_one = &open_one;
+                    s.spawn(move || open_one(b * 8 + j, d))
+                })
+                .collect();
+            jobs.into_iter()
+                .map(|j| {
+                    j.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("opening a layer panicked")))
+                })
+                .collect()
+        });
+        for g in got {
+            let (name, src, how) = g?;
+            if say {
+                eprintln!("{}: {}", name.display(), how.says());
+            }
+            opened.push((name, src, how));
         }
-        opened.push((name, Both(src), how));
     }
-    // The merged metadata image, built once per manifest and way of
-    // reading (its bytes do not depend on how the layers were fetched).
-    let hex = res.manifest.digest.trim_start_matches("sha256:");
-    let merged = store.join(format!("{}.img", &hex[..32.min(hex.len())]));
     if !merged.exists() {
         let mut images = Vec::new();
         for (name, src, _) in &opened {
@@ -196,6 +233,32 @@ pub fn open(
     let f = std::fs::File::open(&merged)
         .with_context(|| format!("cannot open {}", merged.display()))?;
     Image::open_with(Box::new(f), opts).with_context(|| format!("{}", merged.display()))
+}
+
+/// Fetches, in a few large parallel requests, what merging a layer reads:
+/// where the image keeps its metadata at its end, as ferrofs lays images
+/// out (`[superblock][file data][xattrs, inodes][directories]`, from the
+/// shared-xattr block on), that area and what follows it (the dm-verity
+/// tree); nothing for images whose metadata does not end them (a failed
+/// prefetch leaves the reads to fetch what they need).
+fn prefetch_metadata(b: &ferrofs_remote::HttpSource) {
+    use ferrofs_format::superblock::{Superblock, SB_BASE_SIZE};
+    let mut raw = [0u8; SB_BASE_SIZE];
+    if b.read_exact_at(&mut raw, 1024).is_err() {
+        return;
+    }
+    let Ok(sb) = Superblock::parse(&raw) else {
+        return;
+    };
+    let len = ReadAt::len(b).unwrap_or(0);
+    let start = u64::from(sb.xattr_blkaddr) << sb.blkszbits.min(16);
+    let image_end = u64::from(sb.blocks) << sb.blkszbits.min(16);
+    // Metadata at the end: a modest tail of the image.
+    if start == 0 || start >= image_end || image_end - start > image_end / 4 {
+        return;
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let _ = b.prefetch(&[(start, len)], &stop);
 }
 
 /// Downloads blob `d` whole into `store` (its digest checked), a `+zstd`

@@ -206,6 +206,41 @@ pub fn stop_prefetches() {
     }
 }
 
+/// Fetches the hot ranges a `mkfs --profile` image (starting `at` bytes
+/// into `src`) records, in the background: reads that need a chunk it is
+/// fetching wait for that chunk's request only. Stopped and joined by
+/// [`stop_prefetches`] at exit.
+pub(crate) fn prefetch_hot(src: &Arc<HttpSource>, at: u64) {
+    prefetch_hot_of(src, at, None)
+}
+
+/// [`prefetch_hot`] of an image of `len` bytes (what follows it in the
+/// object, a dm-verity tree, is not the image's).
+pub(crate) fn prefetch_hot_of(src: &Arc<HttpSource>, at: u64, len: Option<u64>) {
+    let hot = match len {
+        Some(l) => src.hot_ranges_of(at, l),
+        None => src.hot_ranges(at),
+    };
+    match hot {
+        Err(why) => eprintln!("warning: {}: hot-range record ignored: {why}", src.url()),
+        Ok(Some(hot)) => {
+            let bg = src.clone();
+            let stop = Arc::new(AtomicBool::new(false));
+            let s = stop.clone();
+            let job = std::thread::spawn(move || {
+                if let Err(e) = bg.prefetch(&hot, &s) {
+                    eprintln!("warning: {}: prefetch: {e}", bg.url());
+                }
+            });
+            PREFETCHES
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((stop, job));
+        }
+        Ok(None) => {}
+    }
+}
+
 /// A source read here and by a prefetching thread.
 struct Shared(Arc<HttpSource>);
 
@@ -301,30 +336,12 @@ impl<'a> Sources<'a> {
                     &mut say,
                 )?);
                 remember(&src);
-                let hot = match image_at {
-                    Some(at) => src.hot_ranges(at),
-                    None => Ok(None),
-                };
-                match hot {
-                    Err(why) => eprintln!("warning: {url}: hot-range record ignored: {why}"),
-                    Ok(Some(hot)) if self.args.prefetch_here && !self.args.no_hot_prefetch => {
-                        // In the background: reads that need a chunk it is
-                        // fetching wait for that chunk's request only.
-                        // Stopped and joined by stop_prefetches at exit.
-                        let bg = src.clone();
-                        let stop = Arc::new(AtomicBool::new(false));
-                        let s = stop.clone();
-                        let job = std::thread::spawn(move || {
-                            if let Err(e) = bg.prefetch(&hot, &s) {
-                                eprintln!("warning: {}: prefetch: {e}", bg.url());
-                            }
-                        });
-                        PREFETCHES
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .push((stop, job));
+                if let Some(at) = image_at {
+                    if self.args.prefetch_here && !self.args.no_hot_prefetch {
+                        prefetch_hot(&src, at);
+                    } else if let Err(why) = src.hot_ranges(at) {
+                        eprintln!("warning: {url}: hot-range record ignored: {why}");
                     }
-                    Ok(_) => {}
                 }
                 Ok(Box::new(Shared(src)))
             }

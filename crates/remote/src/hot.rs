@@ -69,7 +69,17 @@ impl HttpSource {
     /// made for another image (length or superblock UUID), or asking for
     /// most of the image.
     pub fn hot_ranges(&self, base: u64) -> std::result::Result<Option<Vec<(u64, u64)>>, String> {
-        let len = self.object.len.saturating_sub(base);
+        self.hot_ranges_of(base, self.object.len.saturating_sub(base))
+    }
+
+    /// [`HttpSource::hot_ranges`] of an image of `len` bytes at `base`
+    /// that the object holds with more after it (a dm-verity tree).
+    pub fn hot_ranges_of(
+        &self,
+        base: u64,
+        len: u64,
+    ) -> std::result::Result<Option<Vec<(u64, u64)>>, String> {
+        let len = len.min(self.object.len.saturating_sub(base));
         if len < SUPERBLOCK_OFFSET + UUID_AT + 16 {
             return Ok(None);
         }

@@ -5,6 +5,7 @@
 //! optional `.dmverity` sidecar renamed into place before the blob).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context, Result};
 use ferrofs_remote::registry::manifest::{self, Descriptor};
@@ -75,9 +76,23 @@ impl Dest {
     }
 
     /// Writes `out`; `mount_from` is the source's (registry, repository).
-    pub fn write(&self, out: &Output, mount_from: Option<(&str, &str)>) -> Result<Written> {
+    /// A signal (`stop`) ends it between blobs, before any manifest:
+    /// nothing is tagged.
+    pub fn write(
+        &self,
+        out: &Output,
+        mount_from: Option<(&str, &str)>,
+        stop: &AtomicBool,
+    ) -> Result<Written> {
+        let stopped = || -> Result<()> {
+            if stop.load(Ordering::Relaxed) {
+                bail!("interrupted: {} was not tagged", self.name());
+            }
+            Ok(())
+        };
         match self {
             Dest::Layout { dir, reference } => {
+                stopped()?;
                 write_layout(dir, reference, out).map(|()| Written::default())
             }
             Dest::Registry { reg, r } => {
@@ -86,6 +101,7 @@ impl Dest {
                     .map(|(_, repo)| repo);
                 let mut w = Written::default();
                 for (digest, size, blob) in &out.blobs {
+                    stopped()?;
                     let sent = match blob {
                         Blob::File(p) => reg.push_blob(r, digest, p, *size, from)?,
                         Blob::Bytes(b) => {
@@ -106,6 +122,7 @@ impl Dest {
                         Sent::Uploaded => w.uploaded += 1,
                     }
                 }
+                stopped()?;
                 for (digest, media_type, bytes) in &out.manifests {
                     reg.put_manifest(r, digest, media_type, bytes)?;
                 }

@@ -226,7 +226,7 @@ pub fn run(a: &ConvertArgs) -> Result<ExitCode> {
     if let Some(d) = &a.dst {
         let dst = Dest::open(d, top.tag.as_deref(), &a.registry)?;
         written = dst
-            .write(&out, src.repository())
+            .write(&out, src.repository(), &stop)
             .with_context(|| format!("writing {}", dst.name()))?;
         dst_name = Some(dst.name());
     }

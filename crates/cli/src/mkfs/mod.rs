@@ -388,10 +388,11 @@ pub(crate) fn build_quiet(
     .map_err(|e| anyhow::anyhow!("mkfs options: {}", e.render().to_string().trim()))?;
     let a = &options::with_preset(&line.a);
     let o = options::build_options(a, a.block_size)?;
-    match dispatch(a, &o, &[], stop, &|_| {})? {
-        Ok(s) => Ok(s),
-        Err(e) => Err(e.into()),
+    let s = dispatch(a, &o, &[], stop, &|_| {})??;
+    if !a.profile.is_empty() {
+        crate::hotrecord::write(&a.image, a.offset, &a.profile, true)?;
     }
+    Ok(s)
 }
 
 /// The progress bar of a build (hidden with `--quiet`; indicatif draws

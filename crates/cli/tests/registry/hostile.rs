@@ -302,6 +302,45 @@ fn hostile_registries_are_refused_by_name() {
     ]);
     std::fs::remove_file(&img).unwrap();
 
+    // An EROFS layer from a registry that answers a range request with
+    // the whole blob cannot be read lazily: said so, nothing mounted.
+    let fake_layer = vec![7u8; 8192];
+    let layer_digest = format!("sha256:{}", super::sha256_hex(&fake_layer));
+    let cfg = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#
+        .to_vec();
+    let cfg_digest = format!("sha256:{}", super::sha256_hex(&cfg));
+    let man = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",
+        "config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{cfg_digest}","size":{}}},
+        "layers":[{{"mediaType":"application/vnd.erofs.layer.v1","digest":"{layer_digest}","size":8192}}]}}"#,
+        cfg.len()
+    );
+    let f = Fake::start(Arc::new(
+        move |_: &str, p: &str, _: &HashMap<String, String>| {
+            if p.starts_with("/v2/r/manifests/") {
+                ok_answer(
+                    man.as_bytes().to_vec(),
+                    "application/vnd.oci.image.manifest.v1+json",
+                )
+            } else if p.ends_with(&cfg_digest) {
+                ok_answer(cfg.clone(), "application/octet-stream")
+            } else {
+                ok_answer(fake_layer.clone(), "application/octet-stream")
+            }
+        },
+    ));
+    let mnt = work.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let e = err(&[
+        "mount",
+        "--insecure-lazy",
+        &format!("docker://{}/r:v1", f.addr),
+        &s(&mnt),
+    ]);
+    if !(e.contains("whole blob") && e.contains("range request")) {
+        failures.push(format!("200 to a range request: {e}"));
+    }
+
     // Transient answers are retried (503 with Retry-After, 429).
     let n = Arc::new(AtomicU32::new(0));
     let n2 = n.clone();

@@ -382,6 +382,23 @@ fn convert_writes_what_containerd_writes() {
     ferrofs_testkit::tmp::finish(&work, &Vec::<String>::new());
 }
 
+/// The sha256 of `data`, hex (through sha256sum).
+fn sha256_hex(data: &[u8]) -> String {
+    use std::io::Write as _;
+    let mut c = Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(data).unwrap();
+    let out = c.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
 fn sha256_file(p: &Path) -> String {
     let out = Command::new("sha256sum").arg(p).output().unwrap();
     format!(
@@ -493,5 +510,59 @@ fn bearer_tokens_are_fetched_per_scope() {
         e.contains("unsupported media type"),
         "EROFS layers are not tar layers: {e}"
     );
+    ferrofs_testkit::tmp::finish(&work, &Vec::<String>::new());
+}
+
+#[test]
+fn an_interrupted_convert_moves_no_tag_and_leaves_nothing() {
+    skip_unless_ready!();
+    let work = ferrofs_testkit::work_dir!("registry_interrupted");
+    let layout = work.join("L");
+    make_layout(&layout);
+    let reg = CncfRegistry::start(&registry_bin_dir().unwrap(), &work, Access::Open);
+    // Every request held 150 ms: the uploads take seconds.
+    let proxy = ferrofs_testkit::proxy::DelayProxy::start(
+        0,
+        reg.addr.parse().unwrap(),
+        std::time::Duration::from_millis(150),
+    )
+    .unwrap();
+    for signal in ["TERM", "INT"] {
+        // A repository of its own: nothing there yet.
+        let dst = format!(
+            "docker://127.0.0.1:{}/slow/{}:erofs",
+            proxy.port,
+            signal.to_lowercase()
+        );
+        let child = Command::new(FERROFS)
+            .args(["convert", &format!("oci:{}:v1", layout.display()), &dst])
+            .current_dir(&work)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(900));
+        Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{signal}: the convert finished before the signal"
+        );
+        assert!(e.contains("interrupted"), "{signal}: {e}");
+        let e = err(&["mkfs", &s(&work.join("x.img")), &dst]);
+        assert!(
+            e.contains("no such manifest") || e.contains("404"),
+            "{signal}: a tag appeared: {e}"
+        );
+        assert!(
+            leftovers(&work).is_empty(),
+            "{signal}: left {:?}",
+            leftovers(&work)
+        );
+    }
     ferrofs_testkit::tmp::finish(&work, &Vec::<String>::new());
 }

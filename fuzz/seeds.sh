@@ -19,6 +19,8 @@
 #     are, 1 their appended copy damaged where the next 8 bytes say);
 #   s3_answers: S3 error bodies, multipart results and listings, and a
 #     credentials file (byte 0 picks the parser);
+#   registry_answers: references, manifests and an index, challenges and
+#     platforms (byte 0 picks the parser);
 #   composefs_dump: a hand-written dump of every file type, and
 #     composefs-info's dumps of the composefs_objects images when the
 #     reference tools are installed;
@@ -78,6 +80,16 @@ printf '\1<CompleteMultipartUploadResult><Location>http://b/k</Location><ETag>&q
 printf '\1<ListMultipartUploadsResult><Upload><Key>k.img</Key><UploadId>abc</UploadId></Upload><Upload><Key>o</Key><UploadId>d</UploadId></Upload></ListMultipartUploadsResult>' >"$corpus/s3_answers/uploads"
 printf '\002120' >"$corpus/s3_answers/retry-after"
 printf '\3[default]\naws_access_key_id = AKID\naws_secret_access_key = wJalr/K7MDENG\n\n[ro]\n# read-only\naws_access_key_id=RO\naws_secret_access_key=S\naws_session_token = T\n' >"$corpus/s3_answers/credentials"
+# registry_answers: byte 0 picks the parser (0 references, 1 manifests
+# and indexes, 2 WWW-Authenticate challenges, 3 platforms).
+mkdir -p "$corpus/registry_answers"
+printf '\0docker://localhost:5000/team/app:v1@sha256:%s' "$(printf '%064d' 7)" >"$corpus/registry_answers/reference"
+printf '\0python:3.13' >"$corpus/registry_answers/hub"
+printf '\1{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":2},"layers":[{"mediaType":"application/vnd.erofs.layer.v1","digest":"sha256:%s","size":8192,"annotations":{"org.erofs.dmverity.root_digest":"sha256:%s","org.erofs.dmverity.hash_offset":"4096"}}]}' "$(printf '%064d' 1)" "$(printf '%064d' 2)" "$(printf '%064d' 3)" >"$corpus/registry_answers/manifest"
+printf '\1{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":7,"platform":{"os":"linux","architecture":"arm64","variant":"v8","os.features":["erofs"]}},{"digest":"sha256:%s","size":9,"platform":{"os":"linux","architecture":"amd64"}}]}' "$(printf '%064d' 4)" "$(printf '%064d' 5)" >"$corpus/registry_answers/index"
+printf '\2Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/python:pull"' >"$corpus/registry_answers/bearer"
+printf '\2Basic realm="Registry Realm"' >"$corpus/registry_answers/basic"
+printf '\3linux/arm64/v8' >"$corpus/registry_answers/platform"
 # composefs_dump: a dump of every file type (the format composefs-info
 # dump prints: PATH SIZE MODE NLINK UID GID RDEV MTIME PAYLOAD CONTENT
 # DIGEST XATTRS...), and composefs-info's dump of a real image when the

@@ -378,6 +378,16 @@ pub fn open_image(
     (remote, verity): (&RemoteArgs, &VerityArgs),
     mut opts: OpenOptions,
 ) -> Result<Image> {
+    // An EROFS-native image in a registry: its layers merged, read
+    // lazily where their trees vouch for them (this machine's platform,
+    // the default credentials; `mount` takes the registry options).
+    if let Some(reference) = image.to_str().filter(|s| crate::registry::is_docker(s)) {
+        if verity.is_on() || !devices.is_empty() || offset != 0 {
+            anyhow::bail!("a docker:// image takes no --device, --offset or --verity");
+        }
+        let reg = crate::registry::RegistryArgs::default();
+        return crate::lazy::open(reference, &reg, remote, false, false, opts);
+    }
     if verity.is_on() && !devices.is_empty() {
         // Their blocks are no part of the image's tree.
         anyhow::bail!(

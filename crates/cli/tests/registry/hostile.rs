@@ -5,7 +5,9 @@
 //! platform asked for, transient 503s and 429s (retried), and blobs
 //! redirected to another host (which must not see the registry's
 //! credentials). Every failure names the reference and leaves no image
-//! and no scratch directory behind.
+//! and no scratch directory behind. An index of two platforms converts
+//! to one of two EROFS-native manifests (`--all-platforms`) or of the
+//! host's.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -416,4 +418,69 @@ fn hostile_registries_are_refused_by_name() {
     }
     drop(seen);
     ferrofs_testkit::tmp::finish(&work, &failures);
+}
+
+#[test]
+fn indexes_convert_per_platform() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = ferrofs_testkit::work_dir!("registry_platforms");
+    let layout = work.join("L");
+    make_layout(&layout);
+    let (b, man) = blobs(&layout);
+    let size = b[&man].len();
+    let index = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[
+        {{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"{man}","size":{size},"platform":{{"os":"linux","architecture":"arm64","variant":"v8"}}}},
+        {{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"{man}","size":{size},"platform":{{"os":"linux","architecture":"amd64"}}}}]}}"#
+    );
+    let f = registry(&layout, move |_, p, _| {
+        (p == "/v2/r/manifests/v1").then(|| {
+            ok_answer(
+                index.as_bytes().to_vec(),
+                "application/vnd.oci.image.index.v1+json",
+            )
+        })
+    });
+    let src = format!("docker://{}/r:v1", f.addr);
+    for (extra, want) in [
+        (vec!["--all-platforms"], vec!["arm64", "amd64"]),
+        (vec![], vec!["amd64"]),
+    ] {
+        let out = work.join(format!("OUT{}", want.len()));
+        let mut args = vec!["convert", &src];
+        let dst = format!("oci:{}", out.display());
+        args.push(&dst);
+        args.extend(extra.iter().copied());
+        ok(&args);
+        let read = |d: &str| {
+            std::fs::read(
+                out.join("blobs/sha256")
+                    .join(d.trim_start_matches("sha256:")),
+            )
+            .unwrap()
+        };
+        let top: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("index.json")).unwrap()).unwrap();
+        let idx: serde_json::Value =
+            serde_json::from_slice(&read(top["manifests"][0]["digest"].as_str().unwrap())).unwrap();
+        assert_eq!(idx["mediaType"], "application/vnd.oci.image.index.v1+json");
+        let entries = idx["manifests"].as_array().unwrap();
+        let archs: Vec<&str> = entries
+            .iter()
+            .map(|e| e["platform"]["architecture"].as_str().unwrap())
+            .collect();
+        assert_eq!(archs, want);
+        for e in entries {
+            assert_eq!(e["platform"]["os.features"], serde_json::json!(["erofs"]));
+            let m: serde_json::Value =
+                serde_json::from_slice(&read(e["digest"].as_str().unwrap())).unwrap();
+            for l in m["layers"].as_array().unwrap() {
+                assert_eq!(l["mediaType"], "application/vnd.erofs.layer.v1");
+            }
+        }
+    }
+    ferrofs_testkit::tmp::finish(&work, &Vec::<String>::new());
 }

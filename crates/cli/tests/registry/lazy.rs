@@ -127,6 +127,11 @@ fn lazy_mounts_equal_the_kernels_overlay_and_refuse_changed_blocks() {
         }
         m.unmount();
     }
+    // The other readers take the reference too.
+    if ok(&["cat", &verified, "/etc/hostname"]) != "box\n" {
+        failures.push("cat docker://… read wrong bytes".into());
+    }
+    ok(&["fsck", &verified]);
     // One byte of a file's data changed in the registry's storage: that
     // file cannot be read, the others can.
     let bottom = layers.first().unwrap()["digest"]
@@ -158,6 +163,15 @@ fn lazy_mounts_equal_the_kernels_overlay_and_refuse_changed_blocks() {
         failures.push("an unchanged file did not read".into());
     }
     m.unmount();
+    let out = Command::new(FERROFS)
+        .args(["fsck", &verified])
+        .output()
+        .unwrap();
+    let e =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(1) || !e.contains("does not match the verity hash tree") {
+        failures.push(format!("fsck of the changed image: {:?}: {e}", out.status));
+    }
     let _ = Command::new("umount").arg(&ovl).status();
     drop(mounts);
     ferrofs_testkit::tmp::finish(&work, &failures);

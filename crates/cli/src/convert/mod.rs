@@ -82,7 +82,7 @@ pub struct ConvertArgs {
     /// Append a dm-verity tree to each EROFS layer (zero salt, sha256,
     /// 4096-byte blocks) and name it in the layer's annotations
     /// (org.erofs.dmverity.root_digest, .hash_offset, .block_size, as the
-    /// EROFS image spec has them): `ferrofs mount docker://…` then reads
+    /// EROFS image spec has them): `ferrofs mount docker://...` then reads
     /// the layer lazily, every block checked. With --layer-cache, each
     /// cached layer also gets its `.dmverity` sidecar (containerd's).
     #[arg(long)]

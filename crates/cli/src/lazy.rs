@@ -106,6 +106,31 @@ fn merged_dir(remote: &RemoteArgs) -> PathBuf {
     }
 }
 
+/// Makes `dir` (mode 0700) if missing and checks it is this user's
+/// alone: a merged image found there is trusted as built here, so a
+/// directory another user can write (a planted one in /tmp) is refused.
+fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
+        Ok(()) => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+    }
+    let md = std::fs::symlink_metadata(dir).with_context(|| format!("{}", dir.display()))?;
+    let me = nix::unistd::Uid::effective().as_raw();
+    if !md.is_dir() || md.uid() != me || md.mode() & 0o022 != 0 {
+        bail!(
+            "{}: not a directory of this user's that only it can write: merged images are \
+             kept there (give --cache-dir, or remove it)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// Opens the image `reference` names, as the module docs say; `say`
 /// prints what became of each layer.
 pub fn open(
@@ -126,7 +151,7 @@ pub fn open(
     let mut sources = Sources::new(remote);
     let cache = sources.shared_cache()?;
     let store = merged_dir(remote);
-    std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
+    private_dir(&store)?;
     // A layer's cold reads are whole files: chunks of 1 MiB.
     let ropts = ferrofs_remote::RemoteOptions {
         chunk_size: 1 << 20,

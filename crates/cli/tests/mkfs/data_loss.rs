@@ -500,10 +500,16 @@ fn the_next_build_removes_a_killed_builds_temporary_file() {
         if reaped {
             child.wait().unwrap();
         } else {
-            // Dead, but not waited for: its /proc entry stays.
-            while fs::read_to_string(format!("/proc/{}/stat", child.id()))
-                .is_ok_and(|s| !s.contains(") Z"))
-            {
+            // Dead, but not waited for: its /proc entry stays. Its leader
+            // turns zombie before its other threads are gone, and its files
+            // (and their locks) are closed only with the last of them.
+            let pid = child.id();
+            let gone = || {
+                fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))
+                    && fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|d| d.count() <= 1)
+            };
+            let since = Instant::now();
+            while !gone() && since.elapsed() < Duration::from_secs(20) {
                 thread::sleep(Duration::from_millis(1));
             }
         }

@@ -127,6 +127,19 @@ fn lazy_mounts_equal_the_kernels_overlay_and_refuse_changed_blocks() {
         }
         m.unmount();
     }
+    // A merged-image directory others can write is refused (what is
+    // found there is trusted as built here).
+    let shared = work.join("shared-cache");
+    fs::create_dir_all(shared.join("merged")).unwrap();
+    Command::new("chmod")
+        .arg("777")
+        .arg(shared.join("merged"))
+        .status()
+        .unwrap();
+    let e = super::err(&["ls", "--cache-dir", &s(&shared), &verified, "/"]);
+    if !e.contains("only it can write") {
+        failures.push(format!("a world-writable merged directory: {e}"));
+    }
     // The other readers take the reference too.
     if ok(&["cat", &verified, "/etc/hostname"]) != "box\n" {
         failures.push("cat docker://… read wrong bytes".into());

@@ -6,7 +6,11 @@
 //! layers) and a [`Mode`] (a new image, or `--incremental`), the
 //! [`BuildOptions`] and what they refer to ([`CompressOptions`],
 //! [`Profile`], [`FileContexts`], [`CannedFsConfig`]…), and the [`Summary`]
-//! or [`BuildError`] it returns. [`build`] (a directory), the [`source`]
+//! or [`BuildError`] it returns; [`Build`] names those parts (source,
+//! mode, options, progress, interruption, output), as `ferrofs mkfs` uses
+//! it. [`writer::ImageWriter`] builds from entries appended one by one
+//! (directories, files from readers or paths, links, devices), as
+//! `tar::Builder` writes archives. [`build`] (a directory), the [`source`]
 //! scanners with [`build_tree`], and [`build_incremental`] are the same
 //! stages for callers that want one step at a time.
 //!
@@ -66,8 +70,9 @@ mod summary;
 
 mod tree;
 mod util;
+pub mod writer;
 
-pub use build::{build, build_from, build_merged_images, build_tree, Mode};
+pub use build::{build, build_from, build_merged_images, build_tree, Build, Mode};
 pub use error::{BuildError, Result};
 pub use incremental::{build as build_incremental, Layer as IncrementalLayer};
 pub use options::compress::{CompressOptions, Compressor, Hint};

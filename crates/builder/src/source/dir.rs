@@ -49,7 +49,11 @@ fn libc_enotsup() -> i32 {
 }
 
 /// Data ranges of a file that has holes, `None` when it is dense.
-fn data_ranges(path: &Path, size: u64, blocks_512: u64) -> Result<Option<Vec<(u64, u64)>>> {
+pub(crate) fn data_ranges(
+    path: &Path,
+    size: u64,
+    blocks_512: u64,
+) -> Result<Option<Vec<(u64, u64)>>> {
     if size == 0 || blocks_512.saturating_mul(512) >= size {
         return Ok(None);
     }

@@ -199,13 +199,19 @@ impl Tree {
     /// layers removed), renumbered in breadth-first order.
     pub(crate) fn prune(self) -> Tree {
         let order = self.bfs_order();
+        self.renumbered(&order)
+    }
+
+    /// The tree with the inodes `order` lists (root first), renumbered
+    /// in that order; the others left out.
+    pub(crate) fn renumbered(self, order: &[InodeId]) -> Tree {
         let mut new_id = vec![usize::MAX; self.inodes.len()];
         for (n, &old) in order.iter().enumerate() {
             new_id[old] = n;
         }
         let mut slots: Vec<Option<Inode>> = self.inodes.into_iter().map(Some).collect();
         let mut inodes = Vec::with_capacity(order.len());
-        for &old in &order {
+        for &old in order {
             let Some(mut ino) = slots[old].take() else {
                 continue;
             };

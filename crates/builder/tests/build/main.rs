@@ -20,3 +20,4 @@ mod oci;
 mod profile;
 mod symlink_walk;
 mod tar;
+mod writer;

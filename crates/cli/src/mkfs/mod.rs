@@ -504,14 +504,12 @@ fn dispatch(
         (None, Some(source), None) => Input::Dir(source),
         (None, None, _) => bail!("mkfs needs a SOURCE directory (or --tar)"),
     };
-    Ok(ferrofs_builder::build_from(
-        input,
-        mode,
-        &a.image,
-        o,
-        Some(stop),
-        tick,
-    ))
+    Ok(ferrofs_builder::Build::new(input)
+        .mode(mode)
+        .options(o)
+        .progress(tick)
+        .interrupt_on(stop)
+        .write_to(&a.image))
 }
 
 /// Whether `--tar=MODE` asks for a tar index (`i`, or `0` as mkfs.erofs

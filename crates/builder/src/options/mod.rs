@@ -158,6 +158,31 @@ pub struct MetaboxOptions {
 }
 
 impl BuildOptions {
+    /// The options of a `ferrofs mkfs --preset` (the rest default):
+    /// `fast` (`-zlz4 -C65536`), `balanced` (`-zlz4hc,9 -C65536
+    /// -Eztailpacking`) or `dense` (`-zlzma,6 -C131072
+    /// -Efragments,dedupe,ztailpacking`).
+    pub fn preset(name: &str) -> crate::Result<BuildOptions> {
+        let (alg, pcluster, tail, fragments) = match name {
+            "fast" => ("lz4", 65536, false, false),
+            "balanced" => ("lz4hc,9", 65536, true, false),
+            "dense" => ("lzma,6", 131072, true, true),
+            other => {
+                return Err(crate::BuildError::Option(format!(
+                    "preset {other:?}: the presets are fast, balanced and dense"
+                )))
+            }
+        };
+        let mut c = compress::CompressOptions::new(compress::Compressor::parse(alg)?, pcluster);
+        c.ztailpacking = tail;
+        c.fragments = fragments;
+        Ok(BuildOptions {
+            compress: Some(c),
+            dedupe: fragments,
+            ..Default::default()
+        })
+    }
+
     /// How owners are mapped (`--all-root`, `--force-uid/gid`, the
     /// offsets): the relabel stage's view of the options.
     pub(crate) fn owners(&self) -> OwnerMap {

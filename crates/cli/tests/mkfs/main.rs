@@ -20,6 +20,7 @@ mod format19;
 mod images;
 mod incremental;
 mod layout;
+mod library;
 mod oci;
 mod pinned;
 mod profile;

@@ -34,6 +34,9 @@ _ferrofs() {
             ferrofs,dump)
                 cmd="ferrofs__subcmd__dump"
                 ;;
+            ferrofs,export)
+                cmd="ferrofs__subcmd__export"
+                ;;
             ferrofs,extract)
                 cmd="ferrofs__subcmd__extract"
                 ;;
@@ -82,6 +85,9 @@ _ferrofs() {
             ferrofs__subcmd__help,dump)
                 cmd="ferrofs__subcmd__help__subcmd__dump"
                 ;;
+            ferrofs__subcmd__help,export)
+                cmd="ferrofs__subcmd__help__subcmd__export"
+                ;;
             ferrofs__subcmd__help,extract)
                 cmd="ferrofs__subcmd__help__subcmd__extract"
                 ;;
@@ -119,7 +125,7 @@ _ferrofs() {
 
     case "${cmd}" in
         ferrofs)
-            opts="-h -V --help --version mkfs mkcomposefs mount convert fsck extract ls cat diff dump push verity digest completions manpages help"
+            opts="-h -V --help --version mkfs mkcomposefs mount convert fsck extract ls export cat diff dump push verity digest completions manpages help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -476,6 +482,104 @@ _ferrofs() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ferrofs__subcmd__export)
+            opts="-o -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --s3-endpoint --s3-region --s3-profile --s3-addressing --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --verity-format --output --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --device)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cache-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cache-dir-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http-speed-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http-speed-time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http-deadline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --s3-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --s3-region)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --s3-profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --s3-addressing)
+                    COMPREPLY=($(compgen -W "path virtual" -- "${cur}"))
+                    return 0
+                    ;;
+                --verity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-salt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-data-block-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-hash-algorithm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verity-format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ferrofs__subcmd__extract)
             opts="-j -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --s3-endpoint --s3-region --s3-profile --s3-addressing --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --verity-format --no-owners --owners --no-xattrs --xattrs --jobs --memory --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -681,7 +785,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__help)
-            opts="mkfs mkcomposefs mount convert fsck extract ls cat diff dump push verity digest completions manpages help"
+            opts="mkfs mkcomposefs mount convert fsck extract ls export cat diff dump push verity digest completions manpages help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -765,6 +869,20 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__help__subcmd__dump)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ferrofs__subcmd__help__subcmd__export)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

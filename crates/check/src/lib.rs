@@ -7,6 +7,7 @@
 pub mod diff;
 pub mod digest;
 pub mod dump;
+pub mod export;
 pub mod extract;
 pub mod fsck;
 pub mod hotrange;

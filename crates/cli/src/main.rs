@@ -12,6 +12,7 @@ mod diff;
 mod digest;
 mod dropin;
 mod dump;
+mod export;
 mod extract;
 mod fsck;
 mod hotrecord;
@@ -156,6 +157,15 @@ enum Command {
     /// List a directory (or show one entry) as coreutils' `ls` lists the
     /// kernel's mount of the image.
     Ls(ls::LsArgs),
+    /// Write the image (or a directory of it) as a POSIX (PAX) tar
+    /// archive, without root: the bytes GNU tar writes of the kernel's
+    /// mount with --format=pax --sort=name --numeric-owner --xattrs
+    /// --xattrs-include='*' and
+    /// --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime
+    /// (`-C DIR .`). Hard links stay links, devices and fifos headers,
+    /// sockets are left out (as GNU tar leaves them), holes are written as
+    /// zeros.
+    Export(Box<export::ExportArgs>),
     /// Write a file's contents to standard output.
     Cat {
         #[command(flatten)]
@@ -319,6 +329,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => extract::extract(&img, &dir, (owners, no_owners), no_xattrs, &data, json),
         Command::Ls(a) => ls::run(&a),
         Command::Cat { img, path } => cat::cat(&img, &path),
+        Command::Export(a) => export::run(&a),
         Command::Dump {
             img,
             path,

@@ -11,6 +11,7 @@ mod closed_pipe;
 mod composefs;
 mod decode_once;
 mod dump_v19;
+mod export;
 mod extract_batches;
 mod extract_xattrs;
 mod fixtures_v19;

@@ -22,7 +22,7 @@ is_root=0
 [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null && is_root=1
 if ((is_root)); then
   need=()
-  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time util-linux lzip xz-utils nginx-light umoci zstd strace busybox-static skopeo openssl; do
+  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time util-linux lzip xz-utils nginx-light umoci zstd strace busybox-static skopeo openssl python3-venv; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if ((${#need[@]})); then
@@ -87,6 +87,22 @@ if [[ -z ${UPSTREAM_CONTAINERD_NEXT_BIN:-} && -x $root/../shared/tools/upstream-
 fi
 say "building and running the tests (cargo test --workspace --profile ci)"
 cargo test --workspace --profile ci "$@"
+# The Python package (python/, PyO3 and maturin, outside the workspace):
+# its wheel built into target/wheels, installed into a private venv, and
+# its tests run (they compare with the kernel's mount as root).
+say "building the Python package's wheel and running its tests (python/)"
+pyenv=$root/target/pyenv-bindings
+if [[ ! -x $pyenv/bin/maturin ]]; then
+  python3 -m venv "$pyenv" || {
+    say "cannot make a venv: install python3-venv (Debian)"
+    exit 1
+  }
+  "$pyenv/bin/pip" install -q maturin pytest
+fi
+rm -rf "$root/target/wheels"
+"$pyenv/bin/maturin" build -q --release -m "$root/python/Cargo.toml" -o "$root/target/wheels"
+"$pyenv/bin/pip" install -q --force-reinstall "$root"/target/wheels/ferrofs-*.whl
+(cd "$root/target" && "$pyenv/bin/pytest" -q "$root/python/tests")
 # The benchmark runner and its end-to-end check run `python3`: the chosen one.
 [[ $python == */* ]] && PATH=$(dirname "$python"):$PATH
 say "the benchmark runner's tests ($(command -v python3) -m pytest bench/tests)"

@@ -128,9 +128,10 @@ enum Out {
     Writer(Box<dyn WriteSeek>),
 }
 
-/// A `Write + Seek` the image is copied into.
-trait WriteSeek: Write + Seek {}
-impl<T: Write + Seek> WriteSeek for T {}
+/// A `Write + Seek` the image is copied into (a writer may move to
+/// another thread).
+trait WriteSeek: Write + Seek + Send {}
+impl<T: Write + Seek + Send> WriteSeek for T {}
 
 /// Builds an image from appended entries (see the module docs).
 pub struct ImageWriter {
@@ -157,7 +158,7 @@ impl ImageWriter {
 
     /// A writer whose image is written into `w` (built in the temporary
     /// directory, then copied).
-    pub fn new<W: Write + Seek + 'static>(w: W, opts: BuildOptions) -> Result<Self> {
+    pub fn new<W: Write + Seek + Send + 'static>(w: W, opts: BuildOptions) -> Result<Self> {
         Ok(Self::with(
             Out::Writer(Box::new(w)),
             std::env::temp_dir(),

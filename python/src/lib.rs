@@ -83,15 +83,13 @@ fn stat_of(m: &ferrofs::Metadata) -> StatResult {
 
 #[pymethods]
 impl Image {
-    /// Opens the image file at `path`.
+    /// Opens the image at `path`: a file, or an `http://`, `https://` or
+    /// `s3://BUCKET/KEY` URL read lazily with range requests (S3 as the
+    /// environment's `AWS_*` variables say; fetched chunks kept in a
+    /// temporary cache of at most 1 GiB).
     #[new]
-    fn new(path: PathBuf) -> PyResult<Self> {
-        let shown = path.display().to_string();
-        let image = ferrofs::Image::open_path(&path).map_err(|e| py_err(e, &shown))?;
-        Ok(Image {
-            image: Arc::new(image),
-            path: shown,
-        })
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        py.detach(|| Self::open_any(path))
     }
 
     fn __repr__(&self) -> String {
@@ -100,14 +98,16 @@ impl Image {
 
     /// The names in directory `path` (without `.` and `..`).
     #[pyo3(signature = (path = "/"))]
-    fn listdir(&self, path: &str) -> PyResult<Vec<String>> {
-        let rd = self.image.read_dir(path).map_err(|e| py_err(e, path))?;
-        let mut out = Vec::new();
-        for e in rd {
-            let e = e.map_err(|e| py_err(e, path))?;
-            out.push(e.file_name().to_string_lossy().into_owned());
-        }
-        Ok(out)
+    fn listdir(&self, py: Python<'_>, path: &str) -> PyResult<Vec<String>> {
+        py.detach(|| {
+            let rd = self.image.read_dir(path).map_err(|e| py_err(e, path))?;
+            let mut out = Vec::new();
+            for e in rd {
+                let e = e.map_err(|e| py_err(e, path))?;
+                out.push(e.file_name().to_string_lossy().into_owned());
+            }
+            Ok(out)
+        })
     }
 
     /// The metadata of `path`, symlinks followed.
@@ -132,8 +132,8 @@ impl Image {
     }
 
     /// A binary file object over the regular file `path`.
-    fn open(&self, path: &str) -> PyResult<ImageFile> {
-        let f = self.image.open_file(path).map_err(|e| py_err(e, path))?;
+    fn open(&self, py: Python<'_>, path: &str) -> PyResult<ImageFile> {
+        let f = py.detach(|| self.image.open_file(path).map_err(|e| py_err(e, path)))?;
         Ok(ImageFile {
             size: f.len(),
             file: Some(f),
@@ -257,6 +257,34 @@ impl Image {
     }
 }
 
+impl Image {
+    /// Opens a file or URL (what `Image(path)` does, without the GIL).
+    fn open_any(path: PathBuf) -> PyResult<Self> {
+        let shown = path.display().to_string();
+        let image = match path.to_str().filter(|s| ferrofs_remote::is_url(s)) {
+            Some(url) => {
+                let remote =
+                    |e: ferrofs_remote::RemoteError| PyOSError::new_err(format!("{url}: {e}"));
+                let cache = Arc::new(ferrofs_remote::Cache::temporary(1 << 30).map_err(remote)?);
+                let src = ferrofs_remote::open(
+                    url,
+                    &ferrofs_remote::s3::S3Options::default(),
+                    cache,
+                    &ferrofs_remote::RemoteOptions::default(),
+                    &mut |_| {},
+                )
+                .map_err(remote)?;
+                ferrofs::Image::open(src).map_err(|e| py_err(e, &shown))?
+            }
+            None => ferrofs::Image::open_path(&path).map_err(|e| py_err(e, &shown))?,
+        };
+        Ok(Image {
+            image: Arc::new(image),
+            path: shown,
+        })
+    }
+}
+
 /// A regular file of an image, as `open(..., "rb")` gives one.
 #[pyclass(module = "ferrofs")]
 struct ImageFile {
@@ -305,7 +333,7 @@ impl ImageFile {
         };
         let want = usize::try_from(want).map_err(|_| PyValueError::new_err("too large a read"))?;
         let mut buf = vec![0u8; want];
-        let n = self.read_into(&mut buf)?;
+        let n = py.detach(|| self.read_into(&mut buf))?;
         buf.truncate(n);
         Ok(PyBytes::new(py, &buf))
     }
@@ -315,7 +343,7 @@ impl ImageFile {
     fn readinto(&mut self, py: Python<'_>, buf: &Bound<'_, PyAny>) -> PyResult<usize> {
         let len = buf.len()?;
         let mut tmp = vec![0u8; len];
-        let n = self.read_into(&mut tmp)?;
+        let n = py.detach(|| self.read_into(&mut tmp))?;
         // Slice assignment: the buffer's own code copies the bytes.
         let slice = pyo3::types::PySlice::new(py, 0, n as isize, 1);
         buf.set_item(slice, PyBytes::new(py, &tmp[..n]))?;
@@ -390,19 +418,27 @@ fn json_to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py
 /// for a directory; mode 0644/0755, root, mtime 0), with a `preset`
 /// (`fast`, `balanced`, `dense`) or none (uncompressed). Returns the
 /// summary as a dict.
+/// Options as keywords: `compress` (mkfs's `-z`, e.g. `"lz4hc,12"`),
+/// `pcluster` (`-C`, bytes), `block_size` (`-b`), `ztailpacking`,
+/// `fragments` and `dedupe` (`-E`), `uuid` (16 bytes), `mtime` (every
+/// file's, `-T`).
 #[pyfunction]
-#[pyo3(signature = (out, source, preset = None))]
+#[pyo3(signature = (out, source, preset = None, **options))]
 fn build<'py>(
     py: Python<'py>,
     out: PathBuf,
     source: &Bound<'py, PyAny>,
     preset: Option<&str>,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let opts = match preset {
+    let mut opts = match preset {
         Some(p) => ferrofs_builder::BuildOptions::preset(p)
             .map_err(|e| PyValueError::new_err(e.to_string()))?,
         None => ferrofs_builder::BuildOptions::default(),
     };
+    if let Some(kw) = options {
+        keyword_options(kw, &mut opts)?;
+    }
     let summary = if let Ok(dir) = source.extract::<PathBuf>() {
         let d: &Path = &dir;
         py.detach(|| {
@@ -431,6 +467,72 @@ fn build<'py>(
     d.set_item("inodes", s.inodes)?;
     d.set_item("path", out.as_os_str().as_bytes())?;
     Ok(d.into_any())
+}
+
+/// Applies `build`'s keyword options to `opts`.
+fn keyword_options(
+    kw: &Bound<'_, PyDict>,
+    opts: &mut ferrofs_builder::BuildOptions,
+) -> PyResult<()> {
+    let bad = |e: String| PyValueError::new_err(e);
+    let mut compress: Option<String> = None;
+    let mut pcluster: Option<u64> = None;
+    let mut flags: Vec<(String, bool)> = Vec::new();
+    for (k, v) in kw.iter() {
+        let k: String = k.extract()?;
+        match k.as_str() {
+            "compress" => compress = Some(v.extract()?),
+            "pcluster" => pcluster = Some(v.extract()?),
+            "block_size" => {
+                let b: u32 = v.extract()?;
+                opts.blkszbits = match b {
+                    512 => 9,
+                    1024 => 10,
+                    2048 => 11,
+                    4096 => 12,
+                    _ => return Err(bad(format!("block_size {b}: 512, 1024, 2048 or 4096"))),
+                };
+            }
+            "ztailpacking" | "fragments" => flags.push((k.clone(), v.extract()?)),
+            "dedupe" => opts.dedupe = v.extract()?,
+            "uuid" => {
+                let u: Vec<u8> = v.extract()?;
+                opts.uuid = Some(u.try_into().map_err(|_| bad("uuid: 16 bytes".into()))?);
+            }
+            "mtime" => opts.time = ferrofs_builder::TimePolicy::Fixed(v.extract()?),
+            other => return Err(bad(format!("unknown option {other:?}"))),
+        }
+    }
+    if compress.is_some() || pcluster.is_some() {
+        let alg = match (&compress, &opts.compress) {
+            (Some(c), _) => {
+                ferrofs_builder::Compressor::parse(c).map_err(|e| bad(e.to_string()))?
+            }
+            (None, Some(c)) => c
+                .compressors
+                .first()
+                .cloned()
+                .ok_or_else(|| bad("no compressor".into()))?,
+            (None, None) => return Err(bad("pcluster without compress".into())),
+        };
+        let pcl = pcluster.unwrap_or(opts.compress.as_ref().map_or(65536, |c| c.pcluster_bytes));
+        let old = opts.compress.take();
+        let mut c = ferrofs_builder::CompressOptions::new(alg, pcl);
+        if let Some(o) = old {
+            (c.ztailpacking, c.fragments) = (o.ztailpacking, o.fragments);
+        }
+        opts.compress = Some(c);
+    }
+    for (flag, on) in flags {
+        let Some(c) = opts.compress.as_mut() else {
+            return Err(bad(format!("{flag} needs compress")));
+        };
+        match flag.as_str() {
+            "ztailpacking" => c.ztailpacking = on,
+            _ => c.fragments = on,
+        }
+    }
+    Ok(())
 }
 
 #[pymodule]

@@ -148,3 +148,63 @@ def test_errors_are_pythons_and_name_the_path(work):
     open(damaged, "wb").write(bytes(data))
     with pytest.raises((ferrofs.CorruptImage, OSError)):
         ferrofs.Image(damaged).fsck()
+
+
+def serve_ranges(directory):
+    """A static file server that answers Range requests (206), as nginx
+    does, for the URL test."""
+    import http.server
+    import threading
+
+    class H(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=directory, **k)
+
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            path = self.translate_path(self.path)
+            rng = self.headers.get("Range")
+            if not rng or not os.path.isfile(path):
+                return super().do_GET()
+            data = open(path, "rb").read()
+            start, end = rng.split("=")[1].split("-")
+            start, end = int(start), min(int(end or len(data) - 1), len(data) - 1)
+            body = data[start : end + 1]
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("ETag", '"fixed"')
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def test_urls_and_build_options(work):
+    img = os.path.join(work, "url.img")
+    s = ferrofs.build(
+        img,
+        os.path.join(work, "tree"),
+        compress="lz4hc,12",
+        pcluster=65536,
+        ztailpacking=True,
+        uuid=bytes(range(16)),
+    )
+    assert s["bytes"] == os.path.getsize(img)
+    local = ferrofs.Image(img)
+    srv = serve_ranges(work)
+    try:
+        remote = ferrofs.Image(f"http://127.0.0.1:{srv.server_port}/url.img")
+        assert remote.listdir("/") == local.listdir("/")
+        assert remote.open("/big").read() == local.open("/big").read()
+        assert remote.fsck()["files"] == local.fsck()["files"]
+    finally:
+        srv.shutdown()
+    with pytest.raises(ValueError, match="unknown option"):
+        ferrofs.build(img, os.path.join(work, "tree"), colour="blue")
+    with pytest.raises(ValueError, match="presets"):
+        ferrofs.build(img, os.path.join(work, "tree"), preset="fastest")

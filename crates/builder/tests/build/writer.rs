@@ -120,6 +120,14 @@ fn option_sets() -> Vec<(&'static str, BuildOptions)> {
             }),
         ),
         (
+            "48bit",
+            with(&|o| {
+                o.compress = c("lz4hc", 4096);
+                o.bit48 = true;
+            }),
+        ),
+        ("offset", with(&|o| o.offset = 8192)),
+        (
             "fragments-dedupe",
             with(&|o| {
                 o.compress = c("lz4hc", 65536);
@@ -156,7 +164,11 @@ fn entries_build_the_image_of_their_tree() {
         }
     }
     // Into a Write + Seek.
-    let opts = option_sets().remove(4).1;
+    let opts = option_sets()
+        .into_iter()
+        .find(|(n, _)| *n == "lz4hc")
+        .map(|(_, o)| o)
+        .unwrap();
     let mut w = ImageWriter::new(std::io::Cursor::new(Vec::new()), opts.clone()).unwrap();
     append_tree(&mut w, &tree);
     let s = w.finish().unwrap();

@@ -6,7 +6,7 @@
 # and compares the two lists of results. Needs root, Go and the erofs kernel
 # module; about 3 minutes the first time (download and build), seconds
 # after. Not part of CI (network and build time); the containerd test in
-# crates/cli/tests/containerd.rs is.
+# crates/cli/tests/containerd/main.rs is.
 #
 #   bash scripts/containerd-go-tests.sh [VERSION]
 set -euo pipefail

@@ -38,7 +38,15 @@ const CTR_LIMIT: Duration = Duration::from_secs(120);
 /// The containers tools' bin directory, found as the module docs say.
 pub fn containers_bin_dir() -> Option<PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
-    DIR.get_or_init(find_containers_bin).clone()
+    DIR.get_or_init(|| {
+        crate::tools::find_tool_dir(
+            "UPSTREAM_CONTAINERS_BIN",
+            &["--containers"],
+            ".cache/upstream-containers/bin",
+            &CONTAINERS_TOOLS,
+        )
+    })
+    .clone()
 }
 
 /// The bin directory of containerd 2.4 (`upstream-tools
@@ -48,64 +56,14 @@ pub fn containers_bin_dir() -> Option<PathBuf> {
 pub fn containerd_next_bin_dir() -> Option<PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
-        let complete = |d: &Path| CONTAINERS_TOOLS.iter().all(|t| d.join(t).is_file());
-        if let Some(d) = std::env::var_os("UPSTREAM_CONTAINERD_NEXT_BIN").map(PathBuf::from) {
-            if complete(&d) {
-                return Some(d);
-            }
-        }
-        let script = crate::tools::workspace_root().join("../shared/tools/upstream-tools");
-        if script.is_file() {
-            if let Ok(out) = Command::new("bash")
-                .arg(&script)
-                .arg("--containerd-next")
-                .stdin(Stdio::null())
-                .stderr(Stdio::null())
-                .output()
-            {
-                let text = String::from_utf8_lossy(&out.stdout);
-                if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
-                    let d = PathBuf::from(line.trim());
-                    if out.status.success() && complete(&d) {
-                        return Some(d);
-                    }
-                }
-            }
-        }
-        let d =
-            PathBuf::from(std::env::var_os("HOME")?).join(".cache/upstream-containerd-next/bin");
-        complete(&d).then_some(d)
+        crate::tools::find_tool_dir(
+            "UPSTREAM_CONTAINERD_NEXT_BIN",
+            &["--containerd-next"],
+            ".cache/upstream-containerd-next/bin",
+            &CONTAINERS_TOOLS,
+        )
     })
     .clone()
-}
-
-fn find_containers_bin() -> Option<PathBuf> {
-    let complete = |d: &Path| CONTAINERS_TOOLS.iter().all(|t| d.join(t).is_file());
-    if let Some(d) = std::env::var_os("UPSTREAM_CONTAINERS_BIN").map(PathBuf::from) {
-        if complete(&d) {
-            return Some(d);
-        }
-    }
-    let script = crate::tools::workspace_root().join("../shared/tools/upstream-tools");
-    if script.is_file() {
-        let out = Command::new("bash")
-            .arg(&script)
-            .arg("--containers")
-            .stdin(Stdio::null())
-            .output()
-            .ok()?;
-        if out.status.success() {
-            let text = String::from_utf8_lossy(&out.stdout);
-            if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
-                let d = PathBuf::from(line.trim());
-                if complete(&d) {
-                    return Some(d);
-                }
-            }
-        }
-    }
-    let d = PathBuf::from(std::env::var_os("HOME")?).join(".cache/upstream-containers/bin");
-    complete(&d).then_some(d)
 }
 
 /// A running containerd (see the module docs).

@@ -45,32 +45,12 @@ pub enum Access {
 pub fn registry_bin_dir() -> Option<PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
-        let has = |d: &Path| d.join("registry").is_file();
-        if let Some(d) = std::env::var_os("UPSTREAM_REGISTRY_BIN").map(PathBuf::from) {
-            if has(&d) {
-                return Some(d);
-            }
-        }
-        let script = crate::tools::workspace_root().join("../shared/tools/upstream-tools");
-        if script.is_file() {
-            if let Ok(out) = Command::new("bash")
-                .arg(&script)
-                .arg("--registry")
-                .stdin(Stdio::null())
-                .stderr(Stdio::null())
-                .output()
-            {
-                let text = String::from_utf8_lossy(&out.stdout);
-                if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
-                    let d = PathBuf::from(line.trim());
-                    if out.status.success() && has(&d) {
-                        return Some(d);
-                    }
-                }
-            }
-        }
-        let d = PathBuf::from(std::env::var_os("HOME")?).join(".cache/upstream-registry/bin");
-        has(&d).then_some(d)
+        crate::tools::find_tool_dir(
+            "UPSTREAM_REGISTRY_BIN",
+            &["--registry"],
+            ".cache/upstream-registry/bin",
+            &["registry"],
+        )
     })
     .clone()
 }

@@ -20,32 +20,12 @@ use ferrofs_remote::s3::S3Options;
 pub fn weed_bin_dir() -> Option<PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
-        let has = |d: &Path| d.join("weed").is_file();
-        if let Some(d) = std::env::var_os("UPSTREAM_S3_BIN").map(PathBuf::from) {
-            if has(&d) {
-                return Some(d);
-            }
-        }
-        let script = crate::tools::workspace_root().join("../shared/tools/upstream-tools");
-        if script.is_file() {
-            if let Ok(out) = Command::new("bash")
-                .arg(&script)
-                .arg("--s3")
-                .stdin(Stdio::null())
-                .stderr(Stdio::null())
-                .output()
-            {
-                let text = String::from_utf8_lossy(&out.stdout);
-                if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
-                    let d = PathBuf::from(line.trim());
-                    if out.status.success() && has(&d) {
-                        return Some(d);
-                    }
-                }
-            }
-        }
-        let d = PathBuf::from(std::env::var_os("HOME")?).join(".cache/upstream-s3/bin");
-        has(&d).then_some(d)
+        crate::tools::find_tool_dir(
+            "UPSTREAM_S3_BIN",
+            &["--s3"],
+            ".cache/upstream-s3/bin",
+            &["weed"],
+        )
     })
     .clone()
 }

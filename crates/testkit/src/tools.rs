@@ -325,12 +325,19 @@ pub fn next_bin_dir() -> Option<PathBuf> {
     .clone()
 }
 
-/// A bin directory holding `mkfs.erofs`: from the environment variable `var`, from what
-/// `upstream-tools ARGS` prints, or at `~/HOME_REL`.
+/// A bin directory holding `mkfs.erofs`: see [`find_tool_dir`].
 fn find_bin_dir(var: &str, args: &[&str], home_rel: &str) -> Option<PathBuf> {
-    let has_mkfs = |d: &Path| d.join("mkfs.erofs").is_file();
+    find_tool_dir(var, args, home_rel, &["mkfs.erofs"])
+}
+
+/// A bin directory holding every one of `tools`: from the environment
+/// variable `var`, from the last line `<workspace>/../shared/tools/upstream-tools
+/// ARGS` prints (which installs or builds them once per machine), or at
+/// `~/HOME_REL`.
+pub fn find_tool_dir(var: &str, args: &[&str], home_rel: &str, tools: &[&str]) -> Option<PathBuf> {
+    let complete = |d: &Path| tools.iter().all(|t| d.join(t).is_file());
     if let Some(d) = std::env::var_os(var).map(PathBuf::from) {
-        if has_mkfs(&d) {
+        if complete(&d) {
             return Some(d);
         }
     }
@@ -340,13 +347,14 @@ fn find_bin_dir(var: &str, args: &[&str], home_rel: &str) -> Option<PathBuf> {
             .arg(&script)
             .args(args)
             .stdin(Stdio::null())
+            .stderr(Stdio::null())
             .output()
         {
             if out.status.success() {
                 let text = String::from_utf8_lossy(&out.stdout);
                 if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
                     let d = PathBuf::from(line.trim());
-                    if has_mkfs(&d) {
+                    if complete(&d) {
                         return Some(d);
                     }
                 }
@@ -355,7 +363,7 @@ fn find_bin_dir(var: &str, args: &[&str], home_rel: &str) -> Option<PathBuf> {
     }
     let home = std::env::var_os("HOME").map(PathBuf::from)?;
     let d = home.join(home_rel);
-    has_mkfs(&d).then_some(d)
+    complete(&d).then_some(d)
 }
 
 /// Checks that `path` runs and finds its version: `-V` where supported (1.8.x prints

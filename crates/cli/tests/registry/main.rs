@@ -7,17 +7,21 @@
 //! `os.features`, containerd's UUID rule) to a layout and to the
 //! registry; credentials are taken from `--authfile` and refused ones
 //! reported, never printed; a read-only user's push moves no tag. The
-//! hostile answers of a fake registry (`hostile.rs`) are refused by name.
+//! hostile answers of a fake registry (`hostile.rs`) are refused by name;
+//! access (`access.rs`), pushes that go wrong (`push.rs`) and lazy mounts
+//! (`lazy.rs`) have modules of their own.
 //! Skipped, with the reason, without the registry, skopeo or python3.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use ferrofs_testkit::registry::{registry_bin_dir, Access, CncfRegistry, READER, WRITER};
+use ferrofs_testkit::registry::{registry_bin_dir, Access, CncfRegistry};
 
+mod access;
 mod hostile;
 mod lazy;
+mod push;
 
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
 
@@ -88,12 +92,13 @@ fn skip_reason() -> Option<String> {
 
 macro_rules! skip_unless_ready {
     () => {
-        if let Some(why) = skip_reason() {
+        if let Some(why) = $crate::skip_reason() {
             println!("skipped: {why}");
             return;
         }
     };
 }
+pub(crate) use skip_unless_ready;
 
 /// Makes the layout at `dir`; returns its manifest digest.
 fn make_layout(dir: &Path) -> String {
@@ -408,217 +413,4 @@ fn sha256_file(p: &Path) -> String {
             .next()
             .unwrap()
     )
-}
-
-#[test]
-fn basic_auth_takes_credentials_from_the_authfile() {
-    skip_unless_ready!();
-    let work = ferrofs_testkit::work_dir!("registry_basic");
-    let layout = work.join("L");
-    make_layout(&layout);
-    let reg = CncfRegistry::start(&registry_bin_dir().unwrap(), &work, Access::Basic);
-    skopeo_push(&layout, &reg, "private/app", Some(WRITER));
-    let src = format!("docker://{}/private/app:v1", reg.addr);
-    let img = s(&work.join("a.img"));
-    let e = err(&["mkfs", &img, &src]);
-    assert!(
-        e.contains("no credentials") || e.contains("none were found"),
-        "{e}"
-    );
-    let writer = work.join("writer.json");
-    reg.write_auth(&writer, WRITER);
-    ok(&["mkfs", &img, &src, "--authfile", &s(&writer)]);
-    ok(&["fsck", &img]);
-    let wrong = work.join("wrong.json");
-    reg.write_auth(&wrong, ("writer", "not-the-password"));
-    let e = err(&["mkfs", &img, &src, "--authfile", &s(&wrong)]);
-    assert!(
-        e.contains("refused") && !e.contains("not-the-password"),
-        "{e}"
-    );
-    // htpasswd users may all push (the registry has no per-user rights
-    // there; the token test checks a refused push).
-    let dst = format!("docker://{}/private/app:erofs", reg.addr);
-    ok(&["convert", &src, &dst, "--authfile", &s(&writer)]);
-    ferrofs_testkit::tmp::finish(&work, &Vec::<String>::new());
-}
-
-#[test]
-fn bearer_tokens_are_fetched_per_scope() {
-    skip_unless_ready!();
-    let work = ferrofs_testkit::work_dir!("registry_token");
-    let layout = work.join("L");
-    make_layout(&layout);
-    let reg = CncfRegistry::start(&registry_bin_dir().unwrap(), &work, Access::Token);
-    let writer = work.join("writer.json");
-    reg.write_auth(&writer, WRITER);
-    let out = Command::new("skopeo")
-        .args(["copy", "--dest-tls-verify=false", "--dest-authfile"])
-        .arg(&writer)
-        .arg(format!("oci:{}:v1", layout.display()))
-        .arg(format!("docker://{}/tok/app:v1", reg.addr))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "skopeo: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let src = format!("docker://{}/tok/app:v1", reg.addr);
-    // Anonymous pulls get a pull token.
-    let img = s(&work.join("anon.img"));
-    ok(&["mkfs", &img, &src]);
-    // Anonymous pushes are refused; the writer's go through (a token
-    // for pull,push on the repository).
-    let dst = format!("docker://{}/tok/app:erofs", reg.addr);
-    let e = err(&["convert", &src, &dst]);
-    assert!(e.contains("refused"), "{e}");
-    let reader = work.join("reader.json");
-    reg.write_auth(&reader, READER);
-    let e = err(&["convert", &src, &dst, "--authfile", &s(&reader)]);
-    assert!(e.contains("refused"), "{e}");
-    // No tag appeared.
-    let e = err(&["mkfs", &img, &dst]);
-    assert!(
-        e.contains("no such manifest") || e.contains("404"),
-        "a tag appeared: {e}"
-    );
-    let j = ok(&["convert", &src, &dst, "--authfile", &s(&writer), "--json"]);
-    assert!(j.contains("\"blobs_uploaded\": 3"), "{j}");
-    // Again: every blob is there already.
-    let j = ok(&["convert", &src, &dst, "--authfile", &s(&writer), "--json"]);
-    assert!(j.contains("\"blobs_present\": 3"), "{j}");
-    // Into another repository: the config and layers are mounted, not sent.
-    let other = format!("docker://{}/tok/other:erofs", reg.addr);
-    let j = ok(&["convert", &src, &other, "--authfile", &s(&writer), "--json"]);
-    assert!(
-        j.contains("\"blobs_mounted\": 3") && j.contains("\"blobs_uploaded\": 0"),
-        "{j}"
-    );
-    let wrong = work.join("wrong.json");
-    reg.write_auth(&wrong, ("writer", "nope"));
-    let e = err(&["mkfs", &img, &src, "--authfile", &s(&wrong)]);
-    assert!(
-        e.contains("token service") && e.contains("refused") && !e.contains("nope"),
-        "{e}"
-    );
-    assert!(reg.token_refusals() >= 1);
-    // What the EROFS-native image holds reads back through mkfs.
-    let back = s(&work.join("back.img"));
-    let e = err(&["mkfs", &back, &dst]);
-    assert!(
-        e.contains("unsupported media type"),
-        "EROFS layers are not tar layers: {e}"
-    );
-    ferrofs_testkit::tmp::finish(&work, &Vec::<String>::new());
-}
-
-#[test]
-fn an_interrupted_convert_moves_no_tag_and_leaves_nothing() {
-    skip_unless_ready!();
-    let work = ferrofs_testkit::work_dir!("registry_interrupted");
-    let layout = work.join("L");
-    make_layout(&layout);
-    let reg = CncfRegistry::start(&registry_bin_dir().unwrap(), &work, Access::Open);
-    // Every request held 150 ms: the uploads take seconds.
-    let proxy = ferrofs_testkit::proxy::DelayProxy::start(
-        0,
-        reg.addr.parse().unwrap(),
-        std::time::Duration::from_millis(150),
-    )
-    .unwrap();
-    for signal in ["TERM", "INT"] {
-        // A repository of its own: nothing there yet.
-        let dst = format!(
-            "docker://127.0.0.1:{}/slow/{}:erofs",
-            proxy.port,
-            signal.to_lowercase()
-        );
-        let child = Command::new(FERROFS)
-            .args(["convert", &format!("oci:{}:v1", layout.display()), &dst])
-            .current_dir(&work)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(900));
-        Command::new("kill")
-            .args([&format!("-{signal}"), &child.id().to_string()])
-            .status()
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let e = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !out.status.success(),
-            "{signal}: the convert finished before the signal"
-        );
-        assert!(e.contains("interrupted"), "{signal}: {e}");
-        let e = err(&["mkfs", &s(&work.join("x.img")), &dst]);
-        assert!(
-            e.contains("no such manifest") || e.contains("404"),
-            "{signal}: a tag appeared: {e}"
-        );
-        assert!(
-            leftovers(&work).is_empty(),
-            "{signal}: left {:?}",
-            leftovers(&work)
-        );
-    }
-    ferrofs_testkit::tmp::finish(&work, &Vec::<String>::new());
-}
-
-#[test]
-fn pushes_survive_killed_connections_or_tag_nothing() {
-    use ferrofs_testkit::faults::{Fault, FaultProxy};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    skip_unless_ready!();
-    let work = ferrofs_testkit::work_dir!("registry_faults");
-    let layout = work.join("L");
-    make_layout(&layout);
-    let reg = CncfRegistry::start(&registry_bin_dir().unwrap(), &work, Access::Open);
-    let src = format!("oci:{}:v1", layout.display());
-    // The first blob upload's connection is killed as its body goes out;
-    // a retry puts it.
-    let puts = std::sync::Arc::new(AtomicUsize::new(0));
-    let p2 = puts.clone();
-    let proxy = FaultProxy::start(reg.addr.parse().unwrap(), move |r| {
-        if r.method == "PUT" && r.has_query("digest") && p2.fetch_add(1, Ordering::SeqCst) == 0 {
-            Fault::DropRequest
-        } else {
-            Fault::Pass
-        }
-    })
-    .unwrap();
-    let dst = format!("docker://127.0.0.1:{}/faults/app:erofs", proxy.port);
-    ok(&["convert", &src, &dst]);
-    assert!(!proxy.dealt().is_empty(), "no connection was killed");
-    let img = s(&work.join("back.img"));
-    let e = err(&["mkfs", &img, &dst]);
-    assert!(
-        e.contains("unsupported media type"),
-        "the EROFS-native image is there: {e}"
-    );
-    // Every manifest upload killed: the convert fails, no tag appears.
-    let proxy = FaultProxy::start(reg.addr.parse().unwrap(), |r| {
-        if r.method == "PUT" && r.target.contains("/manifests/") {
-            Fault::DropRequest
-        } else {
-            Fault::Pass
-        }
-    })
-    .unwrap();
-    let dst = format!("docker://127.0.0.1:{}/faults/other:erofs", proxy.port);
-    let e = err(&["convert", &src, &dst]);
-    assert!(e.contains("other"), "{e}");
-    let e = err(&[
-        "mkfs",
-        &img,
-        &format!("docker://{}/faults/other:erofs", reg.addr),
-    ]);
-    assert!(
-        e.contains("no such manifest") || e.contains("404"),
-        "a tag appeared: {e}"
-    );
-    assert!(leftovers(&work).is_empty(), "left {:?}", leftovers(&work));
-    ferrofs_testkit::tmp::finish(&work, &Vec::<String>::new());
 }

@@ -289,6 +289,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand export" -l verity-format
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand export" -s o -l output -d 'Write the archive to FILE (replaced atomically) instead of standard output' -r -F
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand export" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand export" -l verity-no-superblock -d 'The tree has no verity superblock (`veritysetup format --no-superblock`): its parameters are the --verity-salt, --verity-data-block-size and --verity-hash-algorithm given (4096-byte hash blocks), covering the whole image (up to the hash offset when appended)'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand export" -l no-sparse -d 'Write files with holes whole (zeros), as GNU tar does without --sparse; by default they are PAX sparse members (GNU tar --sparse\'s format 1.0), which GNU tar, bsdtar and Python\'s tarfile restore with their holes'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand export" -l json -d 'Print a JSON summary (entries, file bytes, archive bytes) on standard error'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand export" -s h -l help -d 'Print help'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand cat" -l device -d 'Extra device (blob) files or URLs, in device-table order; without them, extra devices are expected concatenated to the image' -r -F

@@ -11,8 +11,17 @@
 //! links to the first name, without xattrs (hard-linked fifos and devices
 //! whole under each name, as GNU tar writes them);
 //! sockets left out, as GNU tar leaves them out; two zero blocks and
-//! padding to a 10240-byte record at the end. Files with holes are
-//! written whole (zeros), as GNU tar does without `--sparse`.
+//! padding to a 10240-byte record at the end.
+//!
+//! A file the image stores with holes (null chunks, hole extents) is a
+//! PAX 1.0 sparse member, as GNU tar `--sparse` writes one: records
+//! `GNU.sparse.major=1`, `minor=0`, `name` and `realsize` first, the
+//! header named `DIR/GNUSparseFile.0/NAME` (GNU tar puts its process id
+//! where we put 0; readers ignore that name), and the data a decimal map
+//! of the data regions (ending with `SIZE 0`) padded to a block, then
+//! the regions' bytes. Which bytes are holes is the image's choice, not
+//! a scan for zeros. With `sparse: false` such files go out whole, as
+//! GNU tar writes them without `--sparse`.
 //!
 //! The walk has no recursion, a depth limit and a visited set: a hostile
 //! image's directory loop is an error, not a hang.
@@ -49,11 +58,29 @@ fn show(path: &[u8]) -> String {
 
 /// What was written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct ExportStats {
     pub entries: u64,
     pub file_bytes: u64,
     pub tar_bytes: u64,
     pub sockets_skipped: u64,
+    /// Files written as sparse members.
+    pub sparse_files: u64,
+}
+
+/// How to export.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExportOptions {
+    /// Files with holes as sparse members (`true`, the default) or
+    /// whole.
+    pub sparse: bool,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions { sparse: true }
+    }
 }
 
 const BLOCK: usize = 512;
@@ -180,13 +207,70 @@ impl Header {
 /// `%d/PaxHeaders/%f` of a member name (`./a/b` → `./a/PaxHeaders/b`,
 /// `./` → `./PaxHeaders/.`).
 fn pax_name(name: &[u8]) -> Vec<u8> {
+    in_dir(name, b"PaxHeaders")
+}
+
+/// `%d/MID/%f` of a member name.
+fn in_dir(name: &[u8], mid: &[u8]) -> Vec<u8> {
     let n = name.strip_suffix(b"/").unwrap_or(name);
     let (dir, base) = match n.iter().rposition(|&c| c == b'/') {
         Some(i) => (&n[..i], &n[i + 1..]),
         None => (&b"."[..], n),
     };
     let dir = if dir.is_empty() { &b"."[..] } else { dir };
-    [dir, b"/PaxHeaders/", base].concat()
+    [dir, b"/", mid, b"/", base].concat()
+}
+
+/// The data regions `(offset, length)` of a file the image stores with
+/// holes, ending with `(size, 0)` as GNU tar's map does; `None` when it
+/// has none.
+fn data_regions(
+    file: &ferrofs::raw::InodeFile,
+    size: u64,
+    path: &[u8],
+) -> Result<Option<Vec<(u64, u64)>>, ExportError> {
+    let mut regions: Vec<(u64, u64)> = Vec::new();
+    let mut holes = false;
+    let mut pos = 0u64;
+    for ext in file.extents() {
+        let ext = ext.map_err(|e| ExportError::Read {
+            path: path.to_vec(),
+            source: e,
+        })?;
+        let end = ext.logical.saturating_add(ext.len).min(size);
+        if ext.logical > pos || end <= pos {
+            return Err(ExportError::Tree {
+                path: path.to_vec(),
+                why: format!("its extents do not cover byte {pos} once"),
+            });
+        }
+        if matches!(ext.kind, ferrofs::map::ExtentKind::Hole) {
+            holes = true;
+        } else {
+            match regions.last_mut() {
+                Some((off, len)) if *off + *len == pos => *len += end - pos,
+                _ => regions.push((pos, end - pos)),
+            }
+        }
+        pos = end;
+    }
+    if !holes {
+        return Ok(None);
+    }
+    regions.push((size, 0));
+    Ok(Some(regions))
+}
+
+/// GNU tar's 1.0 sparse map: the count and each region's offset and
+/// length, in decimal, one per line, padded to a block.
+fn sparse_map(regions: &[(u64, u64)]) -> Vec<u8> {
+    let mut m = format!("{}\n", regions.len());
+    for (off, len) in regions {
+        m.push_str(&format!("{off}\n{len}\n"));
+    }
+    let mut m = m.into_bytes();
+    m.resize(m.len().div_ceil(BLOCK) * BLOCK, 0);
+    m
 }
 
 /// A time as PAX writes it: seconds, a point and the fraction's digits
@@ -208,7 +292,8 @@ fn pax_time(secs: i64, nsec: u32) -> String {
     format!("{whole}.{}", f.trim_end_matches('0'))
 }
 
-/// Writes `inode`'s entry named `name` (with `link` for hard links).
+/// Writes `inode`'s entry named `name` (with `link` for hard links);
+/// returns whether it went out as a sparse member.
 fn entry(
     out: &mut Out<'_>,
     image: &Image,
@@ -216,7 +301,8 @@ fn entry(
     inode: &Inode,
     hard_link_to: Option<&[u8]>,
     path: &[u8],
-) -> Result<(), ExportError> {
+    opts: &ExportOptions,
+) -> Result<bool, ExportError> {
     let read = |e| ExportError::Read {
         path: path.to_vec(),
         source: e,
@@ -233,11 +319,43 @@ fn entry(
     };
     let mtime = inode.mtime();
     let nsec = inode.mtime_nsec();
+    let file = if typeflag == b'0' && size > 0 {
+        Some(raw.open(inode.clone()).map_err(read)?)
+    } else {
+        None
+    };
+    let regions = match &file {
+        Some(f) if opts.sparse => data_regions(f, size, path)?,
+        _ => None,
+    };
     let mut pax = Vec::new();
-    // Long or not ASCII: the exact bytes in a record.
-    if name.len() > 100 || !name.is_ascii() {
-        pax.extend(record(b"path", name));
-    }
+    let (header_name, size) = match &regions {
+        Some(regions) => {
+            pax.extend(record(b"GNU.sparse.major", b"1"));
+            pax.extend(record(b"GNU.sparse.minor", b"0"));
+            pax.extend(record(b"GNU.sparse.name", name));
+            pax.extend(record(b"GNU.sparse.realsize", size.to_string().as_bytes()));
+            let sparse_name = in_dir(name, b"GNUSparseFile.0");
+            // GNU tar 1.34 cuts a long one to the header's 100 bytes and
+            // records only one that is not ASCII.
+            if !sparse_name.is_ascii() {
+                pax.extend(record(b"path", &sparse_name));
+            }
+            let stored = regions
+                .iter()
+                .fold(sparse_map(regions).len() as u64, |n, r| {
+                    n.saturating_add(r.1)
+                });
+            (sparse_name, stored)
+        }
+        None => {
+            // Long or not ASCII: the exact bytes in a record.
+            if name.len() > 100 || !name.is_ascii() {
+                pax.extend(record(b"path", name));
+            }
+            (name.to_vec(), size)
+        }
+    };
     if link.len() > 100 {
         pax.extend(record(b"linkpath", &link));
     }
@@ -282,7 +400,7 @@ fn entry(
         out.pad()?;
     }
     let h = Header {
-        name: name.to_vec(),
+        name: header_name,
         mode: u32::from(inode.permissions()),
         uid,
         gid,
@@ -293,31 +411,47 @@ fn entry(
         dev,
     };
     out.put(&h.block())?;
-    if typeflag == b'0' && size > 0 {
-        let file = raw.open(inode.clone()).map_err(read)?;
-        let mut buf = vec![0u8; 1 << 20];
-        let mut at = 0u64;
-        while at < size {
-            let want = usize::try_from((size - at).min(buf.len() as u64)).unwrap_or(buf.len());
+    let Some(file) = file else {
+        return Ok(false);
+    };
+    let whole = [(0, file.size())];
+    let todo: &[(u64, u64)] = match &regions {
+        Some(r) => {
+            out.put(&sparse_map(r))?;
+            r
+        }
+        None => &whole,
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    for &(start, len) in todo {
+        let end = start.saturating_add(len);
+        let mut at = start;
+        while at < end {
+            let want = usize::try_from((end - at).min(buf.len() as u64)).unwrap_or(buf.len());
             let chunk = buf.get_mut(..want).unwrap_or_default();
             let n = file.read_at(chunk, at).map_err(read)?;
             if n == 0 {
                 return Err(ExportError::Tree {
                     path: path.to_vec(),
-                    why: format!("its data ends at byte {at} of {size}"),
+                    why: format!("its data ends at byte {at} of {}", file.size()),
                 });
             }
             out.put(chunk.get(..n).unwrap_or_default())?;
             at += n as u64;
         }
-        out.pad()?;
     }
-    Ok(())
+    out.pad()?;
+    Ok(regions.is_some())
 }
 
 /// Writes the tree at `root` (`""` for the whole image) of `image` to
 /// `w` as the module docs say.
-pub fn export(image: &Image, root: &[u8], w: &mut dyn Write) -> Result<ExportStats, ExportError> {
+pub fn export(
+    image: &Image,
+    root: &[u8],
+    opts: &ExportOptions,
+    w: &mut dyn Write,
+) -> Result<ExportStats, ExportError> {
     let raw = image.raw();
     let err = |path: &[u8]| {
         let path = path.to_vec();
@@ -334,7 +468,7 @@ pub fn export(image: &Image, root: &[u8], w: &mut dyn Write) -> Result<ExportSta
     let mut stats = ExportStats::default();
     let mut links: HashMap<Nid, Vec<u8>> = HashMap::new();
     let mut seen: HashSet<Nid> = HashSet::from([top.nid()]);
-    entry(&mut out, image, b"./", &top, None, root)?;
+    entry(&mut out, image, b"./", &top, None, root, opts)?;
     stats.entries += 1;
     // Frames: (tar name of the directory, image path, entries left in
     // reverse order).
@@ -364,7 +498,7 @@ pub fn export(image: &Image, root: &[u8], w: &mut dyn Write) -> Result<ExportSta
             }
             let mut dname = name.clone();
             dname.push(b'/');
-            entry(&mut out, image, &dname, &inode, None, &path)?;
+            entry(&mut out, image, &dname, &inode, None, &path, opts)?;
             stats.entries += 1;
             let mut kids = raw.read_dir(&inode).map_err(err(&path))?;
             kids.retain(|k| !k.is_dot());
@@ -378,13 +512,15 @@ pub fn export(image: &Image, root: &[u8], w: &mut dyn Write) -> Result<ExportSta
         match links.get(&e.nid) {
             Some(first) if linked => {
                 let first = first.clone();
-                entry(&mut out, image, &name, &inode, Some(&first), &path)?;
+                entry(&mut out, image, &name, &inode, Some(&first), &path, opts)?;
             }
             _ => {
                 if linked {
                     links.insert(e.nid, name.clone());
                 }
-                entry(&mut out, image, &name, &inode, None, &path)?;
+                if entry(&mut out, image, &name, &inode, None, &path, opts)? {
+                    stats.sparse_files += 1;
+                }
                 if inode.is_reg() {
                     stats.file_bytes += inode.size();
                 }

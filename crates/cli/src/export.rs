@@ -23,6 +23,12 @@ pub(crate) struct ExportArgs {
     /// standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Write files with holes whole (zeros), as GNU tar does without
+    /// --sparse; by default they are PAX sparse members (GNU tar
+    /// --sparse's format 1.0), which GNU tar, bsdtar and Python's
+    /// tarfile restore with their holes.
+    #[arg(long)]
+    no_sparse: bool,
     /// Print a JSON summary (entries, file bytes, archive bytes) on
     /// standard error.
     #[arg(long)]
@@ -41,6 +47,8 @@ pub(crate) fn run(a: &ExportArgs) -> Result<ExitCode> {
         .filter(|c| !c.is_empty() && *c != b".")
         .collect::<Vec<_>>()
         .join(&b'/');
+    let mut opts = ferrofs_check::export::ExportOptions::default();
+    opts.sparse = !a.no_sparse;
     let stats = match &a.output {
         None => {
             if io::stdout().is_terminal() {
@@ -49,7 +57,7 @@ pub(crate) fn run(a: &ExportArgs) -> Result<ExitCode> {
                 );
             }
             let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
-            ferrofs_check::export::export(&image, &root, &mut out)?
+            ferrofs_check::export::export(&image, &root, &opts, &mut out)?
         }
         Some(path) => {
             let dir = match path.parent() {
@@ -64,7 +72,7 @@ pub(crate) fn run(a: &ExportArgs) -> Result<ExitCode> {
             let f = std::fs::File::create(&tmp)
                 .with_context(|| format!("creating {}", tmp.display()))?;
             let mut out = BufWriter::with_capacity(1 << 20, f);
-            let res = ferrofs_check::export::export(&image, &root, &mut out)
+            let res = ferrofs_check::export::export(&image, &root, &opts, &mut out)
                 .map_err(anyhow::Error::from)
                 .and_then(|s| {
                     let f = out.into_inner().map_err(|e| e.into_error())?;

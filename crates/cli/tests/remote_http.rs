@@ -1,6 +1,6 @@
 //! Images read by URL from nginx on 127.0.0.1 (a private configuration on
-//! a free port): `fsck`, `ls`, `dump` and `cat` of the URL print what they
-//! print for the local file, `extract` and a FUSE `mount` of the URL equal
+//! a free port): `fsck`, `ls`, `dump`, `export` and `cat` of the URL print
+//! what they print for the local file, `extract` and a FUSE `mount` of the URL equal
 //! the source tree (also an image with its chunks in a `--device` URL), a
 //! second run on the same `--cache-dir` sends nothing
 //! but the opening probe, and a missing object or a non-HTTP scheme is a
@@ -69,7 +69,12 @@ fn images_over_http_read_as_the_local_files() {
         let url = ng.url(name);
         let local = img.to_str().unwrap();
         // The same output from the URL as from the file.
-        for args in [vec!["fsck", "--json"], vec!["dump"], vec!["ls", "-l"]] {
+        for args in [
+            vec!["fsck", "--json"],
+            vec!["dump"],
+            vec!["ls", "-l"],
+            vec!["export"],
+        ] {
             let want = ferrofs(&[&args[..], &[local]].concat());
             let got = ferrofs(&[&args[..], &[url.as_str()]].concat());
             if want.is_err() || want != got {

@@ -12,7 +12,9 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use ferrofs_builder::writer::{Device, EntryMeta, ImageWriter};
-use ferrofs_builder::{BuildError, BuildOptions, CompressOptions, Compressor, TimePolicy};
+use ferrofs_builder::{
+    BuildError, BuildOptions, CompressOptions, Compressor, MetaboxOptions, TimePolicy,
+};
 use ferrofs_testkit::{corpus, TempDir};
 
 fn meta_of(path: &Path, m: &fs::Metadata) -> EntryMeta {
@@ -137,6 +139,25 @@ fn option_sets() -> Vec<(&'static str, BuildOptions)> {
                 o.dedupe = true;
             }),
         ),
+        (
+            "metabox-zD",
+            with(&|o| {
+                o.compress = c("lzma", 65536);
+                o.metabox = Some(MetaboxOptions {
+                    pcluster_bytes: 4096,
+                    compressor: Some(0),
+                });
+                o.compress_dirs = true;
+            }),
+        ),
+        // The blob's path is set per build below.
+        ("chunks-blobdev", with(&|o| o.chunk_size = Some(8192))),
+        ("preset-dense", {
+            let mut o = BuildOptions::preset("dense").unwrap();
+            o.uuid = base.uuid;
+            o.time = base.time;
+            o
+        }),
     ]
 }
 
@@ -153,14 +174,29 @@ fn entries_build_the_image_of_their_tree() {
     for (name, opts) in option_sets() {
         let want = dir.path().join(format!("{name}.dir.img"));
         let got = dir.path().join(format!("{name}.writer.img"));
-        ferrofs_builder::build(&tree, &want, &opts, None, &|_| {}).unwrap();
-        let mut w = ImageWriter::create(&got, opts.clone()).unwrap();
+        let blob = |img: &Path| img.with_extension("blob");
+        let (mut o_want, mut o_got) = (opts.clone(), opts.clone());
+        if name == "chunks-blobdev" {
+            o_want.blobdev = Some(blob(&want));
+            o_got.blobdev = Some(blob(&got));
+        }
+        ferrofs_builder::build(&tree, &want, &o_want, None, &|_| {}).unwrap();
+        let mut w = ImageWriter::create(&got, o_got).unwrap();
         append_tree(&mut w, &tree);
         w.finish().unwrap();
         if fs::read(&want).unwrap() != fs::read(&got).unwrap() {
             failures.push(format!(
                 "{name}: the writer's image differs from the directory's"
             ));
+        }
+        if name == "chunks-blobdev" {
+            let (a, b) = (
+                fs::read(blob(&want)).unwrap(),
+                fs::read(blob(&got)).unwrap(),
+            );
+            if a != b || a.is_empty() {
+                failures.push(format!("{name}: the blobs differ or are empty"));
+            }
         }
     }
     // Into a Write + Seek.

@@ -25,11 +25,25 @@ pyo3::create_exception!(
 /// A reader error as the Python exception of its kind, naming `path`.
 fn py_err(e: ferrofs::Error, path: &str) -> PyErr {
     use ferrofs::ErrorKind as K;
-    let msg = format!("{path}: {e}");
+    let text = e.to_string();
+    // The reader's message may already name the path.
+    let msg = if text.contains(path) {
+        text.clone()
+    } else {
+        format!("{path}: {text}")
+    };
+    // As `os` raises them: (errno, strerror, filename), so that
+    // `err.filename` is the path.
+    let strerror = text
+        .strip_prefix(path)
+        .and_then(|t| t.strip_prefix(": "))
+        .unwrap_or(&text)
+        .to_string();
+    let os = |errno: i32| (errno, strerror.clone(), path.to_string());
     match e.kind() {
-        K::NotFound => PyFileNotFoundError::new_err(msg),
-        K::NotADirectory => PyNotADirectoryError::new_err(msg),
-        K::IsADirectory => PyIsADirectoryError::new_err(msg),
+        K::NotFound => PyFileNotFoundError::new_err(os(2)),
+        K::NotADirectory => PyNotADirectoryError::new_err(os(20)),
+        K::IsADirectory => PyIsADirectoryError::new_err(os(21)),
         K::Corrupt => CorruptImage::new_err(msg),
         K::InvalidInput => PyValueError::new_err(msg),
         _ => PyOSError::new_err(msg),

@@ -5,6 +5,7 @@ the package and compared with the kernel's loop mount of the same image
 extract and fsck; errors are Python's exceptions naming the path. Tests
 that need root, loop mounts or mkfs.erofs skip with the reason."""
 
+import errno
 import os
 import shutil
 import subprocess
@@ -130,8 +131,9 @@ def test_errors_are_pythons_and_name_the_path(work):
     img = os.path.join(work, "e.img")
     ferrofs.build(img, os.path.join(work, "tree"))
     image = ferrofs.Image(img)
-    with pytest.raises(FileNotFoundError, match="/nope"):
+    with pytest.raises(FileNotFoundError, match="/nope") as e:
         image.stat("/nope")
+    assert e.value.filename == "/nope" and e.value.errno == errno.ENOENT
     with pytest.raises(NotADirectoryError, match="/big"):
         image.listdir("/big")
     with pytest.raises(IsADirectoryError, match="/etc"):

@@ -25,6 +25,7 @@ pub mod copy;
 pub mod corpus;
 pub mod faults;
 pub mod fuse;
+pub mod kernels;
 pub mod mount;
 pub mod nginx;
 pub mod process;

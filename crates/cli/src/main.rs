@@ -163,8 +163,9 @@ enum Command {
     /// --xattrs-include='*' and
     /// --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime
     /// (`-C DIR .`). Hard links stay links, devices and fifos headers,
-    /// sockets are left out (as GNU tar leaves them), holes are written as
-    /// zeros.
+    /// sockets are left out (as GNU tar leaves them); files the image
+    /// stores with holes are sparse members, as GNU tar --sparse writes
+    /// them (--no-sparse: whole, as GNU tar without it).
     Export(Box<export::ExportArgs>),
     /// Write a file's contents to standard output.
     Cat {

@@ -17,6 +17,7 @@
 //! here are skipped with the reason.
 
 mod cases;
+mod fsverity;
 mod verity;
 
 use std::collections::BTreeMap;

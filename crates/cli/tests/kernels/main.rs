@@ -18,6 +18,7 @@
 
 mod cases;
 mod fsverity;
+mod ishare;
 mod verity;
 
 use std::collections::BTreeMap;

@@ -22,7 +22,7 @@ is_root=0
 [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null && is_root=1
 if ((is_root)); then
   need=()
-  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time util-linux lzip xz-utils nginx-light umoci zstd strace busybox-static skopeo openssl python3-venv; do
+  for pkg in erofs-utils squashfs-tools fuse3 acl attr libarchive-tools fio time util-linux lzip xz-utils nginx-light umoci zstd strace busybox-static skopeo openssl python3-venv patchelf qemu-system-x86 cpio dmsetup; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   if ((${#need[@]})); then

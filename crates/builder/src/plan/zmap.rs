@@ -62,6 +62,8 @@ pub fn lclusters(extents: &[ZExtent], size: u64, bs: u64, big: bool) -> Vec<Lclu
         pblk,
         partial_ref: false,
         compressed_blks: 0,
+        hole: false,
+        cblkcnt: false,
     };
     for (k, e) in extents.iter().enumerate() {
         let lcn = (e.la / bs) as usize;
@@ -102,6 +104,8 @@ pub fn lclusters(extents: &[ZExtent], size: u64, bs: u64, big: bool) -> Vec<Lclu
                 pblk: 0,
                 partial_ref: false,
                 compressed_blks: cblk,
+                hole: false,
+                cblkcnt: false,
             });
         }
     }

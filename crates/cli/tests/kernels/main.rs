@@ -19,6 +19,7 @@
 mod cases;
 mod fsverity;
 mod ishare;
+mod sparse_read;
 mod verity;
 
 use std::collections::BTreeMap;

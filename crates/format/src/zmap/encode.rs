@@ -60,14 +60,15 @@ fn type_bits(t: LclusterType) -> u16 {
 }
 
 /// Encodes full (8-byte) index entries for lclusters in order. NONHEAD
-/// entries with `compressed_blks != 0` become CBLKCNT entries.
+/// entries with `compressed_blks != 0` (or `cblkcnt`) become CBLKCNT
+/// entries; HEADs with `hole` get the `LI_HOLE` bit.
 pub fn encode_full(entries: &[Lcluster]) -> Vec<u8> {
     let mut out = Vec::with_capacity(entries.len() * FULL_INDEX_SIZE);
     for e in entries {
         let mut b = [0u8; FULL_INDEX_SIZE];
         let mut adv = type_bits(e.ty);
         if e.ty == LclusterType::NonHead {
-            let d0 = if e.compressed_blks != 0 {
+            let d0 = if e.compressed_blks != 0 || e.cblkcnt {
                 D0_CBLKCNT | e.compressed_blks as u16
             } else {
                 e.delta[0].min(u32::from(D0_CBLKCNT) - 1) as u16
@@ -77,6 +78,9 @@ pub fn encode_full(entries: &[Lcluster]) -> Vec<u8> {
         } else {
             if e.partial_ref {
                 adv |= PARTIAL_REF;
+            }
+            if e.hole {
+                adv |= LI_HOLE;
             }
             b[2..4].copy_from_slice(&(e.clusterofs as u16).to_le_bytes());
             b[4..8].copy_from_slice(&(e.pblk as u32).to_le_bytes());
@@ -103,7 +107,7 @@ fn put_bits(buf: &mut [u8], pos: usize, n: u32, v: u32) {
 /// Encodes compact indexes for `entries` (one per lcluster) whose entry
 /// area starts at absolute position `ebase`. Returns `None` when the
 /// entries cannot be expressed compactly (non-contiguous pclusters, deltas
-/// too long, partial references); the caller then uses full indexes. The
+/// too long, partial references, holes); the caller then uses full indexes. The
 /// result is checked by decoding it back.
 pub fn encode_compact(
     entries: &[Lcluster],
@@ -112,7 +116,11 @@ pub fn encode_compact(
     compacted_2b: bool,
     big_pcluster: bool,
 ) -> Option<Vec<u8>> {
-    if lclusterbits > MAX_COMPACT_LCLUSTERBITS || entries.iter().any(|e| e.partial_ref) {
+    if lclusterbits > MAX_COMPACT_LCLUSTERBITS
+        || entries
+            .iter()
+            .any(|e| e.partial_ref || e.hole || (e.cblkcnt && e.compressed_blks == 0))
+    {
         return None;
     }
     let use_2b = compacted_2b && lclusterbits <= 12;
@@ -211,6 +219,8 @@ mod encode_tests {
             pblk,
             partial_ref: false,
             compressed_blks: 0,
+            hole: false,
+            cblkcnt: false,
         }
     }
     fn non(d0: u32, d1: u32, cblk: u32) -> Lcluster {
@@ -221,7 +231,33 @@ mod encode_tests {
             pblk: 0,
             partial_ref: false,
             compressed_blks: cblk,
+            hole: false,
+            cblkcnt: cblk != 0,
         }
+    }
+
+    #[test]
+    fn hole_heads_and_empty_cblkcnt_round_trip_in_full_indexes_only() {
+        let mut h = head(LclusterType::Head1, 0, 7);
+        h.hole = true;
+        h.partial_ref = true;
+        let mut n = non(1, 1, 0);
+        n.cblkcnt = true;
+        let b = encode_full(&[h, n]);
+        // HEAD1 | PARTIAL_REF | LI_HOLE, the block address kept.
+        assert_eq!(&b[..8], &[0x01, 0xC0, 0, 0, 7, 0, 0, 0]);
+        // NONHEAD; delta[0] a CBLKCNT with a count of 0.
+        assert_eq!(&b[8..10], &[0x02, 0]);
+        assert_eq!(&b[12..14], &[0x00, 0x08]);
+        let d0 = decode_full(b[..8].try_into().unwrap(), 12, true).unwrap();
+        let d1 = decode_full(b[8..].try_into().unwrap(), 12, true).unwrap();
+        assert!(d0.hole && d0.partial_ref && d0.pblk == 7);
+        assert!(d1.cblkcnt && d1.compressed_blks == 0 && d1.delta[0] == 1);
+        assert_eq!(encode_compact(&[h, n], 64, 12, false, true), None);
+        assert_eq!(
+            encode_compact(&[head(LclusterType::Head1, 0, 7), n], 64, 12, false, true),
+            None
+        );
     }
 
     #[test]

@@ -24,6 +24,11 @@ pub mod advise {
 
 /// Bit of `di_advise` marking a partially referenced pcluster.
 pub const PARTIAL_REF: u16 = 0x8000;
+/// Bit of a HEAD/PLAIN `di_advise` (full indexes) marking the pcluster as
+/// a hole (Linux 7.2): it reads as zeros; older kernels decode the
+/// pcluster at its block address instead, so a writer points it at one
+/// that decodes to zeros.
+pub const LI_HOLE: u16 = 0x4000;
 /// Bit of a NONHEAD's `delta[0]` marking the compressed-block-count entry.
 pub const D0_CBLKCNT: u16 = 0x800;
 /// Bit 7 of `h_clusterbits`: the whole file is one fragment.
@@ -110,6 +115,11 @@ pub struct Lcluster {
     pub partial_ref: bool,
     /// NONHEAD with CBLKCNT: pcluster size in blocks of the preceding head.
     pub compressed_blks: u32,
+    /// HEAD/PLAIN (full indexes): the `LI_HOLE` bit.
+    pub hole: bool,
+    /// NONHEAD: `delta[0]` was a CBLKCNT entry (a count of 0 marks a hole
+    /// pcluster, Linux 7.2).
+    pub cblkcnt: bool,
 }
 
 impl Lcluster {
@@ -122,6 +132,8 @@ impl Lcluster {
             pblk: 0,
             partial_ref: false,
             compressed_blks: 0,
+            hole: false,
+            cblkcnt: false,
         }
     }
 }
@@ -143,11 +155,13 @@ pub fn decode_full(
                 return Err(FormatError::invalid("CBLKCNT without big pcluster", d0));
             }
             l.compressed_blks = u32::from(d0 & !D0_CBLKCNT);
+            l.cblkcnt = true;
             d0 = 1;
         }
         l.delta = [u32::from(d0), u32::from(u16_at(b, 6))];
     } else {
         l.partial_ref = di_advise & PARTIAL_REF != 0;
+        l.hole = di_advise & LI_HOLE != 0;
         l.clusterofs = u32::from(u16_at(b, 2));
         if l.clusterofs >= 1u32 << lclusterbits {
             return Err(FormatError::invalid("clusterofs", l.clusterofs));
@@ -288,6 +302,7 @@ pub fn decode_compact(
                 return Err(FormatError::invalid("CBLKCNT without big pcluster", lo));
             }
             l.compressed_blks = lo & !cblkcnt;
+            l.cblkcnt = true;
             l.delta[0] = 1;
         } else if let Some(prev_i) = index
             .checked_sub(1)

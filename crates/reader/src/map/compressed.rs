@@ -359,8 +359,9 @@ impl ZMap {
         }
     }
 
-    /// Size in bytes of the pcluster whose HEAD is at `head`.
-    fn pcluster_len(&self, image: &Image, inode: &Inode, head: &Loaded) -> Result<u64> {
+    /// Size in bytes of the pcluster whose HEAD is at `head`; `None` for a
+    /// hole pcluster marked by a CBLKCNT of 0 blocks (Linux 7.2).
+    fn pcluster_len(&self, image: &Image, inode: &Inode, head: &Loaded) -> Result<Option<u64>> {
         let bs = image.block_size().bytes();
         let big = match head.e.ty {
             LclusterType::Head1 => self.big1,
@@ -371,7 +372,7 @@ impl ZMap {
             .checked_add(1)
             .or_corrupt(inode.loc(), "lcluster number overflows")?;
         if !big || (next << self.lclusterbits) >= inode.size {
-            return Ok(bs);
+            return Ok(Some(bs));
         }
         let l = self.load(image, inode, next)?;
         let blks = match l.e.ty {
@@ -382,11 +383,14 @@ impl ZMap {
                         format!("bogus CBLKCNT at lcluster {next}"),
                     ));
                 }
-                if l.e.compressed_blks == 0 {
+                if !l.e.cblkcnt {
                     return Err(Error::corrupt(
                         inode.loc(),
                         format!("no CBLKCNT at lcluster {next}"),
                     ));
+                }
+                if l.e.compressed_blks == 0 {
+                    return Ok(None);
                 }
                 u64::from(l.e.compressed_blks)
             }
@@ -394,6 +398,7 @@ impl ZMap {
         };
         blks.checked_mul(bs)
             .or_corrupt(inode.loc(), "pcluster size overflows")
+            .map(Some)
     }
 
     pub(crate) fn map(&self, image: &Image, inode: &Inode, la: u64) -> Result<Extent> {
@@ -426,7 +431,34 @@ impl ZMap {
             return Err(Error::corrupt(at, format!("bad extent [{m_la}, {end})")));
         }
         let llen = end.checked_sub(m_la).or_corrupt(at, "extent end")?;
-        if frag && self.tail_head_lcn == Some(head.lcn) {
+        let tail = self.tail_head_lcn == Some(head.lcn);
+        if head.e.hole {
+            // The kernel would read a tail-packed or fragment tail as data
+            // whatever the bit says: an image that sets it there was not
+            // made by a writer that meant a hole.
+            if tail && (frag || self.idata.is_some()) {
+                return Err(Error::corrupt(
+                    at,
+                    "a HOLE lcluster heads the inline or fragment tail",
+                ));
+            }
+            // Linux 7.2 keeps the hole's block count while it looks back
+            // from a HOLE lcluster to the extent before it: a hole that does
+            // not start its lcluster makes the kernel read that extent as
+            // zeros too. No reading of such an image is right.
+            if head.e.clusterofs != 0 {
+                return Err(Error::corrupt(
+                    at,
+                    "a HOLE lcluster does not start at its lcluster's start",
+                ));
+            }
+            return Ok(Extent {
+                logical: m_la,
+                len: llen,
+                kind: ExtentKind::Hole,
+            });
+        }
+        if frag && tail {
             return Ok(Extent {
                 logical: m_la,
                 len: llen,
@@ -464,7 +496,13 @@ impl ZMap {
                 (PclusterAt::Inline(pos), size)
             }
             _ => {
-                let plen = self.pcluster_len(image, inode, &head)?;
+                let Some(plen) = self.pcluster_len(image, inode, &head)? else {
+                    return Ok(Extent {
+                        logical: m_la,
+                        len: llen,
+                        kind: ExtentKind::Hole,
+                    });
+                };
                 let pos = head
                     .e
                     .pblk

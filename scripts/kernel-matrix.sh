@@ -21,5 +21,5 @@ if [[ -x $tools ]]; then
 fi
 bash "$root/scripts/kernel-vm.sh" >/dev/null || echo "kernel-matrix: no Linux 7.2 VM" >&2
 cd "$root"
-FERROFS_KERNEL_TABLE=$table cargo test -q --profile ci -p ferrofs-cli --test kernels -- --nocapture
+FERROFS_KERNEL_MATRIX=full FERROFS_KERNEL_TABLE=$table cargo test -q --profile ci -p ferrofs-cli --test kernels -- --nocapture
 echo "table: $table"

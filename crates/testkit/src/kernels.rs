@@ -162,7 +162,25 @@ impl Kernel {
                     log,
                 })
             }
-            Kernel::Vm(dir) => run_vm(dir, script, rw),
+            Kernel::Vm(dir) => {
+                // A boot that never reaches the script (no status written)
+                // is tried once more before its console is reported.
+                let first = run_vm(dir, script, rw)?;
+                if first.status >= 0 {
+                    return Ok(first);
+                }
+                eprintln!(
+                    "kernels: the VM did not run the script; booting once more. Its console: {}",
+                    first
+                        .log
+                        .lines()
+                        .rev()
+                        .take(5)
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+                run_vm(dir, script, rw)
+            }
         }
     }
 }

@@ -106,6 +106,33 @@ pub const COMPRESS_HINTS_ARG: &str = "--compress-hints=@TESTKIT_HINTS@";
 /// (index 0) in 4 KiB pclusters; everything else gets the defaults (the first algorithm).
 pub const COMPRESS_HINTS: &str = "16384 1 ^files/text/\n4096 0 ^files/random/\n8192 1 ^dup/\n";
 
+/// The option sets of the pinned-image test (`crates/cli/tests/mkfs/pinned.rs`),
+/// by name, as `ferrofs mkfs` options: plain, 1 KiB blocks, chunks in a
+/// blob (`BLOB` stands for the blob's path), each codec, ztailpacking,
+/// fragments with dedupe, 48-bit, metabox with compressed directories,
+/// `--offset`, a tar source, the dense preset. The kernel matrix builds
+/// them too.
+pub const PINNED_OPTION_SETS: &[(&str, &[&str])] = &[
+    ("plain", &[]),
+    ("block-1k", &["-b", "1024"]),
+    ("chunks-blobdev", &["--chunksize=8192", "--blobdev=BLOB"]),
+    ("lz4", &["-zlz4"]),
+    ("lz4hc", &["-zlz4hc,12", "-C65536"]),
+    ("lzma", &["-zlzma,6", "-C131072"]),
+    ("deflate", &["-zdeflate"]),
+    ("zstd", &["-zzstd,10", "-C65536"]),
+    ("ztailpacking", &["-zlz4hc", "-C65536", "-Eztailpacking"]),
+    (
+        "fragments-dedupe",
+        &["-zlz4hc", "-C65536", "-Efragments,dedupe"],
+    ),
+    ("48bit", &["-zlz4hc", "-E48bit"]),
+    ("metabox-zD", &["-zlzma", "-C65536", "-m4096", "--zD"]),
+    ("offset", &["--offset=8192"]),
+    ("tar", &["--tar=f"]),
+    ("preset-dense", &["--preset", "dense"]),
+];
+
 /// The image option matrix: `(name, mkfs options, needs upstream)`.
 ///
 /// Entries with `needs upstream == false` are valid for both Debian's mkfs.erofs 1.5 and

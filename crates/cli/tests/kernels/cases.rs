@@ -28,29 +28,14 @@ pub struct Case {
     pub stack: bool,
 }
 
-/// The pinned-image test's option sets; `BLOB` is the blob's path.
-const PINNED: &[(&str, &[&str])] = &[
-    ("plain", &[]),
-    ("block-1k", &["-b", "1024"]),
-    ("chunks-blobdev", &["--chunksize=8192", "--blobdev=BLOB"]),
-    ("lz4", &["-zlz4"]),
-    ("lz4hc", &["-zlz4hc,12", "-C65536"]),
-    ("lzma", &["-zlzma,6", "-C131072"]),
-    ("deflate", &["-zdeflate"]),
-    ("zstd", &["-zzstd,10", "-C65536"]),
-    ("ztailpacking", &["-zlz4hc", "-C65536", "-Eztailpacking"]),
-    (
-        "fragments-dedupe",
-        &["-zlz4hc", "-C65536", "-Efragments,dedupe"],
-    ),
-    ("48bit", &["-zlz4hc", "-E48bit"]),
-    ("metabox-zD", &["-zlzma", "-C65536", "-m4096", "--zD"]),
-    ("offset", &["--offset=8192"]),
-    ("tar", &["--tar=f"]),
-    ("preset-dense", &["--preset", "dense"]),
-    ("preset-fast", &["--preset", "fast"]),
-    ("preset-balanced", &["--preset", "balanced"]),
-];
+/// The pinned-image test's option sets (`BLOB` is the blob's path) and
+/// the two other presets.
+fn pinned() -> Vec<(&'static str, &'static [&'static str])> {
+    let mut v = tools::PINNED_OPTION_SETS.to_vec();
+    v.push(("preset-fast", &["--preset", "fast"]));
+    v.push(("preset-balanced", &["--preset", "balanced"]));
+    v
+}
 
 /// More of the 2025 format, and the lz4-only sets the user-mode kernel
 /// can check.
@@ -222,8 +207,8 @@ pub fn build_all(work: &Path) -> Vec<Case> {
     }
     let mut cases = Vec::new();
     for (tree, src) in &trees {
-        for (name, opts) in PINNED.iter().chain(MORE) {
-            if *tree == "real" && !REAL.contains(name) {
+        for &(name, opts) in pinned().iter().chain(MORE) {
+            if *tree == "real" && !REAL.contains(&name) {
                 continue;
             }
             let img = work.join(format!("{tree}-{name}.img"));
@@ -232,10 +217,10 @@ pub fn build_all(work: &Path) -> Vec<Case> {
                 .iter()
                 .map(|o| o.replace("BLOB", &blob.display().to_string()))
                 .collect();
-            let input = if *name == "tar" { &tar } else { src };
+            let input = if name == "tar" { &tar } else { src };
             mkfs(&args, &img, input);
-            let offset = (*name == "offset").then_some(8192);
-            let blob = (*name == "chunks-blobdev").then_some(blob.as_path());
+            let offset = (name == "offset").then_some(8192);
+            let blob = (name == "chunks-blobdev").then_some(blob.as_path());
             cases.push(case(format!("{tree} {name}"), &img, blob, offset));
         }
     }

@@ -171,11 +171,7 @@ fn the_7_2_kernel_measures_what_ferrofs_digests() {
         mc = mount_composefs.as_deref().map(q).unwrap_or_else(|| "false".into()),
     ));
     let run = vm.run(&script, &[&out]).unwrap();
-    let text = |n: &str| {
-        String::from_utf8_lossy(&fs::read(out.join(n)).unwrap_or_default())
-            .trim()
-            .to_string()
-    };
+    let text = |n: &str| crate::text_of(&out, n);
     let mut failures = Vec::new();
     if text("status") != "done" {
         failures.push(format!(

@@ -79,23 +79,10 @@ fn inode_share_shares_page_cache_between_images() {
         &out,
     ) + &step("plain", "", &imgs[0], &imgs[1], &out);
     let mut failures = Vec::new();
-    for k in [Kernel::vm(), Kernel::user_mode()] {
-        let k = match k {
-            Ok(k) => k,
-            Err(why) => {
-                println!("kernel skipped: {why}");
-                continue;
-            }
-        };
-        for f in fs::read_dir(&out).unwrap().flatten() {
-            fs::remove_file(f.path()).unwrap();
-        }
+    for k in crate::ready(vec![Kernel::vm(), Kernel::user_mode()]) {
+        crate::clear(&out);
         let run = k.run(&script, &[&out]).unwrap();
-        let text = |n: &str| {
-            String::from_utf8_lossy(&fs::read(out.join(n)).unwrap_or_default())
-                .trim()
-                .to_string()
-        };
+        let text = |n: &str| crate::text_of(&out, n);
         let num = |n: &str| text(n).parse::<u64>().unwrap_or(u64::MAX);
         let (shared, plain) = (num("shared.after"), num("plain.after"));
         println!(

@@ -39,6 +39,28 @@ pub(crate) const TAR: &str =
     "tar --sort=name --format=pax --numeric-owner --xattrs --xattrs-include='*' \
      --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime";
 
+/// The kernels of `list` that can run here; the others are skipped with
+/// the reason printed.
+pub(crate) fn ready(list: Vec<Result<Kernel, String>>) -> Vec<Kernel> {
+    list.into_iter()
+        .filter_map(|k| k.map_err(|why| println!("kernel skipped: {why}")).ok())
+        .collect()
+}
+
+/// Empties the shared output directory `out` for the next kernel's run.
+pub(crate) fn clear(out: &Path) {
+    for f in fs::read_dir(out).unwrap().flatten() {
+        fs::remove_file(f.path()).unwrap();
+    }
+}
+
+/// The trimmed text of `out/name` ("" when the script did not write it).
+pub(crate) fn text_of(out: &Path, name: &str) -> String {
+    String::from_utf8_lossy(&fs::read(out.join(name)).unwrap_or_default())
+        .trim()
+        .to_string()
+}
+
 /// What one kernel made of one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Cell {
@@ -154,10 +176,7 @@ fn every_kernel_reads_every_image_as_export_writes_it() {
     let mut table: BTreeMap<String, Vec<(String, Cell)>> = BTreeMap::new();
     let mut kernels = Vec::new();
     let mut failures = Vec::new();
-    let ready: Vec<Kernel> = Kernel::available()
-        .into_iter()
-        .filter_map(|k| k.map_err(|why| println!("kernel skipped: {why}")).ok())
-        .collect();
+    let ready = ready(Kernel::available());
     // The kernels run side by side (the user-mode kernel takes one core,
     // the VM's emulation the rest).
     let runs: Vec<(PathBuf, KernelOutput)> = std::thread::scope(|scope| {

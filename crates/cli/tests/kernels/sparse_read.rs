@@ -234,24 +234,11 @@ fn hole_pclusters_read_as_zeros_as_linux_7_2_reads_them() {
         ));
     }
     let original = sha256_hex(&data);
-    for k in Kernel::available() {
-        let k = match k {
-            Ok(k) => k,
-            Err(why) => {
-                println!("kernel skipped: {why}");
-                continue;
-            }
-        };
-        for f in fs::read_dir(&out).unwrap().flatten() {
-            fs::remove_file(f.path()).unwrap();
-        }
+    for k in crate::ready(Kernel::available()) {
+        crate::clear(&out);
         k.run(&script, &[&out]).unwrap();
         for (name, _, want) in &cases {
-            let read = |n: &str| {
-                String::from_utf8_lossy(&fs::read(out.join(n)).unwrap_or_default())
-                    .trim()
-                    .to_string()
-            };
+            let read = |n: &str| crate::text_of(&out, n);
             let sum = read(&format!("{name}.sum"));
             let verdict = if want.as_ref().is_some_and(|w| sha256_hex(w) == sum) {
                 "zeros in the hole".to_string()

@@ -66,10 +66,7 @@ fn dm_verity_of_the_7_2_kernels_checks_ferrofs_trees() {
         println!("skipped: no veritysetup (../shared/tools/upstream-tools --next)");
         return;
     };
-    let kernels: Vec<Kernel> = [Kernel::user_mode(), Kernel::vm()]
-        .into_iter()
-        .filter_map(|k| k.map_err(|why| println!("kernel skipped: {why}")).ok())
-        .collect();
+    let kernels = crate::ready(vec![Kernel::user_mode(), Kernel::vm()]);
     if kernels.is_empty() {
         println!("skipped: no Linux 7.2 kernel here");
         return;
@@ -167,12 +164,9 @@ fn dm_verity_of_the_7_2_kernels_checks_ferrofs_trees() {
     }
     let mut failures = Vec::new();
     for k in &kernels {
-        for f in fs::read_dir(&out).unwrap().flatten() {
-            fs::remove_file(f.path()).unwrap();
-        }
+        crate::clear(&out);
         let run = k.run(&script, &[&out]).unwrap();
-        let read = |n: &str| fs::read(out.join(n)).unwrap_or_default();
-        let text = |n: &str| String::from_utf8_lossy(&read(n)).trim().to_string();
+        let text = |n: &str| crate::text_of(&out, n);
         let mut ways = vec!["vs"];
         if dmsetup.is_some() {
             ways.push("dm");

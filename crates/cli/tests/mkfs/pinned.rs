@@ -21,26 +21,7 @@ use ferrofs_testkit::{corpus, verify, work_dir};
 use crate::FERROFS;
 
 /// The option sets, by name. `BLOB` stands for the blob's path.
-const CASES: &[(&str, &[&str])] = &[
-    ("plain", &[]),
-    ("block-1k", &["-b", "1024"]),
-    ("chunks-blobdev", &["--chunksize=8192", "--blobdev=BLOB"]),
-    ("lz4", &["-zlz4"]),
-    ("lz4hc", &["-zlz4hc,12", "-C65536"]),
-    ("lzma", &["-zlzma,6", "-C131072"]),
-    ("deflate", &["-zdeflate"]),
-    ("zstd", &["-zzstd,10", "-C65536"]),
-    ("ztailpacking", &["-zlz4hc", "-C65536", "-Eztailpacking"]),
-    (
-        "fragments-dedupe",
-        &["-zlz4hc", "-C65536", "-Efragments,dedupe"],
-    ),
-    ("48bit", &["-zlz4hc", "-E48bit"]),
-    ("metabox-zD", &["-zlzma", "-C65536", "-m4096", "--zD"]),
-    ("offset", &["--offset=8192"]),
-    ("tar", &["--tar=f"]),
-    ("preset-dense", &["--preset", "dense"]),
-];
+const CASES: &[(&str, &[&str])] = ferrofs_testkit::tools::PINNED_OPTION_SETS;
 
 fn pins_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pinned-images.txt")

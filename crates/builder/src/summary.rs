@@ -41,6 +41,14 @@ pub struct Summary {
     pub compressed_files: u64,
     /// Physical clusters written.
     pub pclusters: u64,
+    /// Compressed files with holes (`-E sparse`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sparse_files: u64,
+    /// Of those, the files whose holes are in lcluster indexes: Linux 7.2
+    /// reads them as holes, older kernels decode a pcluster of zeros for
+    /// them (in extent records, every kernel reads holes as such).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lcluster_sparse_files: u64,
     /// With `--base`: what came from the base image.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base: Option<BaseStats>,
@@ -141,6 +149,11 @@ fn why_files<S: serde::Serializer>(v: &[(String, u64)], s: S) -> Result<S::Ok, S
     seq.end()
 }
 
+/// Whether a count is zero (left out of the JSON).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl Summary {
     /// The counts of an image of `blocks` blocks (`meta_blocks` of them
     /// metadata) holding `inodes` inodes, the planned ones in `plan.order`.
@@ -166,7 +179,16 @@ impl Summary {
                 .filter(|&&id| !plan.inodes[id].extended)
                 .count() as u64,
             compressed_files: zinodes().count() as u64,
-            pclusters: zinodes().map(|z| z.extents.len() as u64).sum(),
+            pclusters: zinodes()
+                .map(|z| z.extents.iter().filter(|e| !e.hole).count() as u64)
+                .sum(),
+            sparse_files: zinodes()
+                .filter(|z| z.extents.iter().any(|e| e.hole))
+                .count() as u64,
+            // Holes name the pcluster of zeros only in lcluster indexes.
+            lcluster_sparse_files: zinodes()
+                .filter(|z| z.extents.iter().any(|e| e.hole && e.blocks > 0))
+                .count() as u64,
             ..Summary::default()
         }
     }

@@ -53,6 +53,9 @@ fn json_summary(
             "because": k.because,
             "experimental": k.experimental,
         });
+        if s.lcluster_sparse_files > 0 {
+            v["linux"]["sparse_holes"] = SPARSE_LINUX.into();
+        }
     }
     Ok(v)
 }
@@ -83,6 +86,9 @@ fn write_text(
     if let Some(k) = kernels {
         write_kernels(out, k)?;
     }
+    if s.sparse_files > 0 {
+        write_sparse(out, s)?;
+    }
     if let Some(v) = &s.verity {
         for l in crate::verity::lines(v) {
             writeln!(out, "verity {l}")?;
@@ -96,6 +102,29 @@ fn write_text(
     }
     write_layers(out, s)
 }
+
+/// What kernels make of the image's sparse pclusters (`-E sparse`).
+fn write_sparse(out: &mut impl Write, s: &Summary) -> Result<()> {
+    let n = s.lcluster_sparse_files;
+    let how = match n {
+        0 => "holes in extent records, read as holes by every kernel that mounts the image"
+            .to_string(),
+        _ if n == s.sparse_files => format!(
+            "holes in lcluster indexes: Linux {SPARSE_LINUX} or later reads them as holes, \
+             older kernels decode a shared pcluster of zeros"
+        ),
+        _ => format!(
+            "{n} with holes in lcluster indexes: Linux {SPARSE_LINUX} or later reads them as \
+             holes, older kernels decode a shared pcluster of zeros"
+        ),
+    };
+    writeln!(out, "sparse files: {} ({how})", s.sparse_files)?;
+    Ok(())
+}
+
+/// The Linux release that reads a hole of an lcluster index (`LI_HOLE`)
+/// without decoding anything.
+const SPARSE_LINUX: &str = "7.2";
 
 /// The oldest Linux that mounts the image, why, and what 6.18 calls
 /// experimental.

@@ -372,11 +372,7 @@ impl Base {
             }
             _ => None,
         };
-        Some(Extent {
-            la: e.la,
-            llen: e.llen,
-            compressed,
-        })
+        Some(Extent::new(e.la, e.llen, compressed))
     }
 
     /// What file `id` takes from OLD, if anything: its bytes are compared

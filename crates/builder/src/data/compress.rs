@@ -154,11 +154,11 @@ fn extents_upto(
         stream = cut.keep_inplace_margin(pos, s)?;
         stream = cut.end_on_page(pos, stream)?;
         let ex = match cut.takes_stream(pos, stream) {
-            true => Extent {
-                la: base + pos as u64,
-                llen: stream.0 as u64,
-                compressed: Some(cut.dst[..stream.1].to_vec()),
-            },
+            true => Extent::new(
+                base + pos as u64,
+                stream.0 as u64,
+                Some(cut.dst[..stream.1].to_vec()),
+            ),
             false => cut.raw_extent(pos),
         };
         if let Some(y) = cut.before_cut(pos, ex.llen) {
@@ -529,11 +529,7 @@ impl<'a> Cut<'a> {
         if !big || (llen > bs && llen < 2 * bs && c + llen < 2 * bs) {
             llen = llen.min(bs);
         }
-        Extent {
-            la: self.base + pos as u64,
-            llen,
-            compressed: None,
-        }
+        Extent::new(self.base + pos as u64, llen, None)
     }
 }
 

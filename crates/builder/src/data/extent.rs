@@ -9,14 +9,41 @@ pub struct Extent {
     /// Logical start and length.
     pub la: u64,
     pub llen: u64,
-    /// Compressed stream, or `None` when the extent is stored raw.
+    /// Compressed stream, or `None` when the extent is stored raw (or is
+    /// a hole).
     pub compressed: Option<Vec<u8>>,
+    /// A run of zeros stored as a sparse pcluster (`-E sparse`): no
+    /// blocks of its own.
+    pub hole: bool,
 }
 
 impl Extent {
+    /// An extent of `llen` bytes from `la` holding `stream` (`None`: raw).
+    pub fn new(la: u64, llen: u64, stream: Option<Vec<u8>>) -> Self {
+        Self {
+            la,
+            llen,
+            compressed: stream,
+            hole: false,
+        }
+    }
+
+    /// A hole of `llen` bytes from `la`.
+    pub fn hole(la: u64, llen: u64) -> Self {
+        Self {
+            la,
+            llen,
+            compressed: None,
+            hole: true,
+        }
+    }
+
     /// Blocks the writer gives the extent: its stream's when that saves a
     /// block, else its raw bytes' (a stream that saves none is stored raw).
     pub fn stored_blocks(&self, bs: u64) -> u64 {
+        if self.hole {
+            return 0;
+        }
         match &self.compressed {
             Some(c) if (c.len() as u64).div_ceil(bs) < self.llen.div_ceil(bs) => {
                 (c.len() as u64).div_ceil(bs)
@@ -28,6 +55,9 @@ impl Extent {
     /// Blocks the pcluster takes (raw: the data rounded up; compressed: the
     /// stream rounded up).
     pub fn blocks(&self, bs: u64) -> u64 {
+        if self.hole {
+            return 0;
+        }
         match &self.compressed {
             Some(c) => (c.len() as u64).div_ceil(bs),
             None => self.llen.div_ceil(bs),

@@ -7,8 +7,9 @@
 //! (`write`, compressed files in `zfile`) stores each file in order:
 //! identical files and pclusters once (`dedupe`, `stored`), tails and small
 //! files into the packed inode (`fragments`, in the `order` that keeps
-//! what a start reads together, alike content by `similarity`), pclusters copied from a `--base` image (`base`). The
-//! pass reads the plan and returns what it `placed`.
+//! what a start reads together, alike content by `similarity`), pclusters copied from a `--base` image (`base`), and with `-E
+//! sparse` runs of zeros as holes (`sparse`). The pass reads the plan and
+//! returns what it `placed`.
 
 pub(crate) mod base;
 pub(crate) mod compress;
@@ -21,6 +22,7 @@ pub(crate) mod pass;
 pub(crate) mod placed;
 pub(crate) mod schedule;
 pub(crate) mod similarity;
+pub(crate) mod sparse;
 pub(crate) mod stored;
 pub(crate) mod worth;
 pub(crate) mod write;

@@ -10,6 +10,7 @@
 use crate::data::fragments::{add_packed_inode, Fragments};
 use crate::data::placed::Placed;
 use crate::data::schedule::{window_bytes, windows, Dispatch, Inbox};
+use crate::data::sparse::ZeroPclusters;
 use crate::data::write::{write_flat, FileWriter};
 use crate::data::zfile::write_compressed;
 use crate::data::zpass::compress_alone;
@@ -248,7 +249,8 @@ pub(crate) fn write_synthetic(
     check_stop(w.stop, w.output)?;
     match ex {
         Some(ex) => {
-            let z = write_compressed(w, tree, plan, id, ex, opts, None, None)?;
+            let mut zeros = ZeroPclusters::default();
+            let z = write_compressed(w, tree, plan, id, ex, opts, None, None, &mut zeros)?;
             placed.z.insert(id, z);
         }
         None => {

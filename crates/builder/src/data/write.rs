@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use crate::data::extent::Extent;
 use crate::data::fragments::{Fragments, ReadAhead};
 use crate::data::placed::Placed;
+use crate::data::sparse::ZeroPclusters;
 use crate::data::stored::{PclusterDedupe, CHUNK_KEY};
 use crate::data::zfile::{compact_ok, read_ahead_fragment, write_compressed};
 use crate::error::Result;
@@ -30,6 +31,8 @@ pub(crate) struct FileWriter<'p, 'a> {
     opts: &'p DataOptions<'p>,
     frags: Option<Fragments>,
     pdedupe: Option<PclusterDedupe>,
+    /// With `-E sparse`, what holes mapped by lcluster indexes point at.
+    zeros: ZeroPclusters,
     buf: Vec<u8>,
     start_blk: Vec<u64>,
     chunk_blk: Vec<Vec<Option<u64>>>,
@@ -74,6 +77,7 @@ impl<'p, 'a> FileWriter<'p, 'a> {
             opts,
             frags,
             pdedupe: opts.dedupe.then(PclusterDedupe::default),
+            zeros: ZeroPclusters::default(),
             buf: vec![0u8; 1 << 20],
             start_blk: vec![0u64; n],
             chunk_blk: vec![Vec::new(); n],
@@ -148,6 +152,7 @@ impl<'p, 'a> FileWriter<'p, 'a> {
                         self.opts,
                         frags,
                         self.pdedupe.as_mut(),
+                        &mut self.zeros,
                     )?,
                 };
                 self.z.insert(id, z);

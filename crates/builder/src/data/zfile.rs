@@ -5,6 +5,7 @@
 
 use crate::data::extent::Extent;
 use crate::data::fragments::{Fragments, ReadAhead};
+use crate::data::sparse::ZeroPclusters;
 use crate::data::stored::PclusterDedupe;
 use crate::error::Result;
 use crate::options::view::DataOptions;
@@ -69,6 +70,7 @@ pub(crate) fn write_compressed(
     opts: &DataOptions<'_>,
     frags: Option<&mut Fragments>,
     dedupe: Option<&mut PclusterDedupe>,
+    zeros: &mut ZeroPclusters,
 ) -> Result<ZInode> {
     let bs = opts.block_size();
     let ino = &tree.inodes[id];
@@ -107,10 +109,18 @@ pub(crate) fn write_compressed(
     let n_written = extents.len() - usize::from(inline.is_some());
     write_pclusters(w, &f, &extents[..n_written], &mut zext, dedupe, alg, bs)?;
     f.finish()?;
+    // Holes mapped by lcluster indexes name the shared pcluster of zeros
+    // (extent records, in 48-bit images, need none).
+    let extent_records = plan.bit48 && shape.compact && inline.is_none();
+    if !extent_records && zext.iter().any(|z| z.hole) {
+        let comp = plan.inodes[id].compress.map_or(0, |x| x.1);
+        let zero = zeros.get(w, opts, comp)?;
+        zext = zero.map_holes(zext);
+    }
     // The inline tail's block address is not used; the next free block
     // keeps compact indexes possible.
     let next = w.block(bs);
-    for z in zext.iter_mut().skip(n_written) {
+    if let Some(z) = zext.last_mut().filter(|_| inline.is_some()) {
         z.pblk = next;
     }
     Ok(zinode(zext, inline, fragment, next, &shape, plan.bit48))
@@ -127,7 +137,8 @@ fn zinode(
     shape: &MapShape,
     bit48: bool,
 ) -> ZInode {
-    let blocks: u64 = zext.iter().map(|z| z.blocks).sum();
+    // A hole's blocks are the shared pcluster of zeros, not the file's.
+    let blocks: u64 = zext.iter().filter(|z| !z.hole).map(|z| z.blocks).sum();
     let tail = match (&inline, fragment) {
         (Some(v), _) => Tail::Inline(v.len() as u16),
         (None, Some((_, from))) => {
@@ -140,6 +151,7 @@ fn zinode(
                 pblk: next,
                 blocks: 0,
                 csize: 0,
+                hole: false,
             });
             // Placeholder offset: set once the packed inode is laid out.
             Tail::Fragment(0)
@@ -179,10 +191,14 @@ fn place_extents(extents: &[Extent], first: u64, bs: u64) -> Vec<ZExtent> {
             let z = ZExtent {
                 la: e.la,
                 llen: e.llen,
-                plain: e.compressed.is_none(),
+                plain: e.compressed.is_none() && !e.hole,
                 pblk: cursor,
                 blocks,
-                csize: e.compressed.as_ref().map_or(e.llen, |c| c.len() as u64),
+                csize: match e.hole {
+                    true => 0,
+                    false => e.compressed.as_ref().map_or(e.llen, |c| c.len() as u64),
+                },
+                hole: e.hole,
             };
             cursor += blocks;
             z
@@ -256,6 +272,9 @@ fn write_pclusters(
 ) -> Result<()> {
     let mut buf = Vec::new();
     for (e, z) in extents.iter().zip(zext.iter_mut()) {
+        if e.hole {
+            continue;
+        }
         match &e.compressed {
             Some(c)
                 if (c.len() as u64).div_ceil(bs) < e.llen.div_ceil(bs)

@@ -14,6 +14,7 @@ use crate::data::compress::{compress_segment, is_machine_code, Shape, MAGIC_LEN}
 use crate::data::cuts::segments;
 use crate::data::extent::{alone_segment_len, segment_len, Extent};
 use crate::data::fragments::{ReadAhead, READ_AHEAD_MAX};
+use crate::data::sparse;
 use crate::data::worth::{
     compressed_file_still_shrinks, flat_is_no_bigger, looks_compressed, worth_compressing,
 };
@@ -36,6 +37,8 @@ struct Unit {
     /// Whether the segment holds machine code, when the window says
     /// (an inode the build made); else the file's first bytes tell.
     machine_code: Option<bool>,
+    /// A hole of the source kept as one (`-E sparse`): nothing to read.
+    hole: bool,
 }
 
 /// Whether a file's data is compressed (decided by sampling its first
@@ -132,6 +135,11 @@ pub(crate) fn prepare_window<'a>(
         ztail: c.ztailpacking && !fragments,
         comps: &c.compressors,
         alone,
+        holes: Vec::new(),
+    };
+    let window = Window {
+        holes: window.find_holes(c.sparse)?,
+        ..window
     };
     let reused = window.reused(base)?;
     let worth = window.worth(&reused, copies, sample)?;
@@ -174,6 +182,9 @@ struct Window<'w> {
     /// The window is one inode compressed while nothing else is, and
     /// these byte ranges of it hold machine code.
     alone: Option<&'w [(u64, u64)]>,
+    /// With `-E sparse`, each file's holes (indexed like `ids`; empty
+    /// without the option).
+    holes: Vec<Vec<(u64, u64)>>,
 }
 
 impl Window<'_> {
@@ -235,7 +246,7 @@ impl Window<'_> {
                     if self.whole_fragment(id) || !sample {
                         return Ok(Worth::Yes);
                     }
-                    self.sample(encs, id, pcl, comp)
+                    self.sample(encs, k, id, pcl, comp)
                 },
             )
             .collect()
@@ -243,7 +254,14 @@ impl Window<'_> {
 
     /// Whether candidate `id` (pcluster `pcl`, compressor `comp`) is worth
     /// compressing, by its size or by samples of its start and middle.
-    fn sample(&self, encs: &mut Encoders, id: InodeId, pcl: u64, comp: usize) -> Result<Worth> {
+    fn sample(
+        &self,
+        encs: &mut Encoders,
+        k: usize,
+        id: InodeId,
+        pcl: u64,
+        comp: usize,
+    ) -> Result<Worth> {
         let bs = self.bs;
         let ino = &self.tree.inodes[id];
         let size = ino.data_size();
@@ -252,6 +270,11 @@ impl Window<'_> {
         // unless it may shrink into an inline tail pcluster.
         if size <= bs && !self.ztail {
             return Ok(Worth::No);
+        }
+        // A file whose holes are kept (-E sparse) is mapped with them,
+        // whatever its data makes of compression.
+        if !self.holes(k, (0, size), pcl).is_empty() {
+            return Ok(Worth::Yes);
         }
         // A file of one segment decides with its first trial (and a
         // probe of its middle).
@@ -296,7 +319,28 @@ impl Window<'_> {
         let content = self.opts.dedupe && self.alone.is_none() && pcl >= 4 * self.bs;
         let mut reader = None;
         let mut units = Vec::new();
+        let unit = |offset, len, by_content, hole| Unit {
+            id,
+            offset,
+            len,
+            pcluster: pcl,
+            compressor: comp,
+            by_content,
+            machine_code: self.alone.map(|r| mostly_within(r, offset, len)),
+            hole,
+        };
+        let mut parts = Vec::new();
         for piece in pieces(&hot_pieces(self.tree, self.opts, id), size) {
+            // The source's holes, kept (-E sparse), are units of their own.
+            let holes = self.holes(k, piece, pcl);
+            parts.extend(sparse::split(piece.0, piece.1, &holes));
+        }
+        for (a, b, hole) in parts {
+            if hole {
+                units.push((k, unit(a, b - a, false, true)));
+                continue;
+            }
+            let piece = (a, b);
             // Opened on the first read: files cut on the grid are not.
             let read = |buf: &mut [u8], off: u64| -> Result<()> {
                 let r = match &mut reader {
@@ -308,19 +352,38 @@ impl Window<'_> {
             let by_content = content && piece.1 - piece.0 > seg;
             let segs = segments(read, piece, seg, content)?;
             for (offset, len) in segs {
-                let unit = Unit {
-                    id,
-                    offset,
-                    len,
-                    pcluster: pcl,
-                    compressor: comp,
-                    by_content,
-                    machine_code: self.alone.map(|r| mostly_within(r, offset, len)),
-                };
-                units.push((k, unit));
+                units.push((k, unit(offset, len, by_content, false)));
             }
         }
         Ok(units)
+    }
+
+    /// Every file's holes (`-E sparse`; a file the build made has none),
+    /// found on the pool.
+    fn find_holes(&self, sparse: bool) -> Result<Vec<Vec<(u64, u64)>>> {
+        if !sparse || self.alone.is_some() {
+            return Ok(Vec::new());
+        }
+        self.ids
+            .par_iter()
+            .map(|&id| match self.zc[id] {
+                Some((pcl, _)) if !self.whole_fragment(id) => sparse::find_holes(
+                    &self.tree.inodes[id],
+                    self.bs,
+                    sparse::min_hole(pcl, self.bs),
+                ),
+                _ => Ok(Vec::new()),
+            })
+            .collect()
+    }
+
+    /// The holes of the window's `k`th file in `range`, in whole blocks
+    /// of at least the shortest hole.
+    fn holes(&self, k: usize, range: (u64, u64), pcl: u64) -> Vec<(u64, u64)> {
+        match self.holes.get(k) {
+            Some(h) => sparse::clip(h, range, self.bs, sparse::min_hole(pcl, self.bs)),
+            None => Vec::new(),
+        }
     }
 }
 
@@ -379,6 +442,9 @@ impl WindowUnits<'_> {
         };
         let bs = self.opts.block_size();
         let (k, u) = &self.units[i];
+        if u.hole {
+            return Ok(Some(vec![Extent::hole(u.offset, u.len)]));
+        }
         let ino = &self.tree.inodes[u.id];
         let r = ContentReader::open(ino)?;
         let mut buf = vec![0u8; u.len as usize];
@@ -449,6 +515,10 @@ impl WindowUnits<'_> {
                 // A small file (one unit) that did not compress: stored flat.
                 None => out[*k] = None,
             }
+        }
+        // Holes cut by segments are one (their pieces come in order).
+        for ex in out.iter_mut().flatten() {
+            sparse::merge_holes(ex);
         }
         // Files that compressed to no less than their size are stored flat
         // (and their tails inline), as mkfs.erofs does. Not with fragments:

@@ -105,6 +105,11 @@ pub struct CompressOptions {
     /// `-E legacy-compress`: full (non-compact) indexes for every
     /// compressed file, as mkfs.erofs 1.9 writes them with this option.
     pub legacy_compress: bool,
+    /// `-E sparse`: runs of zeros in compressed files (holes of the
+    /// source and written zeros alike) become sparse pclusters, which
+    /// take no blocks (Linux 7.2 reads them as holes; older kernels
+    /// decode a shared pcluster of zeros in their place).
+    pub sparse: bool,
 }
 
 impl CompressOptions {
@@ -121,6 +126,7 @@ impl CompressOptions {
             hints: Vec::new(),
             max_extent_bytes: None,
             legacy_compress: false,
+            sparse: false,
         }
     }
 

@@ -415,8 +415,13 @@ fn place_data(
         Kind::File { data, .. } => Some(data.as_deref()),
         _ => None,
     };
+    // With -E sparse, a compressed file's holes become sparse pclusters
+    // rather than null chunks.
+    let sparse = opts
+        .compress
+        .is_some_and(|c| c.sparse && c.choose(&ino.rel).is_some());
     let chunk_it = match file_data {
-        Some(data) => size > 0 && (opts.chunk_size.is_some() || data.is_some()),
+        Some(data) => size > 0 && (opts.chunk_size.is_some() || (data.is_some() && !sparse)),
         None => false,
     };
     if let Some(x) = ino.content.external().filter(|_| size > 0) {

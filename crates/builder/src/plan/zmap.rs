@@ -18,6 +18,10 @@ pub struct ZExtent {
     pub blocks: u64,
     /// Compressed size in bytes (raw: the extent length).
     pub csize: u64,
+    /// A sparse pcluster (`-E sparse`): with lcluster indexes, `pblk` and
+    /// `blocks` name a pcluster of zeros that kernels before 7.2 decode
+    /// instead (a partial reference to it); extent records store none.
+    pub hole: bool,
 }
 
 /// Everything the metadata writer needs about a compressed inode.
@@ -72,7 +76,13 @@ pub fn lclusters(extents: &[ZExtent], size: u64, bs: u64, big: bool) -> Vec<Lclu
         } else {
             LclusterType::Head1
         };
-        out[lcn] = Some(head(ty, e.la % bs, e.pblk));
+        let mut h = head(ty, e.la % bs, e.pblk);
+        if e.hole {
+            // Linux 7.2 reads no data; older kernels decode the pcluster
+            // of zeros `pblk` names, taking the hole's length of it.
+            (h.hole, h.partial_ref) = (true, true);
+        }
+        out[lcn] = Some(h);
         heads.push((lcn, Some(k)));
     }
     if let Some(last) = extents.last() {
@@ -210,6 +220,14 @@ pub fn encode_map(
     allow_extents: bool,
     internal: bool,
 ) -> (Vec<u8>, bool) {
+    let holes = extents.iter().any(|e| e.hole);
+    if holes && allow_extents && compact_ok {
+        // A sparse file: one record per extent instead of eight bytes per
+        // block of its holes.
+        if let Some(e) = encode_extents(extents, size, bs, alg, tail, inode_and_xattrs) {
+            return (e, false);
+        }
+    }
     let (index, compact) = encode_index(extents, size, bs, alg, tail, inode_and_xattrs, compact_ok);
     let beyond_32 = extents
         .iter()
@@ -266,6 +284,12 @@ pub fn encode_extents(
             Tail::Fragment(off) if k + 1 == extents.len() => ExtentRecord {
                 plen: off as u32,
                 pstart: off >> 32,
+                lstart: e.la,
+            },
+            // A hole: no pcluster (Linux reads an empty record as zeros).
+            _ if e.hole => ExtentRecord {
+                plen: 0,
+                pstart: 0,
                 lstart: e.la,
             },
             _ => {

@@ -87,6 +87,7 @@ fn compressed(alg: &str, pcluster: u64, ext: &[&str]) -> CompressOptions {
         hints: Vec::new(),
         max_extent_bytes: None,
         legacy_compress: false,
+        sparse: ext.contains(&"sparse"),
     }
 }
 

@@ -149,6 +149,7 @@ fn time_policy(a: &MkfsArgs) -> Result<TimePolicy> {
 struct Extended {
     ztailpacking: bool,
     legacy_compress: bool,
+    sparse: bool,
     fragments: bool,
     all_fragments: bool,
     packed_pcluster: Option<u64>,
@@ -189,6 +190,8 @@ fn extended(a: &MkfsArgs, o: &mut BuildOptions) -> Result<Extended> {
             "^xattr-name-filter" | "noxattr-name-filter" => o.xattr_filter = false,
             "legacy-compress" => x.legacy_compress = true,
             "^legacy-compress" | "nolegacy-compress" => x.legacy_compress = false,
+            "sparse" => x.sparse = true,
+            "^sparse" | "nosparse" => x.sparse = false,
             "noinline_data" | "^inline_data" => o.inline_data = false,
             "inline_data" => o.inline_data = true,
             other => bail!("-E {other}: unsupported extended option"),
@@ -238,6 +241,7 @@ fn compress_options(
                 (n as u64 / bs * bs).max(bs)
             }),
             legacy_compress: x.legacy_compress,
+            sparse: x.sparse,
         }));
     }
     if a.pcluster.is_some()
@@ -246,9 +250,10 @@ fn compress_options(
         || x.ztailpacking
         || x.fragments
         || x.all_fragments
+        || x.sparse
     {
         let what = "-C, --compress-hints, --max-extent-bytes and -E \
-                    ztailpacking/fragments/all-fragments need -z";
+                    ztailpacking/fragments/all-fragments/sparse need -z";
         if !a.dropin {
             bail!("{what}");
         }

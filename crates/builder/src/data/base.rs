@@ -46,6 +46,7 @@ use rayon::prelude::*;
 use crate::data::compress::{first_extent, Shape};
 use crate::data::cuts::segments;
 use crate::data::extent::{segment_len, Extent, MAX_EXTENT_BLOCKS};
+use crate::data::sparse;
 use crate::error::{BuildError, Result};
 use crate::options::compress::Compressor;
 use crate::options::view::DataOptions;
@@ -63,7 +64,8 @@ const BUF: usize = 1 << 20;
 struct OldExtent {
     la: u64,
     llen: u64,
-    pc: Pcluster,
+    /// `None`: a hole (a sparse pcluster).
+    pc: Option<Pcluster>,
 }
 
 /// How OLD stores a file this build may take from it.
@@ -177,6 +179,7 @@ impl Base {
             max_extent: c.max_extent_bytes,
             ztail: c.ztailpacking && !(c.fragments || c.all_fragments),
             dedupe: opts.dedupe,
+            sparse: c.sparse,
         };
         let found: Vec<(Option<(u64, usize)>, Found)> = (0..tree.inodes.len())
             .into_par_iter()
@@ -254,8 +257,8 @@ impl Base {
                 let Old::Extents(ex) = &c.old else {
                     return None;
                 };
-                let first = ex.first()?;
-                matches!(first.pc.format, PclusterFormat::Codec(_)).then_some((ex.len() < 2, id))
+                let first = ex.first()?.pc.as_ref()?;
+                matches!(first.format, PclusterFormat::Codec(_)).then_some((ex.len() < 2, id))
             })
             .collect();
         pool.sort_unstable();
@@ -281,8 +284,17 @@ impl Base {
             let r = ContentReader::open(ino)?;
             let content = ctx.dedupe && pcl >= self.bs.saturating_mul(4);
             let read = |buf: &mut [u8], off: u64| r.read_exact_at(buf, off);
-            let first = segments(read, (0, size), segment_len(pcl), content)?;
-            let seg_end = first.first().map_or(size, |&(o, l)| o.saturating_add(l));
+            // The file's first piece: up to its first hole (-E sparse).
+            let piece_end = match ctx.sparse {
+                true => sparse::find_holes(ino, self.bs, sparse::min_hole(pcl, self.bs))?
+                    .first()
+                    .map_or(size, |h| h.0),
+                false => size,
+            };
+            let first = segments(read, (0, piece_end), segment_len(pcl), content)?;
+            let seg_end = first
+                .first()
+                .map_or(piece_end, |&(o, l)| o.saturating_add(l));
             let seg = usize::try_from(seg_end).unwrap_or(usize::MAX);
             let mut input = vec![0u8; seg];
             r.read_exact_at(&mut input, 0)?;
@@ -294,7 +306,7 @@ impl Base {
                 max_extent: ctx.max_extent,
                 ztail: ctx.ztail && seg as u64 == size,
                 cut_end: seg_end < size && !seg_end.is_multiple_of(self.bs),
-                by_content: content && size > segment_len(pcl),
+                by_content: content && piece_end > segment_len(pcl),
                 page_end: false,
             };
             let elf = crate::data::compress::is_machine_code(&input);
@@ -357,15 +369,18 @@ impl Base {
     /// One extent as the writer takes it: OLD's stream without its zero
     /// padding, or a raw extent (read from the source when written).
     fn extent(&self, e: &OldExtent) -> Option<Extent> {
-        let compressed = match e.pc.format {
+        let Some(pc) = &e.pc else {
+            return Some(Extent::hole(e.la, e.llen));
+        };
+        let compressed = match pc.format {
             PclusterFormat::Codec(_) => {
-                let raw = self.image.raw().read_pcluster(&e.pc).ok()?;
+                let raw = self.image.raw().read_pcluster(pc).ok()?;
                 let window = usize::try_from(self.bs).map_or(raw.len(), |bs| raw.len().min(bs));
                 let start = raw.get(..window)?.iter().position(|&b| b != 0)?;
                 let stream = raw.get(start..)?.to_vec();
                 // Whole blocks of padding would not be OLD's own layout.
                 let stored = (stream.len() as u64).div_ceil(self.bs).checked_mul(self.bs);
-                if !e.pc.at.is_inline() && stored != Some(e.pc.len) {
+                if !pc.at.is_inline() && stored != Some(pc.len) {
                     return None;
                 }
                 Some(stream)
@@ -405,8 +420,9 @@ impl Base {
                 }
                 let copied = ex
                     .iter()
-                    .filter(|e| matches!(e.pc.format, PclusterFormat::Codec(_)))
-                    .map(|e| e.pc.len)
+                    .filter_map(|e| e.pc.as_ref())
+                    .filter(|pc| matches!(pc.format, PclusterFormat::Codec(_)))
+                    .map(|pc| pc.len)
                     .sum();
                 self.add(COPIED, copied);
                 Reused::Extents(out)
@@ -470,6 +486,8 @@ struct Ctx<'a> {
     ztail: bool,
     /// This build cuts long files where their bytes say (`-E dedupe`).
     dedupe: bool,
+    /// This build makes sparse pclusters (`-E sparse`).
+    sparse: bool,
 }
 
 /// What OLD holds for one file of this build.
@@ -584,8 +602,25 @@ impl Ctx<'_> {
                     out.push(OldExtent {
                         la: e.logical,
                         llen: e.len,
-                        pc,
+                        pc: Some(pc),
                     });
+                }
+                // A sparse pcluster, for a build that makes them: whole
+                // blocks (as a hole starts an lcluster, and the file goes on).
+                ExtentKind::Hole
+                    if self.sparse
+                        && e.logical.is_multiple_of(bs)
+                        && e.len.is_multiple_of(bs)
+                        && e.end() < size =>
+                {
+                    match out.last_mut() {
+                        Some(p) if p.pc.is_none() => p.llen = p.llen.saturating_add(e.len),
+                        _ => out.push(OldExtent {
+                            la: e.logical,
+                            llen: e.len,
+                            pc: None,
+                        }),
+                    }
                 }
                 ExtentKind::Fragment { .. } if self.fragments => tail = true,
                 ExtentKind::Fragment { .. } => return Err("a tail in the packed inode".into()),

@@ -52,6 +52,25 @@ const MORE: &[(&str, &[&str])] = &[
     ("dot-omitted", &["-zlz4", "-Edot-omitted"]),
     ("inode-digest", &["-zlz4hc", "--xattr-inode-digest"]),
     ("noinline", &["-Enoinline_data"]),
+    // Sparse pclusters: LI_HOLE heads (Linux 7.2 reads holes, older
+    // kernels the pcluster of zeros) and empty extent records.
+    ("lz4-sparse", &["-zlz4hc", "-C65536", "-Esparse"]),
+    (
+        "lz4-sparse-48bit-frag",
+        &["-zlz4", "-E48bit", "-Esparse,fragments,dedupe"],
+    ),
+    (
+        "lzma-sparse-tail",
+        &["-zlzma", "-C131072", "-Esparse,ztailpacking"],
+    ),
+    (
+        "deflate-sparse-legacy",
+        &["-zdeflate", "-Esparse,legacy-compress"],
+    ),
+    (
+        "zstd-sparse-48bit",
+        &["-zzstd", "-C65536", "-E48bit", "-Esparse"],
+    ),
     (
         "kitchen-sink",
         &[

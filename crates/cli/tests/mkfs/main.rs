@@ -25,6 +25,7 @@ mod oci;
 mod pinned;
 mod profile;
 mod rebuild;
+mod sparse;
 mod tar;
 mod tar_broken;
 mod tar_index;

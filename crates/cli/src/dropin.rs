@@ -48,7 +48,8 @@ mkfs.erofs's options (as `mkfs.erofs --help` 1.9.4 spells them) in this drop-in:
                        legacy-compress, noinline_data (^inline_data), force-inode-compact,
                        force-inode-extended, force-chunk-indexes, force-inode-blockmap,
                        nosbcrc, ^xattr-name-filter, 48bit, dot-omitted,
-                       plain-xattr-prefixes (^X or noX turns X off)
+                       plain-xattr-prefixes, sparse (ferrofs's: zeros as sparse
+                       pclusters, Linux 7.2) (^X or noX turns X off)
  -L volume-label       volume label (at most 15 bytes)
  -m#[:X]               metadata in a metabox compressed in #-byte pclusters (with X)
  -T#                   fixed UNIX timestamp # as build time and every file's mtime

@@ -168,7 +168,13 @@ pub(crate) struct MkfsArgs {
     /// plain-xattr-prefixes (the long-prefix table raw on the device),
     /// legacy-compress (full, not compact, indexes of compressed files, as
     /// mkfs.erofs 1.9 writes them; its pre-5.4 layout without LZ4 0padding
-    /// is not made, as 1.9 makes it no longer).
+    /// is not made, as 1.9 makes it no longer), sparse (runs of zeros in
+    /// compressed files, holes of the source or written zeros, become
+    /// sparse pclusters that take no blocks: with 48bit, empty extent
+    /// records, read as holes by every kernel that mounts the image;
+    /// otherwise Linux 7.2's LI_HOLE lclusters in full indexes, 8 bytes
+    /// per block of the file, which older kernels read by decoding a shared
+    /// pcluster of zeros).
     #[arg(short = 'E', value_name = "OPTS")]
     extended: Vec<String>,
     /// Metadata zone: i (inodes), d (directory blocks), id (both, the

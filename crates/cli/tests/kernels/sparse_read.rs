@@ -1,7 +1,8 @@
-//! Sparse pclusters as Linux 7.2 reads them (no writer makes them yet:
-//! these images are patched): a full-index HEAD with `Z_EROFS_LI_HOLE`
-//! and a big pcluster whose first NONHEAD has a CBLKCNT of 0 blocks read
-//! as zeros through `ferrofs cat`, and so under both 7.2 kernels; the
+//! Sparse pclusters as Linux 7.2 reads them (patched images): a
+//! full-index HEAD with `Z_EROFS_LI_HOLE`, a big pcluster whose first
+//! NONHEAD has a CBLKCNT of 0 blocks, and `-E sparse`'s own holes with
+//! their pcluster of zeros overwritten, read as zeros through `ferrofs
+//! cat`, and so under both 7.2 kernels; the
 //! HOLE bit on the ztailpacking tail, or on a HEAD that does not start
 //! its lcluster (7.2 then reads the extent before it as zeros too), is
 //! refused by `ferrofs fsck` and reads fail. What this machine's 6.18 makes of each image is printed
@@ -205,6 +206,26 @@ fn hole_pclusters_read_as_zeros_as_linux_7_2_reads_them() {
     );
     refused(&img, "tail-hole", "HOLE", &mut failures);
     cases.push(("tail-hole", img, None));
+
+    // 4. Written by `-E sparse` (LI_HOLE with a partial reference to the
+    // shared pcluster of zeros), that pcluster then overwritten with a
+    // data pcluster: 7.2 still reads zeros (it reads no pcluster for a
+    // hole), 6.18 decodes what is there.
+    let mut sparse = data[..100_000].to_vec();
+    sparse.extend(vec![0u8; 100_000]);
+    sparse.extend_from_slice(&data[100_000..200_000]);
+    let img = patched(&w, "written", &sparse, &["-zlz4hc", "-C4096", "-Esparse"], |img, b| {
+        let d = dump(img);
+        let ex = d["extents"].as_array().unwrap();
+        let hole = ex.iter().find(|e| e["map"]["type"] == "hole").expect("a hole");
+        let at = entry_at(img, hole["logical"].as_u64().unwrap() / 4096);
+        assert_eq!(b[at + 1] & 0xc0, 0xc0, "LI_HOLE and PARTIAL_REF expected");
+        let zero = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize * 4096;
+        let data = ex[0]["map"]["pos"].as_u64().unwrap() as usize;
+        let block = b[data..data + 4096].to_vec();
+        b[zero..zero + 4096].copy_from_slice(&block);
+    });
+    cases.push(("written", img, Some(sparse)));
 
     // ferrofs reads the holes as zeros and fsck passes those images.
     for (name, img, want) in &cases {

@@ -147,7 +147,8 @@ pub(crate) struct MkfsArgs {
     #[arg(long, value_name = "NAME", num_args = 0..=1, require_equals = true, default_missing_value = "erofs.fingerprint.v1")]
     xattr_inode_digest: Option<String>,
     /// Store every regular file chunk-based with chunks of this many bytes
-    /// (sparse files are always stored chunk-based, with holes).
+    /// (sparse files are stored chunk-based, with holes, unless -E sparse
+    /// compresses them).
     #[arg(long, value_name = "BYTES", value_parser = crate::size::parse_u64)]
     chunksize: Option<u64>,
     /// Extended options, comma-separated: force-inode-extended,

@@ -214,17 +214,26 @@ fn hole_pclusters_read_as_zeros_as_linux_7_2_reads_them() {
     let mut sparse = data[..100_000].to_vec();
     sparse.extend(vec![0u8; 100_000]);
     sparse.extend_from_slice(&data[100_000..200_000]);
-    let img = patched(&w, "written", &sparse, &["-zlz4hc", "-C4096", "-Esparse"], |img, b| {
-        let d = dump(img);
-        let ex = d["extents"].as_array().unwrap();
-        let hole = ex.iter().find(|e| e["map"]["type"] == "hole").expect("a hole");
-        let at = entry_at(img, hole["logical"].as_u64().unwrap() / 4096);
-        assert_eq!(b[at + 1] & 0xc0, 0xc0, "LI_HOLE and PARTIAL_REF expected");
-        let zero = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize * 4096;
-        let data = ex[0]["map"]["pos"].as_u64().unwrap() as usize;
-        let block = b[data..data + 4096].to_vec();
-        b[zero..zero + 4096].copy_from_slice(&block);
-    });
+    let img = patched(
+        &w,
+        "written",
+        &sparse,
+        &["-zlz4hc", "-C4096", "-Esparse"],
+        |img, b| {
+            let d = dump(img);
+            let ex = d["extents"].as_array().unwrap();
+            let hole = ex
+                .iter()
+                .find(|e| e["map"]["type"] == "hole")
+                .expect("a hole");
+            let at = entry_at(img, hole["logical"].as_u64().unwrap() / 4096);
+            assert_eq!(b[at + 1] & 0xc0, 0xc0, "LI_HOLE and PARTIAL_REF expected");
+            let zero = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize * 4096;
+            let data = ex[0]["map"]["pos"].as_u64().unwrap() as usize;
+            let block = b[data..data + 4096].to_vec();
+            b[zero..zero + 4096].copy_from_slice(&block);
+        },
+    );
     cases.push(("written", img, Some(sparse)));
 
     // ferrofs reads the holes as zeros and fsck passes those images.

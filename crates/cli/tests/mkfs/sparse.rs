@@ -4,7 +4,8 @@
 //! extent records in 48-bit images. For every codec, the images read back
 //! equal to their source through this machine's kernel (which decodes the
 //! pcluster of zeros; Linux 7.2 reads the holes as holes: the kernel
-//! matrix checks it), through `ferrofs` and through fsck.erofs 1.9.4;
+//! matrix checks it), through `ferrofs`, its FUSE mount and fsck.erofs
+//! 1.9.4;
 //! `extract` punches the holes; the summary says which kernels read them
 //! as holes; `--base` reuses them byte for byte and `--incremental` adds
 //! to such an image.
@@ -16,6 +17,7 @@ use std::path::Path;
 use std::process::Command;
 
 use ferrofs_testkit::compare::{self, CompareOptions};
+use ferrofs_testkit::fuse::FuseMount;
 use ferrofs_testkit::mount::{can_mount, LoopMount};
 use ferrofs_testkit::tools;
 use ferrofs_testkit::verify::run_ok;
@@ -120,6 +122,7 @@ fn sparse_pclusters_read_back_for_every_codec() {
     if let Err(why) = &mount {
         println!("kernel comparison skipped: {why}");
     }
+    let fuse = mount.is_ok() && Path::new("/dev/fuse").exists();
     let fsck = tools::fsck_next();
     if fsck.is_none() {
         println!("fsck.erofs 1.9.x not found: its check is skipped");
@@ -187,6 +190,16 @@ fn sparse_pclusters_read_back_for_every_codec() {
                     }
                     Err(e) => failures.push(format!("{tag}: mount: {e}")),
                 }
+            }
+            // Through the FUSE mount (two codecs are enough: it reads
+            // through the same library as extract).
+            if fuse && matches!(z, "-zlz4hc" | "-zlzma") {
+                let dir = work.join("fuse");
+                let m = FuseMount::new(Path::new(FERROFS), img.as_os_str(), &dir, &[]);
+                for d in compare::compare_trees(&src, &dir, &kernel_view()) {
+                    failures.push(format!("{tag}: FUSE: {d}"));
+                }
+                m.unmount();
             }
             // fsck.erofs 1.9.4 reads the pcluster of zeros (it knows no
             // LI_HOLE) and empty extent records as holes.

@@ -152,13 +152,16 @@ fn extents_upto(
             break;
         };
         stream = cut.keep_inplace_margin(pos, s)?;
-        stream = cut.end_on_page(pos, stream)?;
+        let (stream, partial) = cut.end_on_page(pos, stream)?;
         let ex = match cut.takes_stream(pos, stream) {
-            true => Extent::new(
-                base + pos as u64,
-                stream.0 as u64,
-                Some(cut.dst[..stream.1].to_vec()),
-            ),
+            true => Extent {
+                partial,
+                ..Extent::new(
+                    base + pos as u64,
+                    stream.0 as u64,
+                    Some(cut.dst[..stream.1].to_vec()),
+                )
+            },
             false => cut.raw_extent(pos),
         };
         if let Some(y) = cut.before_cut(pos, ex.llen) {
@@ -453,38 +456,43 @@ impl<'a> Cut<'a> {
         }
     }
 
-    /// With [`Shape::page_end`]: the stream from `pos` made again to end on
-    /// the last page boundary it reaches (unless it ends the segment or
-    /// reaches none).
-    fn end_on_page(&mut self, pos: usize, stream: Stream) -> Result<Stream> {
+    /// With [`Shape::page_end`]: the stream from `pos` cut to end on the
+    /// last page boundary it reaches (unless it ends the segment or
+    /// reaches none). LZ4's block is cut where it stands; the other
+    /// codecs' stream is kept whole and its extent ends on the boundary,
+    /// a partial reference (`true`: the kernel decodes the stream only that
+    /// far, and the next extent starts there): no second compression.
+    fn end_on_page(&mut self, pos: usize, stream: Stream) -> Result<(Stream, bool)> {
         const PAGE: u64 = 4096;
         let (mut consumed, mut written) = stream;
         if !self.shape.page_end || self.ends_input(pos, consumed) {
-            return Ok(stream);
+            return Ok((stream, false));
         }
         let la = self.base + pos as u64;
         loop {
             let end = (la + consumed as u64) / PAGE * PAGE;
             if end <= la || end == la + consumed as u64 {
-                return Ok((consumed, written));
+                return Ok(((consumed, written), false));
             }
             let keep = (end - la) as usize;
-            let src = self.src(pos);
+            if !self.inplace {
+                // The whole stream, of which the extent takes `keep` bytes.
+                return Ok(((keep, written), true));
+            }
             // LZ4: the block cut short where it stands (as the in-place
             // margin does), not compressed again.
-            if self.inplace {
-                if let Some(w) =
-                    ferrofs_codec::lz4cut::truncate_block(&mut self.dst, written, src, keep)
-                {
-                    (consumed, written) = (keep, w);
-                    continue;
-                }
+            let src = self.src(pos);
+            if let Some(w) =
+                ferrofs_codec::lz4cut::truncate_block(&mut self.dst, written, src, keep)
+            {
+                (consumed, written) = (keep, w);
+                continue;
             }
             (consumed, written) = fixed_output(self.enc, &src[..keep], &mut self.dst)?;
             if consumed == 0 {
                 // (`dst` no longer holds `stream`: make it again, unaligned.)
                 let src = &self.src(pos)[..stream.0];
-                return fixed_output(self.enc, src, &mut self.dst);
+                return Ok((fixed_output(self.enc, src, &mut self.dst)?, false));
             }
         }
     }

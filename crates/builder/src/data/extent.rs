@@ -15,6 +15,10 @@ pub struct Extent {
     /// A run of zeros stored as a sparse pcluster (`-E sparse`): no
     /// blocks of its own.
     pub hole: bool,
+    /// The stream decodes to more than `llen` bytes, of which the extent
+    /// takes the first `llen` (a partial reference: a page end made
+    /// without compressing again).
+    pub partial: bool,
 }
 
 impl Extent {
@@ -25,6 +29,7 @@ impl Extent {
             llen,
             compressed: stream,
             hole: false,
+            partial: false,
         }
     }
 
@@ -35,6 +40,7 @@ impl Extent {
             llen,
             compressed: None,
             hole: true,
+            partial: false,
         }
     }
 

@@ -152,6 +152,7 @@ fn zinode(
                 blocks: 0,
                 csize: 0,
                 hole: false,
+                partial: false,
             });
             // Placeholder offset: set once the packed inode is laid out.
             Tail::Fragment(0)
@@ -199,6 +200,7 @@ fn place_extents(extents: &[Extent], first: u64, bs: u64) -> Vec<ZExtent> {
                     false => e.compressed.as_ref().map_or(e.llen, |c| c.len() as u64),
                 },
                 hole: e.hole,
+                partial: e.partial,
             };
             cursor += blocks;
             z
@@ -302,6 +304,7 @@ fn write_pclusters(
                 buf.resize(e.llen as usize, 0);
                 f.read_exact_at(&mut buf, e.la)?;
                 z.plain = true;
+                z.partial = false;
                 z.csize = e.llen;
                 z.blocks = e.llen.div_ceil(bs);
                 z.pblk = w.block(bs);

@@ -22,6 +22,9 @@ pub struct ZExtent {
     /// `blocks` name a pcluster of zeros that kernels before 7.2 decode
     /// instead (a partial reference to it); extent records store none.
     pub hole: bool,
+    /// The pcluster decodes to more than the extent takes (a partial
+    /// reference; full indexes or extent records only).
+    pub partial: bool,
 }
 
 /// Everything the metadata writer needs about a compressed inode.
@@ -77,6 +80,7 @@ pub fn lclusters(extents: &[ZExtent], size: u64, bs: u64, big: bool) -> Vec<Lclu
             LclusterType::Head1
         };
         let mut h = head(ty, e.la % bs, e.pblk);
+        h.partial_ref = e.partial;
         if e.hole {
             // Linux 7.2 reads no data; older kernels decode the pcluster
             // of zeros `pblk` names, taking the hole's length of it.
@@ -296,7 +300,7 @@ pub fn encode_extents(
                 let plen = u32::try_from(e.blocks * bs).ok()?;
                 let alg = (!e.plain).then_some(alg);
                 ExtentRecord {
-                    plen: ExtentRecord::plen_word(plen, alg, false),
+                    plen: ExtentRecord::plen_word(plen, alg, e.partial),
                     pstart: e.pblk * bs,
                     lstart: e.la,
                 }

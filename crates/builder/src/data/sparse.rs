@@ -24,6 +24,20 @@ pub(crate) fn min_hole(pcluster: u64, bs: u64) -> u64 {
     pcluster.max(4 * bs)
 }
 
+/// The longest file, in blocks, whose holes go into full lcluster indexes
+/// (the classic layout): 8 bytes a block, 32 MiB of index for 16 GiB at
+/// 4 KiB blocks. A longer file is stored as without `-E sparse`
+/// (chunk-based when the source has holes); 48-bit images map holes by
+/// extent records, one record a hole, for any length.
+pub(crate) const MAX_INDEXED_BLOCKS: u64 = 1 << 22;
+
+/// Whether a compressed file of `size` bytes may get holes: always with
+/// `extent_records` (a 48-bit image without `-E legacy-compress`), else
+/// up to [`MAX_INDEXED_BLOCKS`].
+pub(crate) fn may_have_holes(size: u64, bs: u64, extent_records: bool) -> bool {
+    extent_records || size.div_ceil(bs) <= MAX_INDEXED_BLOCKS
+}
+
 /// Where a file of `size` bytes may have holes: before its last lcluster.
 pub(crate) fn hole_limit(size: u64, bs: u64) -> u64 {
     size.saturating_sub(1) / bs * bs

@@ -100,8 +100,13 @@ pub(crate) fn write_compressed(
         compact: compact_ok(opts),
         internal: ino.rel.is_empty(),
     };
-    // ztailpacking: the last pcluster inline, when it fits in the inode's block.
-    let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking) && fragment.is_none();
+    // ztailpacking: the last pcluster inline, when it fits in the inode's
+    // block; not for a file with holes in a 48-bit image, which extent
+    // records map (they have no inline pcluster).
+    let holes_by_records = plan.bit48 && shape.compact && extents.iter().any(|e| e.hole);
+    let ztail = opts.compress.as_ref().is_some_and(|c| c.ztailpacking)
+        && fragment.is_none()
+        && !holes_by_records;
     let inline = match (ztail, extents.last()) {
         (true, Some(last)) => inline_tail(&f, last, &mut zext, &shape)?,
         _ => None,

@@ -364,10 +364,14 @@ impl Window<'_> {
         if !sparse || self.alone.is_some() {
             return Ok(Vec::new());
         }
+        let records = self.opts.bit48 && !self.opts.compress.is_some_and(|c| c.legacy_compress);
+        let may = |id: InodeId| {
+            sparse::may_have_holes(self.tree.inodes[id].data_size(), self.bs, records)
+        };
         self.ids
             .par_iter()
             .map(|&id| match self.zc[id] {
-                Some((pcl, _)) if !self.whole_fragment(id) => sparse::find_holes(
+                Some((pcl, _)) if !self.whole_fragment(id) && may(id) => sparse::find_holes(
                     &self.tree.inodes[id],
                     self.bs,
                     sparse::min_hole(pcl, self.bs),

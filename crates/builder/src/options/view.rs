@@ -106,6 +106,8 @@ pub(crate) struct DataOptions<'a> {
     /// File data in the order the archive holds it
     /// ([`BuildOptions::data_in_archive_order`]).
     pub(crate) archive_order: bool,
+    /// The 48-bit layout (files with holes are mapped by extent records).
+    pub(crate) bit48: bool,
 }
 
 /// What the head's layout reads: the superblock's size, the compression
@@ -204,6 +206,7 @@ impl<'a> Views<'a> {
             metabox: opts.metabox,
             compress_dirs: opts.compress_dirs,
             archive_order: opts.data_in_archive_order(),
+            bit48,
         };
         let layout = LayoutOptions {
             blkszbits,

@@ -417,9 +417,11 @@ fn place_data(
     };
     // With -E sparse, a compressed file's holes become sparse pclusters
     // rather than null chunks.
-    let sparse = opts
-        .compress
-        .is_some_and(|c| c.sparse && c.choose(&ino.rel).is_some());
+    let sparse = opts.compress.is_some_and(|c| {
+        c.sparse
+            && c.choose(&ino.rel).is_some()
+            && crate::data::sparse::may_have_holes(size, bs, bit48 && !c.legacy_compress)
+    });
     let chunk_it = match file_data {
         Some(data) => size > 0 && (opts.chunk_size.is_some() || (data.is_some() && !sparse)),
         None => false,

@@ -253,6 +253,45 @@ fn sparse_pclusters_cost_no_blocks_and_leave_other_images_alone() {
     if fs::read(&a).unwrap() != fs::read(&c).unwrap() {
         failures.push("-E sparse,nosparse differs from no option".into());
     }
+    // An 8 TiB file with one byte of data: in a 48-bit image one hole
+    // record; in the classic layout, past the length whose full index is
+    // made, chunk-based as without the option (not 16 GiB of index).
+    let huge = work.join("huge");
+    fs::create_dir_all(&huge).unwrap();
+    let mut f = fs::File::create(huge.join("disk")).unwrap();
+    f.set_len(8 << 40).unwrap();
+    f.seek(SeekFrom::Start(5 << 40)).unwrap();
+    f.write_all(b"x").unwrap();
+    drop(f);
+    for (opts, want) in [
+        (
+            &["-zlz4hc", "-E48bit", "-Esparse,ztailpacking"][..],
+            "extents",
+        ),
+        (&["-zlz4hc", "-Esparse"], "chunks"),
+    ] {
+        let img = work.join("huge.img");
+        let s = build(&img, &huge, opts);
+        let out = run_ok(
+            Command::new(FERROFS)
+                .args(["dump", "--json", "--path", "/disk"])
+                .arg(&img),
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let got = if v["extent_table"].is_object() {
+            "extents"
+        } else if v["chunks"].is_object() {
+            "chunks"
+        } else {
+            "other"
+        };
+        // (The chunk form stores the data's chunk whole: its size is the
+        // chunk plan's, as without the option.)
+        if got != want || (want == "extents" && size(&img) > 1 << 20) {
+            failures.push(format!("8 TiB {opts:?}: {got}, {} bytes: {s}", size(&img)));
+        }
+    }
     // Without -z the option is refused.
     let st = Command::new(FERROFS)
         .args(["mkfs", "--quiet", "-Esparse"])

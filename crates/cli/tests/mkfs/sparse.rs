@@ -113,6 +113,20 @@ fn kernel_view() -> CompareOptions {
     }
 }
 
+/// The kernel's mount of `img` against `src` (the caller checked that
+/// this machine can mount): each difference, or the mount's failure, a
+/// failure named `what`.
+fn kernel_compare(img: &Path, src: &Path, what: &str, failures: &mut Vec<String>) {
+    match LoopMount::new(img, &[]) {
+        Ok(m) => {
+            for d in compare::compare_trees(src, m.path(), &kernel_view()) {
+                failures.push(format!("{what}: kernel: {d}"));
+            }
+        }
+        Err(e) => failures.push(format!("{what}: mount: {e}")),
+    }
+}
+
 #[test]
 fn sparse_pclusters_read_back_for_every_codec() {
     let work = work_dir!("sparse_pclusters");
@@ -182,14 +196,7 @@ fn sparse_pclusters_read_back_for_every_codec() {
             }
             // Through this machine's kernel.
             if mount.is_ok() {
-                match LoopMount::new(&img, &[]) {
-                    Ok(m) => {
-                        for d in compare::compare_trees(&src, m.path(), &kernel_view()) {
-                            failures.push(format!("{tag}: kernel: {d}"));
-                        }
-                    }
-                    Err(e) => failures.push(format!("{tag}: mount: {e}")),
-                }
+                kernel_compare(&img, &src, &tag, &mut failures);
             }
             // Through the FUSE mount (two codecs are enough: it reads
             // through the same library as extract).
@@ -372,12 +379,8 @@ fn base_and_incremental_keep_sparse_pclusters() {
         if holes == 0 {
             failures.push(format!("{tag}: --incremental: the new file has no holes"));
         }
-        match can_mount().and_then(|()| LoopMount::new(&old, &[]).map_err(|e| e.to_string())) {
-            Ok(m) => {
-                for d in compare::compare_trees(&src2, m.path(), &kernel_view()) {
-                    failures.push(format!("{tag}: --incremental: kernel: {d}"));
-                }
-            }
+        match can_mount() {
+            Ok(()) => kernel_compare(&old, &src2, &format!("{tag}: --incremental"), &mut failures),
             Err(why) => println!("kernel comparison skipped: {why}"),
         }
     }
@@ -423,12 +426,8 @@ fn tar_sparse_members_become_sparse_pclusters() {
                 failures.push(format!("{format}: {f}: {b:?}, from the directory {a:?}"));
             }
         }
-        match can_mount().and_then(|()| LoopMount::new(&img, &[]).map_err(|e| e.to_string())) {
-            Ok(m) => {
-                for d in compare::compare_trees(&src, m.path(), &kernel_view()) {
-                    failures.push(format!("{format}: kernel: {d}"));
-                }
-            }
+        match can_mount() {
+            Ok(()) => kernel_compare(&img, &src, format, &mut failures),
             Err(why) => println!("kernel comparison skipped: {why}"),
         }
     }

@@ -3,6 +3,7 @@
 # against `fsck.erofs 1.9.4 --extract` and `unsquashfs 4.7.5`, cold page
 # cache, extracting into a tmpfs, tools alternating run by run.
 # Usage: [RUNS=3] [PRESETS="dense-lz4hc dense-zstd dense-lzma plain-lz4hc"]
+#        [COMMANDS="extract extract-upstream fsck fsck.erofs unsquashfs"]
 #        bench/read-bench.sh TREE...      (root: drops caches, mounts a tmpfs)
 # For each tree and preset it builds (once, kept in $OUT) the ferrofs image,
 # the mkfs.erofs 1.9.4 image with the same options and the mksquashfs 4.7.5
@@ -14,7 +15,8 @@
 #   unsquashfs 4.7.5 the squashfs image
 # and prints one Markdown row per (tree, preset, command): median wall and
 # CPU seconds, cores used (CPU / wall), median peak RSS, and the ratio of
-# wall time to unsquashfs's. The first run's ferrofs extraction is compared
+# wall time to unsquashfs's. COMMANDS picks which are timed (unsquashfs
+# always is; mkfs.erofs's image is built only for extract-upstream). The first run's ferrofs extraction is compared
 # with unsquashfs's (`diff -r`), so a fast wrong answer cannot pass.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
@@ -25,6 +27,8 @@ out=${OUT:-/tmp/read-bench}; mkdir -p "$out"
 tmp=$out/tmpfs; mkdir -p "$tmp"
 mountpoint -q "$tmp" || mount -t tmpfs -o size=12g tmpfs "$tmp"
 read -r -a presets <<<"${PRESETS:-dense-lz4hc dense-zstd dense-lzma plain-lz4hc}"
+commands=" ${COMMANDS:-extract extract-upstream fsck fsck.erofs} unsquashfs "
+wanted() { [[ $commands == *" $1 "* ]]; }
 
 # The options of a preset: for the erofs builders (ferrofs and mkfs.erofs)
 # with `erofs`, for mksquashfs (same codec and block size) with `sqfs`.
@@ -62,11 +66,12 @@ for tree in "$@"; do
     # shellcheck disable=SC2046 # the options are lists
     {
       [[ -s $f ]] || "$ferrofs" mkfs --quiet $(preset_opts "$p" erofs) "$f" "$tree"
-      [[ -s $u ]] || "$bin/mkfs.erofs" --quiet $(preset_opts "$p" erofs) "$u" "$tree" >/dev/null
+      [[ -s $u ]] || ! wanted extract-upstream || "$bin/mkfs.erofs" --quiet $(preset_opts "$p" erofs) "$u" "$tree" >/dev/null
       [[ -s $q ]] || "$bin/mksquashfs" "$tree" "$q" $(preset_opts "$p" sqfs) -noappend -quiet -no-progress >/dev/null
     }
     ((runs > 0)) || continue # RUNS=0: build the images only
-    names=(extract extract-upstream fsck fsck.erofs unsquashfs)
+    names=()
+    for n in extract extract-upstream fsck fsck.erofs unsquashfs; do wanted "$n" && names+=("$n"); done
     for n in "${names[@]}"; do : >"$out/$n"; done
     for ((r = 0; r < runs; r++)); do
       timed extract "$ferrofs" extract "$f" "$tmp/x"
@@ -78,16 +83,16 @@ for tree in "$@"; do
         if [[ -n $bad ]]; then echo "MISMATCH: $t $p: $bad" >&2; exit 1; fi
         rm -rf "$out/check-x"
       fi
-      timed extract-upstream "$ferrofs" extract "$u" "$tmp/x"
-      timed fsck "$ferrofs" fsck "$f"
-      timed fsck.erofs "$bin/fsck.erofs" --extract="$tmp/x" "$f"
+      ! wanted extract-upstream || timed extract-upstream "$ferrofs" extract "$u" "$tmp/x"
+      ! wanted fsck || timed fsck "$ferrofs" fsck "$f"
+      ! wanted fsck.erofs || timed fsck.erofs "$bin/fsck.erofs" --extract="$tmp/x" "$f"
       timed unsquashfs "$bin/unsquashfs" -q -n -d "$tmp/x" "$q"
     done
-    python3 - "$out" "$t" "$p" "$(stat -c %s "$f")" "$(stat -c %s "$u")" "$(stat -c %s "$q")" <<'EOF'
+    python3 - "$out" "$t" "$p" "$(stat -L -c %s "$f")" "$(stat -L -c %s "$u" 2>/dev/null || echo 0)" "$(stat -L -c %s "$q")" "${names[@]}" <<'EOF'
 import statistics, sys
-out, tree, preset, fsize, usize, qsize = sys.argv[1:]
+out, tree, preset, fsize, usize, qsize = sys.argv[1:7]
 rows = {}
-for n in ["extract", "extract-upstream", "fsck", "fsck.erofs", "unsquashfs"]:
+for n in sys.argv[7:]:
     runs = [list(map(float, l.split())) for l in open(f"{out}/{n}") if l.strip()]
     rows[n] = [statistics.median(r[i] for r in runs) for i in range(3)]
 label = {

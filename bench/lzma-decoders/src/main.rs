@@ -2,8 +2,9 @@
 //! (liblzma 5.8, built with xz's x86-64 defines) against 7-Zip 25.01's
 //! `LzmaDecode` (its assembly decoding loop), on the same streams; and the
 //! encoders: ferrofs's fixed-output MicroLZMA encoder against 7-Zip's
-//! `LzmaEncode` of the same input ranges (no fixed output: each range
-//! whole), their time and total size.
+//! `LzmaEnc` made fixed-output (build.rs patches a copy of it to end each
+//! stream at the last symbol that fits), their time and total size, the
+//! 7-Zip streams checked by decoding them with liblzma.
 //!
 //! The streams are what `ferrofs mkfs -zlzma,6 -C131072` makes of the
 //! tree's files (read in path order, concatenated): 128 KiB fixed-size
@@ -72,9 +73,28 @@ fn sdk_decode(stream: &[u8], dst: &mut [u8], dict: u32) -> bool {
     r == 0 && dlen == dst.len()
 }
 
-/// 7-Zip's encoding of `src` (level 6, 128 KiB dictionary, `fb` fast
-/// bytes, `mc` match-finder cycles, 0 for its default): the stream's size.
-fn sdk_encode(src: &[u8], fb: i32, mc: u32, out: &mut Vec<u8>) -> usize {
+extern "C" {
+    fn ffx_set_limit(limit: u32);
+    fn ffx_stopped_at(pos: *mut u32) -> core::ffi::c_int;
+    fn ffx_LzmaEncode(
+        dest: *mut u8,
+        dest_len: *mut lzma_sdk_sys::SizeT,
+        src: *const u8,
+        src_len: lzma_sdk_sys::SizeT,
+        props: *const lzma_sdk_sys::CLzmaEncProps,
+        props_encoded: *mut u8,
+        props_size: *mut lzma_sdk_sys::SizeT,
+        write_end_mark: core::ffi::c_int,
+        progress: *const core::ffi::c_void,
+        alloc: *const lzma_sdk_sys::ISzAlloc,
+        alloc_big: *const lzma_sdk_sys::ISzAlloc,
+    ) -> core::ffi::c_int;
+}
+
+/// 7-Zip's encoder with the fixed-output patch (build.rs): as much of
+/// `src` as fits in `limit` bytes, as a MicroLZMA stream (first byte the
+/// complement of the properties). Returns (input used, stream).
+fn sdk_fixed(src: &[u8], limit: usize, fb: i32, mc: u32, dict: u32) -> (usize, Vec<u8>) {
     use lzma_sdk_sys as sdk;
     let a = allocator();
     // SAFETY: CLzmaEncProps is plain integers; Init sets every field.
@@ -82,19 +102,20 @@ fn sdk_encode(src: &[u8], fb: i32, mc: u32, out: &mut Vec<u8>) -> usize {
     // SAFETY: props is a valid, writable CLzmaEncProps.
     unsafe { sdk::LzmaEncProps_Init(&mut props) };
     props.level = 6;
-    props.dictSize = 1 << 17;
+    props.dictSize = dict;
     props.fb = fb;
     props.mc = mc;
     props.numThreads = 1;
     props.reduceSize = src.len() as u64;
-    out.clear();
-    out.resize(src.len() + src.len() / 2 + 4096, 0);
+    let mut out = vec![0u8; limit + 64];
     let mut dlen: sdk::SizeT = out.len();
     let mut pe = [0u8; 5];
     let mut pl: sdk::SizeT = 5;
-    // SAFETY: buffers and lengths match; no progress callback.
+    // SAFETY: buffers and lengths match; no progress callback; the limit
+    // is a plain value the patched encoder reads.
     let r = unsafe {
-        sdk::LzmaEncode(
+        ffx_set_limit(limit as u32);
+        ffx_LzmaEncode(
             out.as_mut_ptr(),
             &mut dlen,
             src.as_ptr(),
@@ -108,8 +129,18 @@ fn sdk_encode(src: &[u8], fb: i32, mc: u32, out: &mut Vec<u8>) -> usize {
             &a,
         )
     };
-    assert_eq!(r, 0, "LzmaEncode failed");
-    dlen
+    let mut pos = 0u32;
+    // SAFETY: pos is a valid u32 to write.
+    let stopped = unsafe { ffx_stopped_at(&mut pos) } != 0;
+    let used = if stopped { pos as usize } else { src.len() };
+    assert!(
+        r == 0 || (stopped && r == 11),
+        "fixed LzmaEncode failed: {r}"
+    );
+    assert!(dlen <= limit, "fixed LzmaEncode wrote {dlen} > {limit}");
+    out.truncate(dlen);
+    out[0] = !pe[0];
+    (used, out)
 }
 
 /// 7-Zip's allocator interface over the C heap.
@@ -158,52 +189,92 @@ fn main() {
     cfg.level = Some(6);
     cfg.lzma_dict_size = dict;
     let mut enc = Encoder::new(cfg).expect("encoder");
+    let mut check = Decoder::new(DecoderConfig {
+        lzma_dict_size: dict,
+        ..Default::default()
+    });
+    // The encoders, alternating round by round: ferrofs's, then 7-Zip's
+    // with the fixed-output patch at three settings. Sizes are the sum of
+    // the streams (every one but the last fills its 128 KiB); each 7-Zip
+    // stream is checked by decoding it with liblzma's MicroLZMA decoder.
+    let settings: [(i32, u32); 3] = [(64, 48), (48, 0), (32, 32)];
+    let mut enc_times: Vec<Vec<f64>> = vec![Vec::new(); 1 + settings.len()];
+    let mut sizes = vec![(0usize, 0usize); 1 + settings.len()];
     let mut pcs = Vec::new();
-    let mut pos = 0;
-    let t = Instant::now();
-    while pos < data.len() {
-        let mut out = vec![0u8; 128 << 10];
-        let end = (pos + (8 << 20)).min(data.len());
-        let (used, written) = enc
-            .compress_fixed_output(&data[pos..end], &mut out)
-            .expect("encode");
-        out.truncate(written);
-        pcs.push(Pcluster {
-            stream: out,
-            plain: pos..pos + used,
-        });
-        pos += used;
-    }
-    let packed: usize = pcs.iter().map(|p| p.stream.len()).sum();
-    println!(
-        "{}: {:.1} MiB in {} pclusters of {:.1} MiB (encoded in {:.1} s)",
-        tree.display(),
-        data.len() as f64 / 1048576.0,
-        pcs.len(),
-        packed as f64 / 1048576.0,
-        t.elapsed().as_secs_f64()
-    );
-    let fixed_secs = t.elapsed().as_secs_f64();
-    let mut out = Vec::new();
-    println!(
-        "ferrofs fixed-output MicroLZMA (liblzma, level 6): {:.2} s, {:.2} MB/s of input, {} bytes",
-        fixed_secs,
-        data.len() as f64 / fixed_secs / 1e6,
-        packed
-    );
-    for (fb, mc) in [(48, 0), (64, 48), (32, 32)] {
+    for round in 0..rounds {
         let t = Instant::now();
-        let size: usize = pcs
-            .iter()
-            .map(|p| sdk_encode(&data[p.plain.clone()], fb, mc, &mut out))
-            .sum();
-        let secs = t.elapsed().as_secs_f64();
+        let mut ours = Vec::new();
+        let mut pos = 0;
+        while pos < data.len() {
+            let mut out = vec![0u8; 128 << 10];
+            let end = (pos + (8 << 20)).min(data.len());
+            let (used, written) = enc
+                .compress_fixed_output(&data[pos..end], &mut out)
+                .expect("encode");
+            out.truncate(written);
+            ours.push(Pcluster {
+                stream: out,
+                plain: pos..pos + used,
+            });
+            pos += used;
+        }
+        enc_times[0].push(t.elapsed().as_secs_f64());
+        sizes[0] = (ours.len(), ours.iter().map(|p| p.stream.len()).sum());
+        pcs = ours;
+        for (k, &(fb, mc)) in settings.iter().enumerate() {
+            let t = Instant::now();
+            let mut pos = 0;
+            let mut streams = Vec::new();
+            while pos < data.len() {
+                let end = (pos + (8 << 20)).min(data.len());
+                let (used, s) = sdk_fixed(&data[pos..end], 128 << 10, fb, mc, dict);
+                streams.push((pos..pos + used, s));
+                pos += used;
+            }
+            enc_times[k + 1].push(t.elapsed().as_secs_f64());
+            sizes[k + 1] = (streams.len(), streams.iter().map(|(_, s)| s.len()).sum());
+            if round == 0 {
+                for (plain, s) in &streams {
+                    let mut dst = vec![0u8; plain.len()];
+                    check
+                        .decompress(Algorithm::Lzma, s, &mut dst, DecodeMode::Exact)
+                        .expect("7-Zip fixed-output stream decodes");
+                    assert!(
+                        dst == data[plain.clone()],
+                        "7-Zip fixed-output stream decodes wrong"
+                    );
+                }
+            }
+        }
+    }
+    let median = |v: &Vec<f64>| {
+        let mut v = v.clone();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "{}: {:.1} MiB of input, encoders alternating, medians of {rounds}",
+        tree.display(),
+        data.len() as f64 / 1048576.0
+    );
+    let base = median(&enc_times[0]);
+    for (k, name) in
+        std::iter::once("ferrofs fixed-output MicroLZMA (liblzma, level 6)".to_string())
+            .chain(
+                settings
+                    .iter()
+                    .map(|(fb, mc)| format!("7-Zip fixed-output, level 6, fb {fb} mc {mc}")),
+            )
+            .enumerate()
+    {
+        let m = median(&enc_times[k]);
         println!(
-            "7-Zip LzmaEncode fb {fb} mc {mc}: {:.2} s, {:.2} MB/s of input, {} bytes ({:+.2} %)",
-            secs,
-            data.len() as f64 / secs / 1e6,
-            size,
-            (size as f64 / packed as f64 - 1.0) * 100.0
+            "{name}: {m:.2} s, {:.2} MB/s of input ({:+.1} %), {} pclusters, {} bytes ({:+.2} %)",
+            data.len() as f64 / m / 1e6,
+            (base / m - 1.0) * 100.0,
+            sizes[k].0,
+            sizes[k].1,
+            (sizes[k].1 as f64 / sizes[0].1 as f64 - 1.0) * 100.0
         );
     }
     let mut dec = Decoder::new(DecoderConfig {

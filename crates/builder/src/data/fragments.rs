@@ -227,6 +227,8 @@ pub(crate) struct PackedInode {
     /// Its byte ranges that hold machine code (the fragments of files that
     /// do), touching ones merged: what the encoder is told of its segments.
     pub(crate) machine_code: Vec<(u64, u64)>,
+    /// The byte range `--zD`'s directories take, when there are any.
+    pub(crate) dirs: Option<(u64, u64)>,
 }
 
 /// The ranges (start, end) of the fragments in `order` that come from
@@ -256,7 +258,7 @@ pub(crate) fn add_packed_inode(
 ) -> Result<PackedInode> {
     let bs = opts.block_size();
     let sketches = sketch_all(&frags)?;
-    let (order, mut offsets) =
+    let (order, mut offsets, dirs) =
         crate::data::order::fragment_offsets(tree, &frags.entries, opts.profile, &sketches);
     // (With a metabox, the table belongs in the metabox's data.)
     let table = if opts.plain_xattr_prefixes || opts.metabox.is_some() {
@@ -308,6 +310,7 @@ pub(crate) fn add_packed_inode(
         id,
         offsets,
         machine_code,
+        dirs: dirs.map(|(a, b)| (a + head, b + head)),
     })
 }
 

@@ -13,14 +13,14 @@ use crate::tree::{InodeId, Kind, Tree};
 /// The order fragments take in the packed inode. What a profiled start
 /// reads comes first, in access order; then directories (`--zD`) in the
 /// order a walk of the tree reads them; then the files' fragments, grouped
-/// by locality (see [`locality_order`]). Returns the order and each
-/// fragment's offset.
+/// by locality (see [`locality_order`]). Returns the order, each
+/// fragment's offset and the byte range the directories take.
 pub(crate) fn fragment_offsets(
     tree: &Tree,
     entries: &[FragEntry],
     profile: Option<&crate::options::profile::Profile>,
     sketches: &[Sketch],
-) -> (Vec<usize>, Vec<u64>) {
+) -> (Vec<usize>, Vec<u64>, Option<(u64, u64)>) {
     let rank = |id: InodeId| {
         profile
             .and_then(|p| p.get(&tree.inodes[id].rel))
@@ -49,16 +49,26 @@ pub(crate) fn fragment_offsets(
     let components = |i: usize| tree.inodes[entries[i].owner].rel.split(|&c| c == b'/');
     dirs.sort_by(|&a, &b| components(a).cmp(components(b)));
     let rest = locality_order(tree, entries, &files, sketches);
+    let ndirs = dirs.len();
     order.truncate(hot);
     order.extend(dirs);
     order.extend(rest);
     let mut offsets = vec![0u64; entries.len()];
     let mut pos = 0;
-    for &i in &order {
+    let mut dir_range = None;
+    for (k, &i) in order.iter().enumerate() {
+        if k == hot && ndirs > 0 {
+            dir_range = Some((pos, pos));
+        }
         offsets[i] = pos;
         pos += entries[i].len;
+        if k + 1 == hot + ndirs {
+            if let Some(r) = &mut dir_range {
+                r.1 = pos;
+            }
+        }
     }
-    (order, offsets)
+    (order, offsets, dir_range)
 }
 
 /// A file name borne by at least this many fragments' files may mark a
@@ -274,7 +284,7 @@ mod tests {
             ("a2/y.txt", 3000, t(5)),
         ];
         let (tree, entries, sketches) = tree_of(&files);
-        let (order, offsets) = fragment_offsets(&tree, &entries, None, &sketches);
+        let (order, offsets, _) = fragment_offsets(&tree, &entries, None, &sketches);
         let got = paths(&tree, &entries, &order);
         let dirs: Vec<&str> = got.iter().map(|p| p.rsplit_once('/').unwrap().0).collect();
         assert_eq!(
@@ -311,7 +321,7 @@ mod tests {
             files.push(small(format!("{l}/own{k}.mo"), 100 + k as u64));
         }
         let (tree, entries, sketches) = tree_of(&files);
-        let (order, _) = fragment_offsets(&tree, &entries, None, &sketches);
+        let (order, _, _) = fragment_offsets(&tree, &entries, None, &sketches);
         let got = paths(&tree, &entries, &order);
         let own: Vec<String> = langs
             .iter()
@@ -332,14 +342,14 @@ mod tests {
             src.push(small(format!("p{k}/b{k}.go"), 300 + k as u64));
         }
         let (tree, entries, sketches) = tree_of(&src);
-        let (order, _) = fragment_offsets(&tree, &entries, None, &sketches);
+        let (order, _, _) = fragment_offsets(&tree, &entries, None, &sketches);
         let got = paths(&tree, &entries, &order);
         let mut runs: Vec<&str> = got.iter().map(|p| p.split('/').next().unwrap()).collect();
         runs.dedup();
         assert_eq!(runs.len(), FAMILY_MIN, "{got:?}");
         // One fewer directory bearing the name: no family.
         let (tree, entries, sketches) = tree_of(&files[..files.len() - 2]);
-        let (order, _) = fragment_offsets(&tree, &entries, None, &sketches);
+        let (order, _, _) = fragment_offsets(&tree, &entries, None, &sketches);
         let got = paths(&tree, &entries, &order);
         let dirs: Vec<&str> = got.iter().map(|p| p.split('/').next().unwrap()).collect();
         let mut runs = dirs.clone();

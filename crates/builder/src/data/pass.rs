@@ -13,7 +13,7 @@ use crate::data::schedule::{window_bytes, windows, Dispatch, Inbox};
 use crate::data::sparse::ZeroPclusters;
 use crate::data::write::{write_flat, FileWriter};
 use crate::data::zfile::write_compressed;
-use crate::data::zpass::compress_alone;
+use crate::data::zpass::{compress_alone, dir_pcluster, Alone};
 use crate::error::Result;
 use crate::options::view::DataOptions;
 use crate::plan::Plan;
@@ -222,15 +222,24 @@ pub(crate) fn write_packed(
     let packed = pool.install(|| add_packed_inode(tree, plan, fr, opts))?;
     let pid = packed.id;
     plan.order.push(pid);
-    write_synthetic(w, tree, plan, placed, pid, opts, &packed.machine_code, pool)?;
+    // The directories' range in whole blocks: lcluster indexes (images
+    // without extent records) cannot start two extents in one block.
+    let bs = opts.block_size();
+    let alone = Alone {
+        machine_code: &packed.machine_code,
+        small: packed
+            .dirs
+            .map(|(a, b)| (a / bs * bs, b.div_ceil(bs) * bs, dir_pcluster(opts))),
+    };
+    write_synthetic(w, tree, plan, placed, pid, opts, alone, pool)?;
     placed.frag_offsets = Some(packed.offsets);
     Ok(pid)
 }
 
 /// Writes the data of an inode the build made itself (the packed inode,
 /// the metabox), just added to the tree and the plan: compressed as its
-/// plan says when that saves space, else flat. `machine_code`: its byte
-/// ranges that hold machine code.
+/// plan says when that saves space, else flat. `alone`: what is known of
+/// its bytes.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_synthetic(
     w: &mut Writer,
@@ -239,13 +248,13 @@ pub(crate) fn write_synthetic(
     placed: &mut Placed,
     id: InodeId,
     opts: &DataOptions<'_>,
-    machine_code: &[(u64, u64)],
+    alone: Alone<'_>,
     pool: &rayon::ThreadPool,
 ) -> Result<()> {
     let bs = opts.block_size();
     placed.grow(tree.inodes.len());
     let zc: Vec<Option<(u64, usize)>> = plan.inodes.iter().map(|p| p.compress).collect();
-    let ex = pool.install(|| compress_alone(tree, &zc, opts, id, machine_code, w.stop))?;
+    let ex = pool.install(|| compress_alone(tree, &zc, opts, id, alone, w.stop))?;
     check_stop(w.stop, w.output)?;
     match ex {
         Some(ex) => {

@@ -91,8 +91,8 @@ pub(crate) struct Settled {
 /// Files with an entry in `copies` (indexed by inode; may be empty) are
 /// skipped: the writer gives them the extents of the earlier file they copy.
 /// `alone`: the window is one inode compressed while nothing else is (the
-/// packed inode, the metabox), cut at [`alone_segment_len`], with the byte
-/// ranges of it that hold machine code.
+/// packed inode, the metabox), cut at [`alone_segment_len`], and what is
+/// known of its bytes ([`Alone`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prepare_window<'a>(
     tree: &'a Tree,
@@ -103,7 +103,7 @@ pub(crate) fn prepare_window<'a>(
     sample: bool,
     base: Option<&Base>,
     copies: &[Option<InodeId>],
-    alone: Option<&[(u64, u64)]>,
+    alone: Option<Alone<'_>>,
 ) -> Result<(WindowUnits<'a>, Settled)> {
     let mut units = WindowUnits {
         tree,
@@ -167,6 +167,18 @@ pub(crate) fn prepare_window<'a>(
     Ok((units, Settled { out, reused, read }))
 }
 
+/// What the build knows of the bytes of an inode it compresses alone (the
+/// packed inode, the metabox).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Alone<'a> {
+    /// Byte ranges that hold machine code (sorted, not overlapping).
+    pub(crate) machine_code: &'a [(u64, u64)],
+    /// A byte range (start, end) compressed in pclusters of its own size
+    /// (the third): `--zD`'s directories, which a path walk reads a block
+    /// at a time, as the metabox's inodes are.
+    pub(crate) small: Option<(u64, u64, u64)>,
+}
+
 /// What [`prepare_window`]'s steps share: the build's inputs and the
 /// window's files, with the compression settings they all use.
 struct Window<'w> {
@@ -179,9 +191,8 @@ struct Window<'w> {
     /// A file's last pcluster may go inline.
     ztail: bool,
     comps: &'w [Compressor],
-    /// The window is one inode compressed while nothing else is, and
-    /// these byte ranges of it hold machine code.
-    alone: Option<&'w [(u64, u64)]>,
+    /// The window is one inode compressed while nothing else is.
+    alone: Option<Alone<'w>>,
     /// With `-E sparse`, each file's holes (indexed like `ids`; empty
     /// without the option).
     holes: Vec<Vec<(u64, u64)>>,
@@ -319,14 +330,16 @@ impl Window<'_> {
         let content = self.opts.dedupe && self.alone.is_none() && pcl >= 4 * self.bs;
         let mut reader = None;
         let mut units = Vec::new();
-        let unit = |offset, len, by_content, hole| Unit {
+        let unit = |offset, len, pcluster, by_content, hole| Unit {
             id,
             offset,
             len,
-            pcluster: pcl,
+            pcluster,
             compressor: comp,
             by_content,
-            machine_code: self.alone.map(|r| mostly_within(r, offset, len)),
+            machine_code: self
+                .alone
+                .map(|a| mostly_within(a.machine_code, offset, len)),
             hole,
         };
         let mut parts = Vec::new();
@@ -335,11 +348,29 @@ impl Window<'_> {
             let holes = self.holes(k, piece, pcl);
             parts.extend(sparse::split(piece.0, piece.1, &holes));
         }
-        for (a, b, hole) in parts {
+        // A range of its own pcluster size: its pieces are cut at its edges.
+        let small = self.alone.and_then(|a| a.small);
+        let parts = parts.into_iter().flat_map(|(a, b, hole)| {
+            let mut cut = vec![(a, b, hole, pcl)];
+            if let (Some((sa, sb, spcl)), false) = (small, hole) {
+                let (x, y) = (sa.clamp(a, b), sb.clamp(a, b));
+                cut = [(a, x, pcl), (x, y, spcl), (y, b, pcl)]
+                    .into_iter()
+                    .filter(|p| p.1 > p.0)
+                    .map(|(a, b, p)| (a, b, false, p))
+                    .collect();
+            }
+            cut
+        });
+        for (a, b, hole, pcl) in parts {
             if hole {
-                units.push((k, unit(a, b - a, false, true)));
+                units.push((k, unit(a, b - a, pcl, false, true)));
                 continue;
             }
+            let seg = match small {
+                Some((_, _, spcl)) if pcl == spcl => alone_segment_len(pcl),
+                _ => seg,
+            };
             let piece = (a, b);
             // Opened on the first read: files cut on the grid are not.
             let read = |buf: &mut [u8], off: u64| -> Result<()> {
@@ -352,7 +383,7 @@ impl Window<'_> {
             let by_content = content && piece.1 - piece.0 > seg;
             let segs = segments(read, piece, seg, content)?;
             for (offset, len) in segs {
-                units.push((k, unit(offset, len, by_content, false)));
+                units.push((k, unit(offset, len, pcl, by_content, false)));
             }
         }
         Ok(units)
@@ -394,6 +425,21 @@ impl Window<'_> {
 /// The smallest pclusters of the packed inode and the metabox whose extents
 /// end on page boundaries ([`Shape::page_end`]).
 const PAGE_END_MIN: u64 = 16 << 10;
+
+/// The pcluster size of `--zD`'s directories in the packed inode. A path
+/// walk reads a directory a block at a time, and the kernel reads and
+/// decodes a whole pcluster for any block of it, so directories take the
+/// smallest pclusters whose extents still end on pages ([`PAGE_END_MIN`]:
+/// a directory block never needs the next pcluster), within the block
+/// size and the packed inode's own pcluster size.
+pub(crate) fn dir_pcluster(opts: &DataOptions<'_>) -> u64 {
+    let bs = opts.block_size();
+    let packed = opts
+        .compress
+        .as_ref()
+        .map_or(bs, |c| c.packed_pcluster.unwrap_or(c.pcluster_bytes));
+    PAGE_END_MIN.max(bs).min(packed.max(bs))
+}
 
 /// The pieces (start, end) a file of `size` bytes is compressed in, one
 /// after another: its `hot` pieces and the cold data between them. With a
@@ -557,8 +603,8 @@ impl WindowUnits<'_> {
 /// The whole compression pass for one inode the build made itself (the
 /// packed inode, the metabox), compressed while nothing else is, on the
 /// current pool: [`prepare_window`], every unit in parallel,
-/// [`WindowUnits::finish`]. `machine_code`: its byte ranges that hold
-/// machine code. The result depends only on the input bytes. Once `stop`
+/// [`WindowUnits::finish`]. `alone`: what is known of its bytes. The
+/// result depends only on the input bytes. Once `stop`
 /// is set no more units start, and `None` comes back (the caller checks
 /// the same flag).
 pub(crate) fn compress_alone(
@@ -566,21 +612,12 @@ pub(crate) fn compress_alone(
     zc: &[Option<(u64, usize)>],
     opts: &DataOptions<'_>,
     id: InodeId,
-    machine_code: &[(u64, u64)],
+    alone: Alone<'_>,
     stop: Option<&AtomicBool>,
 ) -> Result<Option<Vec<Extent>>> {
     let ids = [id];
-    let (units, settled) = prepare_window(
-        tree,
-        zc,
-        opts,
-        &ids,
-        false,
-        false,
-        None,
-        &[],
-        Some(machine_code),
-    )?;
+    let (units, settled) =
+        prepare_window(tree, zc, opts, &ids, false, false, None, &[], Some(alone))?;
     // Every thread of the pool takes the next unit, longest first, until
     // none is left (a parallel iterator would hand each thread runs of
     // units, and the last run would keep one core busy alone).

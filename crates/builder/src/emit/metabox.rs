@@ -14,6 +14,7 @@ use super::meta::{place_dir_blocks, put_inode, write_dir_blocks, Meta};
 use crate::data::fragments::{add_internal_file, InternalFile};
 use crate::data::pass::write_synthetic;
 use crate::data::placed::Placed;
+use crate::data::zpass::Alone;
 use crate::error::{BuildError, Result};
 use crate::layout::{layout_meta, MetaLayout, METABOX_NID_BIT};
 use crate::options::view::DataOptions;
@@ -67,7 +68,7 @@ pub(crate) fn write_meta(
     let prefix_start = lay.prefix_start;
 
     let mid = add_metabox_inode(tree, plan, &data, opts, mb, w.output)?;
-    write_synthetic(w, tree, plan, placed, mid, opts, &[], pool)?;
+    write_synthetic(w, tree, plan, placed, mid, opts, Alone::default(), pool)?;
     placed.settle(plan, opts);
 
     // The primary metadata area: the packed inode and the metabox inode.

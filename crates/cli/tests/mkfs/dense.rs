@@ -428,3 +428,81 @@ fn zd_directories_lead_the_packed_inode_in_walk_order() {
     }
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
+
+/// With `--zD` the directories take 16 KiB pclusters of the packed inode
+/// (a path walk reads them a block at a time, and the kernel decodes a
+/// whole pcluster for any block), while the files' fragments after them
+/// fill the packed inode's own 128 KiB ones. The image reads back through
+/// the kernel, the checkers and our tools.
+#[test]
+fn zd_directories_take_small_pclusters_of_their_own() {
+    if let Err(why) = can_mount() {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = work_dir!("mkfs_dense_zd_small");
+    let src = work.join("tree");
+    let vocab = vocabulary(1);
+    // Names that do not repeat, so that the directories fill several
+    // pclusters however well they compress.
+    let mut rng = XorShift64::new(7);
+    for d in 0..300 {
+        let dir = src.join(format!("package-{d:03}/share"));
+        fs::create_dir_all(&dir).unwrap();
+        for k in 0..10 {
+            let text = prose(&vocab, 900 + 53 * k, (d * 10 + k) as u64);
+            let name = format!(
+                "a-module-{k:02}-{:016x}{:016x}.py",
+                rng.next_u64(),
+                rng.next_u64()
+            );
+            fs::write(dir.join(name), text).unwrap();
+        }
+    }
+    let opts: Vec<String> = ["-zlzma", "-C131072", "-Efragments", "-m4096", "--zD"]
+        .map(String::from)
+        .to_vec();
+    let img = work.join("zd.img");
+    let f = verify::build_and_read_back(FERROFS.as_ref(), "zd-small", &opts, &img, &src, &work);
+    assert!(f.is_empty(), "{f:#?}");
+    let img = img.to_str().unwrap();
+    let offset = |path: &str| -> u64 {
+        let ex = extents(img, path).unwrap();
+        assert_eq!(ex[0]["map"]["type"], "fragment", "{path}: {ex:?}");
+        ex[0]["map"]["offset"].as_u64().unwrap()
+    };
+    let last_dir = offset("package-299/share");
+    // Any file's fragment comes after every directory.
+    let first = fs::read_dir(src.join("package-000/share"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let first_file = offset(&format!(
+        "package-000/share/{}",
+        first.file_name().to_str().unwrap()
+    ));
+    assert!(last_dir < first_file, "{last_dir} {first_file}");
+    let sb = dump_json(&[img]).unwrap();
+    let nid = sb["superblock"]["packed_nid"].as_u64().unwrap().to_string();
+    let packed = dump_json(&[img, "--nid", &nid]).unwrap();
+    let ex = packed["extents"].as_array().unwrap();
+    let (mut dirs, mut full) = (0, 0);
+    for e in ex {
+        let (at, plen) = (
+            e["logical"].as_u64().unwrap(),
+            e["map"]["plen"].as_u64().unwrap(),
+        );
+        if at <= last_dir {
+            assert!(plen <= 16384, "a directory extent of {plen} bytes: {e}");
+            dirs += 1;
+        } else if at >= first_file && plen == 131072 {
+            full += 1;
+        }
+    }
+    assert!(
+        dirs >= 3 && full >= 3,
+        "{dirs} directory, {full} full extents: {ex:?}"
+    );
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}

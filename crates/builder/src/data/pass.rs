@@ -229,7 +229,8 @@ pub(crate) fn write_packed(
         machine_code: &packed.machine_code,
         small: packed
             .dirs
-            .map(|(a, b)| (a / bs * bs, b.div_ceil(bs) * bs, dir_pcluster(opts))),
+            .zip(dir_pcluster(opts))
+            .map(|((a, b), pcl)| (a / bs * bs, b.div_ceil(bs) * bs, pcl)),
     };
     write_synthetic(w, tree, plan, placed, pid, opts, alone, pool)?;
     placed.frag_offsets = Some(packed.offsets);

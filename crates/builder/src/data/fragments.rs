@@ -15,6 +15,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::data::compress::{is_machine_code, MAGIC_LEN};
 use crate::data::similarity::Sketch;
+use crate::data::zpass::PAGE_END_MIN;
 use crate::error::{BuildError, Result};
 use crate::options::view::DataOptions;
 use crate::plan::{InodePlan, Plan};
@@ -227,8 +228,10 @@ pub(crate) struct PackedInode {
     /// Its byte ranges that hold machine code (the fragments of files that
     /// do), touching ones merged: what the encoder is told of its segments.
     pub(crate) machine_code: Vec<(u64, u64)>,
-    /// The byte range `--zD`'s directories take, when there are any.
-    pub(crate) dirs: Option<(u64, u64)>,
+    /// The byte range (start, end, in whole blocks) `--zD`'s directories
+    /// take and the pcluster size they take, when they have one of their
+    /// own ([`dir_pcluster`]).
+    pub(crate) dirs: Option<(u64, u64, u64)>,
 }
 
 /// The ranges (start, end) of the fragments in `order` that come from
@@ -306,12 +309,37 @@ pub(crate) fn add_packed_inode(
         bs,
     );
     let machine_code = machine_code_ranges(&order, &frags.entries, &offsets);
+    // The directories' range in whole blocks: lcluster indexes (images
+    // without extent records) cannot start two extents in one block.
+    let dirs = dirs
+        .zip(dir_pcluster(opts, pcl))
+        .map(|((a, b), small)| ((a + head) / bs * bs, (b + head).div_ceil(bs) * bs, small));
     Ok(PackedInode {
         id,
         offsets,
         machine_code,
-        dirs: dirs.map(|(a, b)| (a + head, b + head)),
+        dirs,
     })
+}
+
+/// The pcluster size of `--zD`'s directories in a packed inode of `packed`
+/// byte pclusters. A path walk reads a directory a block at a time, and for
+/// LZMA, DEFLATE and zstd the kernel decodes every page of the pcluster
+/// that block is in (LZ4 only up to the block), so with those codecs
+/// directories take the smallest pclusters whose extents still end on
+/// pages ([`PAGE_END_MIN`]: a directory block never needs the next
+/// pcluster), within the block size and `packed`. With LZ4 they keep the
+/// packed inode's: 16 KiB ones read no less at a start there (measured) and
+/// cost bytes. `None`: the directories take the packed inode's size.
+fn dir_pcluster(opts: &DataOptions<'_>, packed: u64) -> Option<u64> {
+    let bs = opts.block_size();
+    let c = opts.compress.as_ref()?;
+    let packed = packed.max(bs);
+    let small = match c.compressors.first().map(|k| k.alg) {
+        Some(ferrofs_codec::Algorithm::Lz4) | None => packed,
+        Some(_) => PAGE_END_MIN.max(bs).min(packed),
+    };
+    (small < packed).then_some(small)
 }
 
 /// A regular file the build makes itself (the packed inode, the metabox):

@@ -13,7 +13,7 @@ use crate::data::schedule::{window_bytes, windows, Dispatch, Inbox};
 use crate::data::sparse::ZeroPclusters;
 use crate::data::write::{write_flat, FileWriter};
 use crate::data::zfile::write_compressed;
-use crate::data::zpass::{compress_alone, dir_pcluster, Alone};
+use crate::data::zpass::{compress_alone, Alone};
 use crate::error::Result;
 use crate::options::view::DataOptions;
 use crate::plan::Plan;
@@ -222,15 +222,9 @@ pub(crate) fn write_packed(
     let packed = pool.install(|| add_packed_inode(tree, plan, fr, opts))?;
     let pid = packed.id;
     plan.order.push(pid);
-    // The directories' range in whole blocks: lcluster indexes (images
-    // without extent records) cannot start two extents in one block.
-    let bs = opts.block_size();
     let alone = Alone {
         machine_code: &packed.machine_code,
-        small: packed
-            .dirs
-            .zip(dir_pcluster(opts))
-            .map(|((a, b), pcl)| (a / bs * bs, b.div_ceil(bs) * bs, pcl)),
+        small: packed.dirs,
     };
     write_synthetic(w, tree, plan, placed, pid, opts, alone, pool)?;
     placed.frag_offsets = Some(packed.offsets);

@@ -424,27 +424,7 @@ impl Window<'_> {
 
 /// The smallest pclusters of the packed inode and the metabox whose extents
 /// end on page boundaries ([`Shape::page_end`]).
-const PAGE_END_MIN: u64 = 16 << 10;
-
-/// The pcluster size of `--zD`'s directories in the packed inode. A path
-/// walk reads a directory a block at a time, and for LZMA, DEFLATE and
-/// zstd the kernel decodes every page of the pcluster that block is in
-/// (LZ4 only up to the block), so with those codecs directories take the
-/// smallest pclusters whose extents still end on pages ([`PAGE_END_MIN`]:
-/// a directory block never needs the next pcluster), within the block size
-/// and the packed inode's own pcluster size. With LZ4 they keep the packed
-/// inode's: 16 KiB ones read no less at a start there (measured) and cost
-/// bytes. `None`: the directories take the packed inode's pcluster size.
-pub(crate) fn dir_pcluster(opts: &DataOptions<'_>) -> Option<u64> {
-    let bs = opts.block_size();
-    let c = opts.compress.as_ref()?;
-    let packed = c.packed_pcluster.unwrap_or(c.pcluster_bytes).max(bs);
-    let small = match c.compressors.first().map(|k| k.alg) {
-        Some(ferrofs_codec::Algorithm::Lz4) | None => packed,
-        Some(_) => PAGE_END_MIN.max(bs).min(packed),
-    };
-    (small < packed).then_some(small)
-}
+pub(crate) const PAGE_END_MIN: u64 = 16 << 10;
 
 /// The pieces (start, end) a file of `size` bytes is compressed in, one
 /// after another: its `hot` pieces and the cold data between them. With a

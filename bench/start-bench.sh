@@ -18,7 +18,9 @@
 #   ff-lzma      ferrofs --preset dense (-zlzma,6 -C131072 -Efragments,dedupe,ztailpacking)
 #   ff-lzma-25   the same, 2025 format: -m4096 --zD
 #   ff-lzma-prof ff-lzma-25 with --profile of a trace of start PROFILE (a label),
-#                recorded on `ferrofs mount --trace` of ff-lzma-25
+#                recorded on `ferrofs mount --trace` of ff-lzma-25, and
+#                --profile-readahead 128K (the kernel's default read-ahead:
+#                the image is read by a kernel mount)
 #   up-lz4hc     mkfs.erofs 1.9.4, the ff-lz4hc options
 #   up-lzma      mkfs.erofs 1.9.4, the ff-lzma options
 #   sq-lz4       mksquashfs 4.7.5 -comp lz4 -Xhc -b 128K
@@ -75,7 +77,8 @@ build() {
       "$ferrofs" mount --trace "$t" "$out/img/ff-lzma-25.img" "$mnt"
       run_start "$found" || true
       umount "$mnt"; sleep 1
-      "$ferrofs" mkfs --quiet -zlzma,6 "${frag[@]}" -m4096 --zD --profile "$t" "$img" "$tree" ;;
+      "$ferrofs" mkfs --quiet -zlzma,6 "${frag[@]}" -m4096 --zD --profile "$t" \
+        --profile-readahead 128K "$img" "$tree" ;;
     up-lz4hc) "$bin/mkfs.erofs" --quiet -zlz4hc,12 "${frag[@]}" "$img" "$tree" >/dev/null ;;
     up-lzma) "$bin/mkfs.erofs" --quiet -zlzma,6 "${frag[@]}" "$img" "$tree" >/dev/null ;;
     sq-lz4) "$bin/mksquashfs" "$tree" "$img" -comp lz4 -Xhc -b 128K -quiet -no-progress >/dev/null ;;

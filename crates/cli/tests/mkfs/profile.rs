@@ -266,3 +266,43 @@ fn profile_cuts_device_bytes_of_a_cold_replay() {
     assert!(sp * 100 <= sd * 110, "image grew from {sd} to {sp}");
     let _ = ferrofs_testkit::tmp::remove_tree(&work);
 }
+
+/// A file read mostly (more than half), in small reads, with cold gaps
+/// of 48 KiB between its hot stretches: the stretches are cut into
+/// pclusters of their own, so a replay of the trace reads less of the
+/// file than from the default layout, where the gaps share the hot
+/// stretches' pclusters. (Before, a file read more than half was never
+/// cut.)
+#[test]
+fn a_file_read_mostly_is_cut_at_its_cold_gaps() {
+    let work = work_dir!("profile_mostly");
+    let src = work.join("tree");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("big.so"), corpus::mixed_bytes(1 << 20, 7)).unwrap();
+    // Eight stretches of 17 reads of 4 KiB, 512 bytes apart (about 80
+    // KiB), one every 128 KiB: 544 KiB read of 1 MiB.
+    let trace: String = (0..8u64)
+        .flat_map(|k| (0..17u64).map(move |j| (k << 17) + j * 4608))
+        .map(|off| format!("big.so\t{off}\t4096\n"))
+        .collect();
+    let trace_path = work.join("trace.txt");
+    fs::write(&trace_path, &trace).unwrap();
+    let default = work.join("default.img");
+    let profiled = work.join("profiled.img");
+    mkfs(&default, &src, &[]);
+    mkfs(
+        &profiled,
+        &src,
+        &["--profile", trace_path.to_str().unwrap()],
+    );
+    let d = dump_profile(&default, &trace_path)["device_bytes"]
+        .as_u64()
+        .unwrap();
+    let p = dump_profile(&profiled, &trace_path)["device_bytes"]
+        .as_u64()
+        .unwrap();
+    println!("dump --profile device bytes: default {d}, profiled {p}");
+    assert!(p * 10 <= d * 8, "profiled {p} vs default {d}");
+    run(Command::new(FERROFS).arg("fsck").arg(&profiled));
+    let _ = ferrofs_testkit::tmp::remove_tree(&work);
+}

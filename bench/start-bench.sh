@@ -31,7 +31,7 @@
 # and image: the loop device's bytes read (/sys/block/loopN/stat), wall
 # seconds and the start's CPU seconds (user + system: the kernel decodes in
 # the reading process), medians of RUNS; then the image sizes. The loop
-# device's read-ahead is left as the kernel sets it (RA_KB sets it).
+# device's read-ahead is left as the kernel sets it (RA_KB sets it) and printed.
 set -euo pipefail
 tree=${1:?TREE}; starts=${2:?STARTS}
 # shellcheck source=bench/lib.sh
@@ -97,6 +97,7 @@ measure() {
   else mount -t erofs -o loop,ro "$out/img/$name.img" "$mnt"; fi
   dev=$(findmnt -n -o SOURCE "$mnt"); dev=${dev##*/}
   [[ -n ${RA_KB:-} ]] && echo "$RA_KB" > "/sys/block/$dev/queue/read_ahead_kb"
+  cat "/sys/block/$dev/queue/read_ahead_kb" > "$out/ra_kb"
   sync; echo 3 > /proc/sys/vm/drop_caches
   before=$(awk '{print $3}' "/sys/block/$dev/stat")
   c0=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$$/stat")
@@ -119,7 +120,8 @@ for ((r = 0; r < runs; r++)); do
 done
 
 col() { awk -v c="$1" '{print $c}' "$2" | median; }
-echo "tree: $tree ($(du -s --apparent-size -B1 "$tree" | cut -f1) bytes); runs: $runs; $(uname -r)"
+echo "tree: $tree ($(du -s --apparent-size -B1 "$tree" | cut -f1) bytes); runs: $runs; $(uname -r);" \
+  "loop read-ahead $(cat "$out/ra_kb") KiB"
 echo
 # Each image's bytes and wall time against mksquashfs's image with the same
 # codec (sq-xz for lzma, sq-lz4 for lz4hc), when that image was measured.

@@ -24,13 +24,13 @@ pub struct ProfileFile {
 }
 
 /// The shortest cold gap between two hot pieces of a file that is kept
-/// cold. A cut costs about two partly filled pclusters and a restarted
-/// dictionary (about 4-6 KiB of image); a gap shorter than this, read
-/// along with its neighbours, costs about as much in device bytes at
-/// LZMA's ratios. Measured on two traced starts (Python on a Debian root,
-/// `go list` on the Go toolchain): no merging cost 1.9-4.2 % of the image
-/// for 0.45-0.48x mksquashfs's bytes on exact reads; 32 KiB cost 0.4-1.1 %
-/// for 0.49-0.50x.
+/// cold. A cut costs two partly filled pclusters and a restarted
+/// dictionary (some KiB of image); a gap shorter than this, read along
+/// with its neighbours, costs about as much in device bytes at LZMA's
+/// ratios. Measured on a traced Python start on a Debian root (exact
+/// reads, the lzma dense preset): cutting at every gap cost 1.9 % of the
+/// image for 0.45x mksquashfs's bytes, 32 KiB 0.4 % for 0.48x; on `go
+/// list` over the Go toolchain, 1.2 % for 0.48x (bench/results/start-58.md).
 pub const PIECE_GAP_MIN: u64 = 32 << 10;
 
 impl ProfileFile {

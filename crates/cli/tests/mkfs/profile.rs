@@ -34,6 +34,18 @@ fn mkfs(img: &Path, src: &Path, extra: &[&str]) {
         .arg(src));
 }
 
+/// Writes `trace` into `work` and builds `src` twice there, plainly and
+/// with `--profile` of it: (trace, default image, profiled image).
+fn default_and_profiled(work: &Path, src: &Path, trace: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let trace_path = work.join("trace.txt");
+    fs::write(&trace_path, trace).unwrap();
+    let default = work.join("default.img");
+    let profiled = work.join("profiled.img");
+    mkfs(&default, src, &[]);
+    mkfs(&profiled, src, &["--profile", trace_path.to_str().unwrap()]);
+    (trace_path, default, profiled)
+}
+
 fn dump_profile(img: &Path, trace: &Path) -> serde_json::Value {
     let out = run(Command::new(FERROFS)
         .arg("dump")
@@ -207,16 +219,7 @@ fn profile_cuts_device_bytes_of_a_cold_replay() {
             reads.push((name, 0, 1 << 20));
         }
     }
-    let trace_path = work.join("trace.txt");
-    fs::write(&trace_path, &trace).unwrap();
-    let default = work.join("default.img");
-    let profiled = work.join("profiled.img");
-    mkfs(&default, &src, &[]);
-    mkfs(
-        &profiled,
-        &src,
-        &["--profile", trace_path.to_str().unwrap()],
-    );
+    let (trace_path, default, profiled) = default_and_profiled(&work, &src, &trace);
     let d = dump_profile(&default, &trace_path);
     let p = dump_profile(&profiled, &trace_path);
     // Under a kernel's read-around every read covers its window: more
@@ -285,16 +288,7 @@ fn a_file_read_mostly_is_cut_at_its_cold_gaps() {
         .flat_map(|k| (0..17u64).map(move |j| (k << 17) + j * 4608))
         .map(|off| format!("big.so\t{off}\t4096\n"))
         .collect();
-    let trace_path = work.join("trace.txt");
-    fs::write(&trace_path, &trace).unwrap();
-    let default = work.join("default.img");
-    let profiled = work.join("profiled.img");
-    mkfs(&default, &src, &[]);
-    mkfs(
-        &profiled,
-        &src,
-        &["--profile", trace_path.to_str().unwrap()],
-    );
+    let (trace_path, default, profiled) = default_and_profiled(&work, &src, &trace);
     let d = dump_profile(&default, &trace_path)["device_bytes"]
         .as_u64()
         .unwrap();

@@ -2,7 +2,7 @@
 //! images read by URL (a private configuration; Debian's `nginx-light`).
 
 use std::fs;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -66,7 +66,8 @@ impl Nginx {
                 .unwrap();
             let start = Instant::now();
             while start.elapsed() < Duration::from_secs(10) {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // Ours, not whoever else may hold the port now.
+                if crate::process::listens_on(child.id(), port) {
                     return Nginx {
                         child,
                         port,

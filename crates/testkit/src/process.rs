@@ -116,6 +116,43 @@ pub fn send_signal(pid: u32, sig: &str) -> io::Result<()> {
     }
 }
 
+/// Whether process `pid` itself holds a TCP socket listening on `port`
+/// (from `/proc/net/tcp*` and the process's descriptors). A connect that
+/// succeeds proves only that *someone* listens there: a server whose port
+/// was taken between our probe and its bind exits, and the port answers
+/// for whoever took it.
+pub fn listens_on(pid: u32, port: u16) -> bool {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state), Some(inode)) = (f.get(1), f.get(3), f.get(9)) else {
+                continue;
+            };
+            let lport = local
+                .rsplit(':')
+                .next()
+                .and_then(|h| u16::from_str_radix(h, 16).ok());
+            if *state == "0A" && lport == Some(port) {
+                inodes.push(format!("socket:[{inode}]"));
+            }
+        }
+    }
+    if inodes.is_empty() {
+        return false;
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .is_ok_and(|l| inodes.iter().any(|i| l.as_os_str() == i.as_str()))
+    })
+}
+
 /// Runs `script` with `bash -e -o pipefail -c`; its stdout, or an error
 /// naming the script, its exit status and its stderr.
 pub fn sh(script: &str) -> Result<String, String> {
@@ -137,6 +174,19 @@ pub fn sh(script: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listens_on_names_the_process_holding_the_port() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert!(listens_on(std::process::id(), port));
+        drop(l);
+        assert!(!listens_on(std::process::id(), port));
+        // Someone else's listener is not ours.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert!(!listens_on(1, port));
+    }
 
     #[test]
     fn captures_and_times_out() {

@@ -76,8 +76,6 @@ impl CncfRegistry {
     /// Starts the registry from `bin_dir` with its storage, configuration
     /// and log under `dir`, and waits until it answers.
     pub fn start(bin_dir: &Path, dir: &Path, access: Access) -> CncfRegistry {
-        let port = free_port();
-        let addr = format!("127.0.0.1:{port}");
         let data = dir.join("registry-data");
         std::fs::create_dir_all(&data).unwrap();
         let mut token = None;
@@ -104,44 +102,57 @@ impl CncfRegistry {
             }
         };
         let config = dir.join("registry.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: {}\n  \
-                 delete:\n    enabled: true\nhttp:\n  addr: {addr}\n{auth}",
-                data.display()
-            ),
-        )
-        .unwrap();
         let log = dir.join("registry.log");
-        let mut cmd = Command::new(bin_dir.join("registry"));
-        cmd.arg("serve")
-            .arg(&config)
-            .env("OTEL_TRACES_EXPORTER", "none")
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
-            .stderr(Stdio::from(
-                std::fs::File::options().append(true).open(&log).unwrap(),
-            ));
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let child = cmd.spawn().unwrap();
-        let mut r = CncfRegistry {
-            child,
-            addr,
-            log,
-            token,
-        };
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(30) {
-            if r.child.try_wait().unwrap().is_some() {
-                panic!("registry exited: {}", r.log_text());
+        for attempt in 0.. {
+            let port = free_port();
+            let addr = format!("127.0.0.1:{port}");
+            std::fs::write(
+                &config,
+                format!(
+                    "version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: {}\n  \
+                     delete:\n    enabled: true\nhttp:\n  addr: {addr}\n{auth}",
+                    data.display()
+                ),
+            )
+            .unwrap();
+            let mut cmd = Command::new(bin_dir.join("registry"));
+            cmd.arg("serve")
+                .arg(&config)
+                .env("OTEL_TRACES_EXPORTER", "none")
+                .stdin(Stdio::null())
+                .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
+                .stderr(Stdio::from(
+                    std::fs::File::options().append(true).open(&log).unwrap(),
+                ));
+            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+            let child = cmd.spawn().unwrap();
+            let mut r = CncfRegistry {
+                child,
+                addr,
+                log: log.clone(),
+                token: token.take(),
+            };
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(30) {
+                if r.child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                // Ours, not whoever else may hold the port now.
+                if crate::process::listens_on(r.child.id(), port) {
+                    return r;
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
-            if TcpStream::connect(&r.addr).is_ok() {
-                return r;
+            let text = r.log_text();
+            // Someone took the port between our probe and the
+            // registry's bind: try another.
+            if attempt < 4 && text.contains("address already in use") {
+                token = r.token.take();
+                continue;
             }
-            std::thread::sleep(Duration::from_millis(50));
+            panic!("registry did not start: {text}");
         }
-        panic!("registry did not start: {}", r.log_text());
+        unreachable!()
     }
 
     /// The registry's log so far.

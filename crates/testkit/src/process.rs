@@ -116,6 +116,18 @@ pub fn send_signal(pid: u32, sig: &str) -> io::Result<()> {
     }
 }
 
+/// Spawns a server `cmd` in a process group of its own (so that it and
+/// its children are stopped together), stdout and stderr both into `log`.
+pub fn spawn_logged(cmd: &mut Command, log: &std::path::Path) -> std::process::Child {
+    let out = std::fs::File::create(log).unwrap();
+    let err = out.try_clone().unwrap();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err));
+    std::os::unix::process::CommandExt::process_group(cmd, 0);
+    cmd.spawn().unwrap()
+}
+
 /// Whether process `pid` itself holds a TCP socket listening on `port`
 /// (from `/proc/net/tcp*` and the process's descriptors). A connect that
 /// succeeds proves only that *someone* listens there: a server whose port

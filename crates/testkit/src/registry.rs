@@ -118,14 +118,8 @@ impl CncfRegistry {
             let mut cmd = Command::new(bin_dir.join("registry"));
             cmd.arg("serve")
                 .arg(&config)
-                .env("OTEL_TRACES_EXPORTER", "none")
-                .stdin(Stdio::null())
-                .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
-                .stderr(Stdio::from(
-                    std::fs::File::options().append(true).open(&log).unwrap(),
-                ));
-            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-            let child = cmd.spawn().unwrap();
+                .env("OTEL_TRACES_EXPORTER", "none");
+            let child = crate::process::spawn_logged(&mut cmd, &log);
             let mut r = CncfRegistry {
                 child,
                 addr,

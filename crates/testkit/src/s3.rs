@@ -9,7 +9,7 @@
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -113,14 +113,8 @@ impl Weed {
                 .arg(format!("-s3.config={}", ids.display()))
                 // Virtual-hosted requests: BUCKET.localhost.
                 .arg("-s3.domainName=localhost")
-                .arg("-master.volumeSizeLimitMB=1024")
-                .stdin(Stdio::null())
-                .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
-                .stderr(Stdio::from(
-                    std::fs::File::options().append(true).open(&log).unwrap(),
-                ));
-            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-            let child = cmd.spawn().unwrap();
+                .arg("-master.volumeSizeLimitMB=1024");
+            let child = crate::process::spawn_logged(&mut cmd, &log);
             let mut weed = Weed {
                 child,
                 port: p[6],

@@ -7,7 +7,7 @@
 //! `<workspace>/../shared/tools/upstream-tools --s3` prints (it builds it
 //! once per machine), or at `~/.cache/upstream-s3/bin`.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::OnceLock;
@@ -125,7 +125,8 @@ impl Weed {
                 if weed.child.try_wait().unwrap().is_some() {
                     break;
                 }
-                if TcpStream::connect(("127.0.0.1", weed.port)).is_ok() {
+                // Ours, not another test's server that took the port.
+                if crate::process::listens_on(weed.child.id(), weed.port) {
                     match weed
                         .uploader(&format!("s3://{bucket}/x"), READ_WRITE)
                         .create_bucket()

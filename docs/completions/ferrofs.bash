@@ -1037,7 +1037,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__ls)
-            opts="-l -R -d -i -L -n -a -A -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --s3-endpoint --s3-region --s3-profile --s3-addressing --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --verity-format --help"
+            opts="-l -R -d -i -L -n -a -A -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --s3-endpoint --s3-region --s3-profile --s3-addressing --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --verity-format --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -265,6 +265,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s L -d 'Follow symb
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s n -d 'Long format with numeric owners and groups'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s a -d 'Show entries whose names start with `.`, and `.` and `..`'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s A -d 'Show entries whose names start with `.`, but not `.` and `..`'
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -l json -d 'Print the entries as a JSON array, one object each (path, name, type, mode, ino, nid, nlink, uid, gid, size, blocks, mtime, mtime_nsec, and rdev, target or xattrs where there are any); the entries and their order are those of the listing with the same options. A path, name, link target or xattr value that is not UTF-8 text is also given exactly, in hex (`path_hex`, `name_hex`, `target_hex`, `value_hex`)'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand ls" -s h -l help -d 'Print help'
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand export" -l device -d 'Extra device (blob) files or URLs, in device-table order; without them, extra devices are expected concatenated to the image' -r -F
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand export" -l offset -d 'The image starts this many bytes into the file (`mkfs --offset`)' -r

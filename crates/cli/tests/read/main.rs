@@ -18,6 +18,7 @@ mod fixtures_v19;
 mod fsck_warnings;
 mod hostile_findings;
 mod kernel_refused;
+mod ls_json;
 mod manual;
 mod remote_errors;
 mod unsupported_features;

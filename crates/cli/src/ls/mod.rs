@@ -1,7 +1,9 @@
 //! `ferrofs ls`: lists a directory of an image as coreutils' `ls` lists
 //! the same directory of the kernel's mount (`LC_ALL=C`: entries in byte
 //! order, names as they are): `-l` with owner names, dates and aligned
-//! columns, `-R`, `-d`, `-i` (the kernel's inode numbers), `-L`, `-n`.
+//! columns, `-R`, `-d`, `-i` (the kernel's inode numbers), `-L`, `-n`;
+//! `--json` prints the same entries, in the same order, with their whole
+//! metadata as the kernel reports it (for scripts).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -15,6 +17,8 @@ use ferrofs::raw::{Inode, RawDirEntry};
 use ferrofs::Image;
 
 use crate::{out, ImageArgs};
+
+mod json;
 
 /// The options of `ferrofs ls`.
 #[derive(clap::Args)]
@@ -47,6 +51,13 @@ pub(crate) struct LsArgs {
     /// Show entries whose names start with `.`, but not `.` and `..`.
     #[arg(short = 'A')]
     almost_all: bool,
+    /// Print the entries as a JSON array, one object each (path, name, type, mode, ino, nid,
+    /// nlink, uid, gid, size, blocks, mtime, mtime_nsec, and rdev, target or xattrs where
+    /// there are any); the entries and their order are those of the listing with the same
+    /// options. A path, name, link target or xattr value that is not UTF-8 text is also
+    /// given exactly, in hex (`path_hex`, `name_hex`, `target_hex`, `value_hex`)
+    #[arg(long)]
+    json: bool,
 }
 
 /// Deepest directory nesting `-R` descends (an image's paths end long
@@ -56,34 +67,47 @@ const MAX_DEPTH: usize = 4096;
 /// `ferrofs ls`.
 pub(crate) fn run(a: &LsArgs) -> Result<ExitCode> {
     let image = crate::open(&a.img)?;
-    let long = a.long || a.numeric;
+    // JSON carries what -l shows: a symlink named is described, not
+    // followed, unless -L.
+    let long = a.long || a.numeric || a.json;
     let shown = a.path.clone().unwrap_or_else(|| ".".into());
     let p = a.path.clone().unwrap_or_default();
     let inode = named_inode(&image, a, p.as_bytes(), long)?;
     let mut lister = Lister {
         image: &image,
         args: a,
-        long,
+        long: long && !a.json,
         now: jiff::Timestamp::now(),
         tz: jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC),
         names: HashMap::new(),
         groups: HashMap::new(),
         dangling: false,
+        json_entries: 0,
     };
     let mut out = out::stdout();
-    if !inode.is_dir() || a.directory {
-        let row = lister.row(shown.as_bytes().to_vec(), &inode)?;
-        lister.print(&mut out, &[row], false)?;
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+    if a.json {
+        out.write_all(b"[")?;
     }
-    let top = Dir {
-        name: shown.as_bytes().to_vec(),
-        path: p.as_bytes().to_vec(),
-        inode,
-        depth: 0,
-    };
-    lister.list_tree(&mut out, top)?;
+    if !inode.is_dir() || a.directory {
+        let mut row = lister.row(shown.as_bytes().to_vec(), &inode)?;
+        row.path = p.as_bytes().to_vec();
+        lister.print(&mut out, &[row], false)?;
+    } else {
+        let top = Dir {
+            name: shown.as_bytes().to_vec(),
+            path: p.as_bytes().to_vec(),
+            inode,
+            depth: 0,
+        };
+        lister.list_tree(&mut out, top)?;
+    }
+    if a.json {
+        out.write_all(if lister.json_entries == 0 {
+            b"]\n"
+        } else {
+            b"\n]\n"
+        })?;
+    }
     out.flush()?;
     Ok(match lister.dangling {
         true => ExitCode::from(1),
@@ -117,6 +141,10 @@ struct Dir {
 
 /// One line of the listing.
 struct Row {
+    /// The inode shown (with `-L`, a link's target).
+    inode: Inode,
+    /// Its path in the image (`--json`).
+    path: Vec<u8>,
     ino: u64,
     /// Type and permission characters, and `+` for an ACL.
     mode: String,
@@ -149,6 +177,8 @@ struct Lister<'a> {
     groups: HashMap<u32, String>,
     /// A `-L` link's target was missing (the exit status is 1).
     dangling: bool,
+    /// Entries printed so far by `--json`.
+    json_entries: u64,
 }
 
 impl Lister<'_> {
@@ -162,7 +192,7 @@ impl Lister<'_> {
             if !seen.insert(dir.inode.nid()) {
                 continue;
             }
-            if self.args.recursive {
+            if self.args.recursive && !self.args.json {
                 if !first {
                     writeln!(out)?;
                 }
@@ -197,6 +227,7 @@ impl Lister<'_> {
                 });
             }
             let mut row = self.row(e.name.clone(), &child)?;
+            row.path = join(&dir.path, &e.name);
             row.unknown = dangling;
             rows.push(row);
         }
@@ -253,6 +284,8 @@ impl Lister<'_> {
         let ino = self.image.superblock().kernel_ino(inode.nid());
         if !self.long {
             return Ok(Row {
+                inode: inode.clone(),
+                path: Vec::new(),
                 ino,
                 mode: String::new(),
                 acl: false,
@@ -301,6 +334,8 @@ impl Lister<'_> {
                 .map(|g| g.name)
         });
         Ok(Row {
+            inode: inode.clone(),
+            path: Vec::new(),
             ino,
             mode: format!("{t}{}", mode_string(inode.mode())),
             acl: has_acl(self.image, inode)?,
@@ -333,7 +368,20 @@ impl Lister<'_> {
         z.strftime(f).to_string()
     }
 
-    fn print(&self, out: &mut impl Write, rows: &[Row], total: bool) -> Result<()> {
+    fn print(&mut self, out: &mut impl Write, rows: &[Row], total: bool) -> Result<()> {
+        if self.args.json {
+            for r in rows {
+                let v = json::entry(self.image, r)?;
+                out.write_all(if self.json_entries == 0 {
+                    b"\n"
+                } else {
+                    b",\n"
+                })?;
+                serde_json::to_writer(&mut *out, &v)?;
+                self.json_entries += 1;
+            }
+            return Ok(());
+        }
         let w = |f: &dyn Fn(&Row) -> usize| rows.iter().map(f).max().unwrap_or(0);
         let ino_w = if self.args.inode {
             w(&|r| r.ino.to_string().len())

@@ -1,4 +1,5 @@
-//! `ferrofs cat`: one file of an image to standard output.
+//! `ferrofs cat`: files of an image to standard output, one after the
+//! other.
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -6,12 +7,39 @@ use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+use ferrofs::Image;
 
-use crate::{open, ImageArgs};
+use crate::{open, out, ImageArgs};
 
-/// `ferrofs cat`: a file's bytes to standard output.
-pub(crate) fn cat(img: &ImageArgs, path: &OsString) -> Result<ExitCode> {
+/// `ferrofs cat`: the bytes of each of `paths` to standard output. A path
+/// that cannot be read is reported (`ferrofs: PATH: why`) and the next is
+/// written; the exit status is then 2. A closed pipe ends it at once.
+pub(crate) fn cat(img: &ImageArgs, paths: &[OsString]) -> Result<ExitCode> {
     let image = open(img)?;
+    let mut out = io::stdout().lock();
+    let mut failed = false;
+    for path in paths {
+        match write_file(&image, path, &mut out) {
+            Ok(()) => {}
+            Err(e) if out::is_broken_pipe(&e) => return Err(e),
+            Err(e) => {
+                // What was written of it stays before the message.
+                out.flush()?;
+                eprintln!("ferrofs: {}", crate::report(&e));
+                failed = true;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Writes the file at `path` to `out`.
+fn write_file(image: &Image, path: &OsString, out: &mut impl Write) -> Result<()> {
     let name = path.to_string_lossy();
     let inode = image
         .raw()
@@ -21,7 +49,6 @@ pub(crate) fn cat(img: &ImageArgs, path: &OsString) -> Result<ExitCode> {
         bail!("{name}: is a directory");
     }
     let file = image.raw().open(inode).map_err(|e| named(e, &name))?;
-    let mut out = io::stdout().lock();
     let mut buf = vec![0u8; 1 << 20];
     let mut pos = 0u64;
     loop {
@@ -34,8 +61,7 @@ pub(crate) fn cat(img: &ImageArgs, path: &OsString) -> Result<ExitCode> {
         out.write_all(&buf[..n])?;
         pos += n as u64;
     }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// `e` naming the file `name`, unless its message already does.

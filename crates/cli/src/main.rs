@@ -171,8 +171,11 @@ enum Command {
     Cat {
         #[command(flatten)]
         img: ImageArgs,
-        /// Path inside the image.
-        path: OsString,
+        /// Paths inside the image, written one after the other (as `cat`
+        /// concatenates). One that cannot be read is reported and the rest are
+        /// still written; the exit status is then 2.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<OsString>,
     },
     /// Show what changed between two images: paths added, removed and
     /// changed (and what about them), and how many image blocks differ on
@@ -329,7 +332,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
         } => extract::extract(&img, &dir, (owners, no_owners), no_xattrs, &data, json),
         Command::Ls(a) => ls::run(&a),
-        Command::Cat { img, path } => cat::cat(&img, &path),
+        Command::Cat { img, paths } => cat::cat(&img, &paths),
         Command::Export(a) => export::run(&a),
         Command::Dump {
             img,

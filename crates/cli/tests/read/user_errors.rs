@@ -473,3 +473,30 @@ with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
     );
     assert!(e.contains("NOT restored: 40 xattrs"), "{e}");
 }
+
+#[test]
+fn cat_writes_every_path_in_turn_and_names_the_ones_it_cannot() {
+    let w = work_dir!("user_errors_cat_paths");
+    let src = w.join("tree");
+    fs::create_dir_all(src.join("d")).unwrap();
+    let a = corpus::text_bytes(300_000, 1);
+    let b = b"second file\n".to_vec();
+    fs::write(src.join("d/a"), &a).unwrap();
+    fs::write(src.join("b"), &b).unwrap();
+    let img = lz4hc_image(&src, &w.join("cat.img"));
+    let img = img.to_str().unwrap();
+    // As cat concatenates: a, b, a again.
+    let o = ferrofs(&["cat", img, "d/a", "b", "d/a"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.stdout == [&a[..], &b, &a].concat(), "the files in turn");
+    // One missing and one directory among them: reported by name, the
+    // others still written, status 2.
+    let o = ferrofs(&["cat", img, "b", "nope", "d", "d/a"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(o.stdout == [&b[..], &a].concat(), "the readable files");
+    assert!(
+        e.contains("nope: no such file or directory") && e.contains("d: is a directory"),
+        "{e}"
+    );
+}

@@ -581,7 +581,7 @@ _ferrofs() {
             return 0
             ;;
         ferrofs__subcmd__extract)
-            opts="-j -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --s3-endpoint --s3-region --s3-profile --s3-addressing --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --verity-format --no-owners --owners --no-xattrs --xattrs --jobs --memory --json --help"
+            opts="-j -h --device --offset --cache-dir --cache-dir-size --no-hot-prefetch --http-timeout --http-speed-limit --http-speed-time --http-deadline --s3-endpoint --s3-region --s3-profile --s3-addressing --verity --verity-hash-file --verity-hash-offset --verity-no-superblock --verity-salt --verity-data-block-size --verity-hash-algorithm --verity-format --path --no-owners --owners --no-xattrs --xattrs --jobs --memory --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -660,6 +660,10 @@ _ferrofs() {
                     return 0
                     ;;
                 --verity-format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --path)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

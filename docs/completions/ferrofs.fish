@@ -225,6 +225,7 @@ complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-salt 
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-data-block-size -d 'With --verity-no-superblock: the data block size' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-hash-algorithm -d 'With --verity-no-superblock: the hash algorithm (sha256, sha512)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l verity-format -d 'With --verity-no-superblock: the hash type (veritysetup\'s --format): 1, its default, or 0, Chrome OS\'s' -r
+complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l path -d 'Extract this directory of the image (symlinks followed): the target receives its contents and its metadata, as `cp -a PATH/. DIR` copies them from the kernel\'s mount (default: the root)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -s j -l jobs -d 'Threads reading and decoding file data (default: every core). Output and exit status are the same for any number' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l memory -d 'Most bytes of file data held in memory at once (each stored cluster is read and decoded once, in the order the image stores them)' -r
 complete -c ferrofs -n "__fish_ferrofs_using_subcommand extract" -l no-hot-prefetch -d 'Do not fetch the hot ranges a `mkfs --profile` image names (its recorded start-up\'s data) up front'

@@ -50,20 +50,25 @@ pub fn join(parent: &[u8], name: &[u8]) -> Vec<u8> {
 /// entry. Directories reached twice (loops, hard-linked directories) are
 /// reported as errors and not entered again.
 pub fn walk(image: &Image, mut visit: impl FnMut(Visit<'_>)) {
-    let root = match image.raw().root() {
-        Ok(r) => r,
-        Err(error) => {
-            visit(Visit::Error {
-                path: b"",
-                nid: Some(image.root_nid()),
-                error,
-            });
-            return;
+    match image.raw().root() {
+        Ok(root) => {
+            let nid = root.nid();
+            walk_from(image, root, nid, visit)
         }
-    };
+        Err(error) => visit(Visit::Error {
+            path: b"",
+            nid: Some(image.root_nid()),
+            error,
+        }),
+    }
+}
+
+/// [`walk`] from directory `root`, whose `..` is `parent`, instead of the
+/// image's root: paths are relative to it (`root` itself is the empty
+/// path).
+pub fn walk_from(image: &Image, root: Inode, parent: Nid, mut visit: impl FnMut(Visit<'_>)) {
     let mut seen: HashSet<Nid> = HashSet::new();
-    let mut stack: Vec<(Vec<u8>, Inode, Nid, usize)> =
-        vec![(Vec::new(), root.clone(), root.nid(), 0)];
+    let mut stack: Vec<(Vec<u8>, Inode, Nid, usize)> = vec![(Vec::new(), root.clone(), parent, 0)];
     seen.insert(root.nid());
     while let Some((path, inode, parent, depth)) = stack.pop() {
         let entries = match image.raw().read_dir(&inode) {

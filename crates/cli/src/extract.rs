@@ -10,11 +10,12 @@ use anyhow::{Context, Result};
 
 use crate::{open, out, progress, DataArgs, ImageArgs};
 
-/// `ferrofs extract`: the image's tree into `dir`; exit 1 when an owner or
+/// `ferrofs extract`: the image's tree (or the directory `path` of it)
+/// into `dir`; exit 1 when an owner or
 /// xattr could not be restored. `owners` is (`--owners`, `--no-owners`).
 pub(crate) fn extract(
     img: &ImageArgs,
-    dir: &Path,
+    (dir, path): (&Path, Option<&std::ffi::OsStr>),
     (owners, no_owners): (bool, bool),
     no_xattrs: bool,
     data: &DataArgs,
@@ -26,6 +27,9 @@ pub(crate) fn extract(
     opts.xattrs = !no_xattrs;
     opts.jobs = data.jobs();
     opts.memory = data.memory as u64;
+    if let Some(p) = path {
+        opts.path = std::os::unix::ffi::OsStrExt::as_bytes(p).to_vec();
+    }
     // An interrupted extraction stops between clusters and says what it
     // finished (the second signal kills as usual).
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

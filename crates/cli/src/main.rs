@@ -134,6 +134,11 @@ enum Command {
         img: ImageArgs,
         /// Target directory.
         dir: PathBuf,
+        /// Extract this directory of the image (symlinks followed): the
+        /// target receives its contents and its metadata, as `cp -a PATH/.
+        /// DIR` copies them from the kernel's mount (default: the root).
+        #[arg(long, value_name = "PATH")]
+        path: Option<OsString>,
         /// Do not restore owners (default: restore when running as root).
         #[arg(long, overrides_with = "owners")]
         no_owners: bool,
@@ -324,13 +329,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Extract {
             img,
             dir,
+            path,
             no_owners,
             owners,
             no_xattrs,
             xattrs: _,
             data,
             json,
-        } => extract::extract(&img, &dir, (owners, no_owners), no_xattrs, &data, json),
+        } => extract::extract(
+            &img,
+            (&dir, path.as_deref()),
+            (owners, no_owners),
+            no_xattrs,
+            &data,
+            json,
+        ),
         Command::Ls(a) => ls::run(&a),
         Command::Cat { img, paths } => cat::cat(&img, &paths),
         Command::Export(a) => export::run(&a),

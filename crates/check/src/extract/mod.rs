@@ -45,7 +45,7 @@ use thiserror::Error;
 use tree::{Feed, Walker, BATCH};
 
 use crate::fsck::Checker;
-use crate::walk::{walk, Visit};
+use crate::walk::{walk_from, Visit};
 
 /// Why an extraction failed.
 #[derive(Debug, Error)]
@@ -58,6 +58,11 @@ pub enum ExtractError {
     Damaged { path: String, message: String },
     #[error("{path}: refusing entry name {name:?} (it would escape the target)")]
     BadName { path: String, name: String },
+    #[error("{0}: not a directory (extract takes a directory of the image)")]
+    NotADirectory(String),
+    /// The directory to extract was not found (the error names it).
+    #[error(transparent)]
+    Lookup(ferrofs::Error),
     #[error("{path}: {source}")]
     Image {
         path: String,
@@ -152,6 +157,9 @@ pub struct Options {
     /// Set (by a signal handler) to stop: the extraction ends with
     /// [`ExtractError::Interrupted`], saying what it finished.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// The directory of the image to extract (symlinks followed), whose
+    /// contents and metadata the target receives; empty: the root.
+    pub path: Vec<u8>,
 }
 
 impl Default for Options {
@@ -165,6 +173,7 @@ impl Default for Options {
             jobs: run.jobs,
             memory: run.memory,
             cancel: None,
+            path: Vec::new(),
         }
     }
 }
@@ -333,7 +342,71 @@ fn show(rel: &[u8]) -> String {
     format!("/{}", String::from_utf8_lossy(rel))
 }
 
-/// Extracts the whole image into `target`, which must be empty or absent.
+/// The directory `path` names (the root when empty) and the nid its `..`
+/// names (the root's is itself).
+fn top(image: &Image, path: &[u8]) -> Result<(Inode, Nid), ExtractError> {
+    let err = |source| ExtractError::Image {
+        path: show(b""),
+        source,
+    };
+    let raw = image.raw();
+    let dir = raw.lookup_path(path, true).map_err(ExtractError::Lookup)?;
+    if !dir.is_dir() {
+        return Err(ExtractError::NotADirectory(show(path)));
+    }
+    if path.is_empty() {
+        let nid = dir.nid();
+        return Ok((dir, nid));
+    }
+    let parent = raw
+        .read_dir(&dir)
+        .map_err(err)?
+        .iter()
+        .find(|e| e.name == b"..")
+        .map_or(dir.nid(), |e| e.nid);
+    Ok((dir, parent))
+}
+
+impl ExtractError {
+    /// The error with its image paths named from the image's root, for an
+    /// extraction of the directory `top` (whose walk saw paths below it).
+    fn under(self, top: &[u8]) -> Self {
+        if top.is_empty() {
+            return self;
+        }
+        let top = String::from_utf8_lossy(top);
+        let top = top.trim_matches('/');
+        let full = |p: String| {
+            let rest = p.trim_start_matches('/');
+            if rest.starts_with('<') {
+                // `<packed inode>`, `<metabox>`: not paths.
+                p
+            } else if rest.is_empty() {
+                format!("/{top}")
+            } else {
+                format!("/{top}/{rest}")
+            }
+        };
+        match self {
+            ExtractError::Damaged { path, message } => ExtractError::Damaged {
+                path: full(path),
+                message,
+            },
+            ExtractError::BadName { path, name } => ExtractError::BadName {
+                path: full(path),
+                name,
+            },
+            ExtractError::Image { path, source } => ExtractError::Image {
+                path: full(path),
+                source,
+            },
+            e => e,
+        }
+    }
+}
+
+/// Extracts the image (or the directory [`Options::path`] names: its
+/// contents and metadata) into `target`, which must be empty or absent.
 /// `progress(bytes)` is called as file data is written (from several
 /// threads).
 pub fn extract(
@@ -342,6 +415,18 @@ pub fn extract(
     opts: Options,
     progress: Option<&(dyn Fn(u64) + Sync)>,
 ) -> Result<Summary, ExtractError> {
+    let top = opts.path.clone();
+    extract_tree(image, target, opts, progress).map_err(|e| e.under(&top))
+}
+
+fn extract_tree(
+    image: &Image,
+    target: &Path,
+    opts: Options,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+) -> Result<Summary, ExtractError> {
+    // The directory asked for first: a wrong path makes no target.
+    let (root, parent) = top(image, &opts.path)?;
     match fs::read_dir(target) {
         Ok(mut it) => {
             if it.next().is_some() {
@@ -353,10 +438,7 @@ pub fn extract(
         }
         Err(e) => return Err(io_err(target)(e)),
     }
-    let root = image.raw().root().map_err(|source| ExtractError::Image {
-        path: "/".into(),
-        source,
-    })?;
+    let whole = opts.path.is_empty();
     let cancel = opts.cancel.clone();
     // 1. The tree, and the plan of every file's data; every directory and
     // inode checked as fsck checks it before anything is made of it. The
@@ -371,7 +453,7 @@ pub fn extract(
     let inodes = usize::try_from(image.superblock().inos.min(slots)).unwrap_or(usize::MAX);
     reserve_descriptors(target, inodes.min(fds));
     let fds_left = AtomicUsize::new(fds);
-    let mut w = Walker::new(image, target, opts.devices, root);
+    let mut w = Walker::new(image, target, opts.devices, root.clone());
     let mut checker = Checker::for_extract(image);
     let damaged = |c: &Checker<'_>| {
         c.first_problem().map(|p| ExtractError::Damaged {
@@ -388,7 +470,7 @@ pub fn extract(
     };
     let results = std::thread::scope(|s| {
         let mut feed = Feed::start(s, &ctx, opts.jobs.clamp(1, 256));
-        walk(image, |v| {
+        walk_from(image, root, parent, |v| {
             if w.error.is_some() {
                 return;
             }
@@ -448,12 +530,14 @@ pub fn extract(
         empty: Vec::new(),
         plan,
     };
-    x.plan
-        .add_packed_inode()
-        .map_err(|source| ExtractError::Image {
-            path: "<packed inode>".into(),
-            source,
-        })?;
+    if whole {
+        x.plan
+            .add_packed_inode()
+            .map_err(|source| ExtractError::Image {
+                path: "<packed inode>".into(),
+                source,
+            })?;
+    }
     x.created(results, w.links)?;
     // 2. The data, each stored cluster read once, in physical order.
     x.write_data(progress)?;

@@ -10,12 +10,10 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ferrofs_testkit::corpus;
-use ferrofs_testkit::mount::{can_mount, LoopMount};
-use ferrofs_testkit::work_dir;
+use ferrofs_testkit::mount::LoopMount;
 use serde_json::Value;
 
-use super::FERROFS;
+use super::{corner_image, FERROFS};
 
 /// The bytes of `key` in `v`: exactly, from `KEY_hex` when it is there.
 fn bytes(v: &Value, key: &str) -> Vec<u8> {
@@ -163,22 +161,13 @@ fn ls_json(img: &Path, args: &[&str], path: Option<&str>) -> (Option<i32>, Vec<V
 
 #[test]
 fn ls_json_describes_every_entry_as_the_kernel_mount_shows_it() {
-    if let Err(why) = can_mount() {
-        println!("skipped: {why}");
+    let Some((img, _work)) = corner_image(
+        "ls_json",
+        &["-zlz4hc", "-C65536"],
+        ("dangling", "/no/such/target"),
+    ) else {
         return;
-    }
-    let w = work_dir!("ls_json");
-    let src = w.join("tree");
-    corpus::make_corner_tree(&src).unwrap();
-    std::os::unix::fs::symlink("/no/such/target", src.join("dangling")).unwrap();
-    let img = w.join("ls.img");
-    let o = Command::new(FERROFS)
-        .args(["mkfs", "--quiet", "-zlz4hc", "-C65536"])
-        .arg(&img)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
     let m = LoopMount::new(&img, &[]).expect("mount");
     let root: PathBuf = m.path().to_path_buf();
     let at = |p: &[u8]| root.join(OsStr::from_bytes(&p[1..]));

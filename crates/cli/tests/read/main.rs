@@ -7,12 +7,42 @@
 /// The binary under test.
 const FERROFS: &str = env!("CARGO_BIN_EXE_ferrofs");
 
+/// The corner tree with a symlink `link` -> `target` added, built by
+/// `ferrofs mkfs --quiet ARGS` in the fresh work directory `name`: its
+/// image, and the directory. `None` (said why) where the kernel cannot
+/// mount it to compare.
+fn corner_image(
+    name: &str,
+    args: &[&str],
+    (link, target): (&str, &str),
+) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    if let Err(why) = ferrofs_testkit::mount::can_mount() {
+        println!("skipped: {why}");
+        return None;
+    }
+    let w = ferrofs_testkit::work_dir!(name);
+    let src = w.join("tree");
+    ferrofs_testkit::corpus::make_corner_tree(&src).unwrap();
+    std::os::unix::fs::symlink(target, src.join(link)).unwrap();
+    let img = w.join("corner.img");
+    let o = std::process::Command::new(FERROFS)
+        .args(["mkfs", "--quiet"])
+        .args(args)
+        .arg(&img)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    Some((img, w))
+}
+
 mod closed_pipe;
 mod composefs;
 mod decode_once;
 mod dump_v19;
 mod export;
 mod extract_batches;
+mod extract_path;
 mod extract_xattrs;
 mod fixtures_v19;
 mod fsck_warnings;

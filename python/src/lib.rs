@@ -243,12 +243,22 @@ impl Image {
         Ok(out)
     }
 
-    /// Extracts the tree into `dest` (empty or missing); owners restored
+    /// Extracts the tree (or the directory `path` of it: its contents and
+    /// its own metadata) into `dest` (empty or missing); owners restored
     /// when running as root. Returns the summary as a dict.
-    fn extract<'py>(&self, py: Python<'py>, dest: PathBuf) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (dest, path = "/"))]
+    fn extract<'py>(
+        &self,
+        py: Python<'py>,
+        dest: PathBuf,
+        path: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let image = self.image.clone();
-        let res =
-            py.detach(|| ferrofs_check::extract::extract(&image, &dest, Default::default(), None));
+        let opts = ferrofs_check::extract::Options {
+            path: path.trim_start_matches('/').as_bytes().to_vec(),
+            ..Default::default()
+        };
+        let res = py.detach(|| ferrofs_check::extract::extract(&image, &dest, opts, None));
         let s = res.map_err(|e| PyOSError::new_err(format!("{}: {e}", dest.display())))?;
         json_to_py(py, &serde_json::to_value(&s).unwrap_or_default())
     }

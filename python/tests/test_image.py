@@ -125,6 +125,12 @@ def test_build_from_entries_extract_and_fsck(work):
     image.extract(dest)
     with open(os.path.join(dest, "a/b.txt"), "rb") as f:
         assert f.read() == b"bee\n"
+    # One directory: its contents at the top of dest.
+    sub = os.path.join(work, "sub")
+    assert image.extract(sub, path="/a")["files"] == 1
+    assert os.listdir(sub) == ["b.txt"]
+    with pytest.raises(OSError, match="not a directory"):
+        image.extract(os.path.join(work, "f"), path="/a/b.txt")
 
 
 def test_errors_are_pythons_and_name_the_path(work):

@@ -15,8 +15,8 @@ use ferrofs_testkit::process::sh;
 use ferrofs_testkit::tools;
 
 use super::{
-    busybox, list_host_tree, listing_differences, make_image, mkfs_calls, parse_listing, FERROFS,
-    LIST,
+    busybox, container_listing, list_host_tree, listing_differences, make_image, mkfs_calls,
+    FERROFS,
 };
 
 /// Why the containerd 2.4 test of `ferrofs convert` cannot run here.
@@ -188,23 +188,20 @@ fn check_converted(work: &Path) -> Vec<String> {
             failures.push(format!("pull {what}: {e}\ncontainerd: {}", ctd.log_tail()));
             continue;
         }
-        match ctd.ctr(&[
-            "run",
-            "--rm",
-            "--runc-root",
-            &runc_root,
-            "--snapshotter",
-            "erofs",
-            &image,
-            &format!("list-{tag}"),
-            "/bin/sh",
-            "-c",
-            LIST,
-        ]) {
-            Ok(text) => match parse_listing(&text) {
-                Ok(got) => failures.extend(listing_differences(what, &expected, &got)),
-                Err(e) => failures.push(e),
-            },
+        let id = format!("list-{tag}");
+        match container_listing(
+            &ctd,
+            &[
+                "--rm",
+                "--runc-root",
+                &runc_root,
+                "--snapshotter",
+                "erofs",
+                &image,
+                &id,
+            ],
+        ) {
+            Ok(got) => failures.extend(listing_differences(what, &expected, &got)),
             Err(e) => failures.push(format!("container of {what}: {e}")),
         }
         println!("containerd 2.4 ran a container of {what}");

@@ -14,10 +14,7 @@ use ferrofs_testkit::containerd::{self, Containerd};
 use ferrofs_testkit::process::sh;
 use ferrofs_testkit::tools;
 
-use super::{
-    busybox, container_listing, list_host_tree, listing_differences, make_image, mkfs_calls,
-    FERROFS,
-};
+use super::{busybox, container_differences, list_host_tree, make_image, mkfs_calls, FERROFS};
 
 /// Why the containerd 2.4 test of `ferrofs convert` cannot run here.
 fn convert_skip_reason() -> Option<String> {
@@ -189,21 +186,12 @@ fn check_converted(work: &Path) -> Vec<String> {
             continue;
         }
         let id = format!("list-{tag}");
-        match container_listing(
+        failures.extend(container_differences(
             &ctd,
-            &[
-                "--rm",
-                "--runc-root",
-                &runc_root,
-                "--snapshotter",
-                "erofs",
-                &image,
-                &id,
-            ],
-        ) {
-            Ok(got) => failures.extend(listing_differences(what, &expected, &got)),
-            Err(e) => failures.push(format!("container of {what}: {e}")),
-        }
+            (&runc_root, &["--snapshotter", "erofs", &image], &id),
+            what,
+            &expected,
+        ));
         println!("containerd 2.4 ran a container of {what}");
     }
     // Every snapshot of the tar image came from the cache.

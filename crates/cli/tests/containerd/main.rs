@@ -161,6 +161,24 @@ struct Listing {
     groups: BTreeSet<Vec<String>>,
 }
 
+/// What differs between `expected` and [`LIST`] run in a container of
+/// `what` (`ctr run --rm --runc-root RUNC_ROOT FROM... ID`), or why the
+/// container gave no listing.
+fn container_differences(
+    ctd: &Containerd,
+    (runc_root, from, id): (&str, &[&str], &str),
+    what: &str,
+    expected: &Listing,
+) -> Vec<String> {
+    let mut run = vec!["--rm", "--runc-root", runc_root];
+    run.extend_from_slice(from);
+    run.push(id);
+    match container_listing(ctd, &run) {
+        Ok(got) => listing_differences(what, expected, &got),
+        Err(e) => vec![format!("container of {what}: {e}")],
+    }
+}
+
 /// [`LIST`] run in a container (`ctr run RUN... /bin/sh -c LIST`), parsed.
 /// `ctr run` has lost the tail of a container's output once in CI (the
 /// last `L|` line missing: the task exits as soon as it has written it),
@@ -472,25 +490,12 @@ fn check_with(maker: Maker, work: &Path) -> Vec<String> {
     println!("{maker:?}: import ran mkfs.erofs {} times", calls.len());
 
     // A container lists and hashes the image's tree.
-    match container_listing(
+    failures.extend(container_differences(
         &ctd,
-        &[
-            "--rm",
-            "--runc-root",
-            &runc_root,
-            "--snapshotter",
-            "erofs",
-            IMAGE,
-            "list1",
-        ],
-    ) {
-        Ok(got) => failures.extend(listing_differences(
-            "image in a container",
-            &expected_listing,
-            &got,
-        )),
-        Err(e) => failures.push(format!("listing container: {e}")),
-    }
+        (&runc_root, &["--snapshotter", "erofs", IMAGE], "list1"),
+        "image in a container",
+        &expected_listing,
+    ));
 
     // 2. The Commit fallback: a container changes files; its snapshot is
     // committed (mkfs.erofs on the overlay upper dir).
@@ -585,24 +590,12 @@ fn check_with(maker: Maker, work: &Path) -> Vec<String> {
     match mount_snapshot(&ctd, ("prepare", "check1", "committed1"), &top) {
         Ok(()) => {
             let rootfs = top.to_string_lossy().into_owned();
-            match container_listing(
+            failures.extend(container_differences(
                 &ctd,
-                &[
-                    "--rm",
-                    "--runc-root",
-                    &runc_root,
-                    "--rootfs",
-                    &rootfs,
-                    "list2",
-                ],
-            ) {
-                Ok(got) => failures.extend(listing_differences(
-                    "committed snapshot in a container",
-                    &expected2_listing,
-                    &got,
-                )),
-                Err(e) => failures.push(format!("container on the committed snapshot: {e}")),
-            }
+                (&runc_root, &["--rootfs", &rootfs], "list2"),
+                "committed snapshot in a container",
+                &expected2_listing,
+            ));
             // The deleted names stay deleted in the host's view too.
             for gone in ["data/a-link", "data/sub/b", "opq", "data/sub/deep"] {
                 if fs::symlink_metadata(top.join(gone)).is_ok() {
